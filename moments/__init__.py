@@ -1,0 +1,1 @@
+"""The math kernel: exact Gaussian and Wishart moments, symbolic in the sizes, no torch."""

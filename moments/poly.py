@@ -1,0 +1,373 @@
+"""Polynomials in trace words and chains: the output of the moment kernel.
+
+``Poly`` maps a canonical monomial (a sorted tuple of cycles and a sorted tuple of chains, see
+``words.py``) to a sympy coefficient in the sizes ``n``, ``d`` and scalar parameters.  A scalar
+``Poly`` has no free ends; a matrix-valued one (a gradient, E[W A W]) has ``<L>``/``<R>`` ends.
+It can be differentiated with respect to a letter, evaluated on concrete matrices (numpy, torch,
+sympy; exact or float), and printed as text or LaTeX.
+"""
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any, Mapping
+
+import sympy
+
+from .letters import FREE_LEFT, FREE_RIGHT, ONE, Letter, space_size
+from .words import canonical_chain, canonical_cycle, flip, is_free, word_str, word_tex
+
+
+class Poly:
+    """sum_k coeff_k * prod(cycles_k) * prod(chains_k), in canonical form."""
+
+    __slots__ = ("terms", "letters", "rows", "cols", "__dict__")
+
+    def __init__(self, terms: Mapping, letters: Mapping[str, Letter], rows: str = ONE,
+                 cols: str = ONE) -> None:
+        self.terms = {k: v for k, v in terms.items() if v != 0}
+        self.letters = dict(letters)
+        self.rows = rows
+        self.cols = cols
+
+    # ----- basic queries -----
+    @property
+    def is_scalar(self) -> bool:
+        return self.rows == ONE and self.cols == ONE
+
+    @cached_property
+    def symmetric(self) -> frozenset:
+        return frozenset(name for name, l in self.letters.items() if l.symmetric)
+
+    def letter_names(self) -> set[str]:
+        out = set()
+        for cycles, chains in self.terms:
+            for w in cycles + chains:
+                out.update(name for name, _ in w if name not in (FREE_LEFT, FREE_RIGHT))
+        return out
+
+    def coefficient_symbols(self) -> set[sympy.Symbol]:
+        out: set = set()
+        for c in self.terms.values():
+            out |= c.free_symbols
+        return out
+
+    def __len__(self) -> int:
+        return len(self.terms)
+
+    def __iter__(self):
+        return iter(self.terms.items())
+
+    # ----- arithmetic -----
+    def _like(self, terms) -> "Poly":
+        return Poly(terms, self.letters, self.rows, self.cols)
+
+    def __add__(self, other: "Poly") -> "Poly":
+        if isinstance(other, (int, sympy.Expr)) and other == 0:
+            return self
+        if (other.rows, other.cols) != (self.rows, self.cols):
+            raise ValueError("cannot add polynomials of different shapes")
+        terms = dict(self.terms)
+        for k, v in other.terms.items():
+            terms[k] = terms.get(k, 0) + v
+        out = Poly(terms, {**self.letters, **other.letters}, self.rows, self.cols)
+        return out
+
+    __radd__ = __add__
+
+    def __neg__(self) -> "Poly":
+        return self._like({k: -v for k, v in self.terms.items()})
+
+    def __sub__(self, other: "Poly") -> "Poly":
+        return self + (-other)
+
+    def scale(self, factor) -> "Poly":
+        factor = sympy.sympify(factor)
+        return self._like({k: v * factor for k, v in self.terms.items()})
+
+    def __mul__(self, other) -> "Poly":
+        if not isinstance(other, Poly):
+            return self.scale(other)
+        if not (self.is_scalar or other.is_scalar):
+            raise ValueError("only a scalar polynomial can multiply another one")
+        rows, cols = (other.rows, other.cols) if self.is_scalar else (self.rows, self.cols)
+        terms: dict = {}
+        for (c1, h1), v1 in self.terms.items():
+            for (c2, h2), v2 in other.terms.items():
+                key = (tuple(sorted(c1 + c2)), tuple(sorted(h1 + h2)))
+                terms[key] = terms.get(key, 0) + v1 * v2
+        return Poly(terms, {**self.letters, **other.letters}, rows, cols)
+
+    __rmul__ = __mul__
+
+    def map_coeffs(self, fn) -> "Poly":
+        return self._like({k: fn(v) for k, v in self.terms.items()})
+
+    def simplify(self) -> "Poly":
+        """Cancel every coefficient (rational functions in the sizes and parameters)."""
+        return self.map_coeffs(lambda c: sympy.factor(sympy.cancel(c)))
+
+    def expand(self) -> "Poly":
+        return self.map_coeffs(sympy.expand)
+
+    def subs(self, values: Mapping) -> "Poly":
+        """Substitute scalar symbols (sizes, parameters) in the coefficients."""
+        return self.map_coeffs(lambda c: c.subs(values))
+
+    def is_zero(self) -> bool:
+        return all(sympy.cancel(c) == 0 for c in self.terms.values())
+
+    def scale_letters(self, factors: Mapping[str, Any]) -> "Poly":
+        """Replace each letter ``L`` by ``factors[L] * L`` (a scalar multiple of itself)."""
+        terms: dict = {}
+        for key, coeff in self.terms.items():
+            cycles, chains = key
+            factor = sympy.Integer(1)
+            for w in cycles + chains:
+                for name, _ in w:
+                    if name in factors:
+                        factor *= factors[name]
+            terms[key] = coeff * factor
+        return self._like(terms)
+
+    def without(self, names) -> "Poly":
+        """Set the letters ``names`` to zero: drop every monomial that contains one."""
+        names = set(names)
+
+        def keep(key) -> bool:
+            cycles, chains = key
+            return not any(name in names for w in cycles + chains for name, _ in w)
+
+        return self._like({k: v for k, v in self.terms.items() if keep(k)})
+
+    # ----- calculus -----
+    def diff(self, name: str) -> "Poly":
+        """Gradient with respect to the letter ``name`` (same shape as the letter).
+
+        d tr(P M Q)/dM = (Q P)^T, d tr(P M^T Q)/dM = Q P, d (u^T P M Q v)/dM = (P^T u)(Q v)^T.
+        For a symmetric letter the gradient is symmetrised (the gradient on symmetric matrices).
+        """
+        if not self.is_scalar:
+            raise ValueError("only scalar polynomials can be differentiated")
+        letter = self.letters.get(name)
+        if letter is None:
+            return Poly({}, self.letters, *_shape_of(name, self.letters))
+        terms: dict = {}
+        for (cycles, chains), coeff in self.terms.items():
+            for i, w in enumerate(cycles):
+                rest_cycles = cycles[:i] + cycles[i + 1:]
+                for p, (lname, t) in enumerate(w):
+                    if lname != name:
+                        continue
+                    rest = w[p + 1:] + w[:p]
+                    body = rest if t else flip(rest, self.symmetric)
+                    new = ((FREE_LEFT, False),) + body + ((FREE_RIGHT, False),)
+                    _accumulate(terms, rest_cycles, chains + (new,), coeff)
+            for i, w in enumerate(chains):
+                rest_chains = chains[:i] + chains[i + 1:]
+                for p, (lname, t) in enumerate(w):
+                    if lname != name:
+                        continue
+                    left, right = w[:p], w[p + 1:]
+                    if letter.is_vector:
+                        if p == 0:
+                            new = (((FREE_LEFT, False),) + right,)
+                        else:
+                            new = (((FREE_LEFT, False),) + flip(left, self.symmetric),)
+                    elif not t:
+                        new = (((FREE_LEFT, False),) + flip(left, self.symmetric),
+                               flip(right, self.symmetric) + ((FREE_RIGHT, False),))
+                    else:
+                        new = (((FREE_LEFT, False),) + right, left + ((FREE_RIGHT, False),))
+                    _accumulate(terms, cycles, rest_chains + new, coeff)
+        grad = Poly(terms, self.letters, letter.rows, letter.cols)
+        if letter.symmetric:
+            grad = (grad + grad.transpose()).scale(sympy.Rational(1, 2))
+        return grad
+
+    def transpose(self) -> "Poly":
+        """Transpose of a matrix-valued polynomial (swap the free ends)."""
+        terms: dict = {}
+        for (cycles, chains), coeff in self.terms.items():
+            new = []
+            for w in chains:
+                if is_free(w):
+                    new.append(_transpose_free(w, self.symmetric))
+                else:
+                    new.append(w)
+            _accumulate(terms, cycles, tuple(new), coeff)
+        return Poly(terms, self.letters, self.cols, self.rows)
+
+    def diff_scalar(self, symbol: sympy.Symbol) -> "Poly":
+        return self.map_coeffs(lambda c: sympy.diff(c, symbol))
+
+    # ----- evaluation -----
+    @cached_property
+    def _symbols(self) -> tuple:
+        return tuple(sorted(self.coefficient_symbols(), key=lambda s: s.name))
+
+    @cached_property
+    def _lambdas(self):
+        args = self._symbols
+        return {k: sympy.lambdify(args, v, modules="math") for k, v in self.terms.items()}
+
+    def evaluate(self, env: Mapping[str, Any], scalars: Mapping | None = None,
+                 exact: bool = False) -> Any:
+        """Value on concrete letters ``env`` (numpy, torch or sympy matrices; vectors as columns).
+
+        ``scalars`` maps symbols or their names (``n``, ``d``, parameters) to values.  With
+        ``exact=True`` coefficients are substituted symbolically (sympy matrices, rationals, or a
+        symbolic ``n``); otherwise they are compiled once to float functions.
+        """
+        scalars = {(k.name if isinstance(k, sympy.Symbol) else k): v
+                   for k, v in (scalars or {}).items()}
+        cache: dict = {}
+        total = 0
+        for key, coeff in self.terms.items():
+            cycles, chains = key
+            if exact:
+                c = coeff.subs({s: scalars[s.name] for s in coeff.free_symbols if s.name in scalars})
+            else:
+                missing = [s.name for s in self._symbols if s.name not in scalars]
+                if missing:
+                    raise KeyError(f"no value for {', '.join(missing)}")
+                c = self._lambdas[key](*[scalars[s.name] for s in self._symbols])
+            value = c
+            for w in cycles:
+                value = value * _word_value(w, env, cache, True, self.letters, scalars)
+            opened = []
+            for w in chains:
+                if is_free(w):
+                    opened.append(w)
+                else:
+                    value = value * _word_value(w, env, cache, False, self.letters, scalars)
+            if opened:
+                value = value * _open_value(opened, env, cache, self.letters, scalars)
+            total = total + value
+        if isinstance(total, int) and total == 0 and not self.is_scalar:
+            raise ValueError("the polynomial is zero; its matrix shape is unknown here")
+        return total
+
+    # ----- printing -----
+    def monomial_str(self, key) -> str:
+        cycles, chains = key
+        parts = [word_str(w, True) for w in cycles]
+        parts += ["(" + word_str(w, False) + ")" if not is_free(w) else word_str(w, False)
+                  for w in chains]
+        return " * ".join(parts) if parts else "1"
+
+    def __str__(self) -> str:
+        if not self.terms:
+            return "0"
+        items = sorted(self.terms.items(), key=lambda kv: self.monomial_str(kv[0]))
+        return " + ".join(f"({sympy.sstr(v)})*{self.monomial_str(k)}" for k, v in items)
+
+    def __repr__(self) -> str:
+        return f"Poly({len(self.terms)} terms, {self.rows}x{self.cols})"
+
+    def monomial_tex(self, key) -> str:
+        cycles, chains = key
+        parts = [word_tex(w, self.letters, True) for w in cycles]
+        for w in chains:
+            tex = word_tex(w, self.letters, False)
+            parts.append(tex if is_free(w) else f"\\left({tex}\\right)")
+        return " ".join(parts) if parts else "1"
+
+    def latex(self) -> str:
+        if not self.terms:
+            return "0"
+        items = sorted(self.terms.items(), key=lambda kv: self.monomial_str(kv[0]))
+        out = []
+        for k, v in items:
+            c = sympy.factor(v)
+            mono = self.monomial_tex(k)
+            ctex = sympy.latex(c)
+            if mono == "1":
+                out.append(ctex)
+            elif c == 1:
+                out.append(mono)
+            elif c == -1:
+                out.append("-" + mono)
+            else:
+                if isinstance(c, sympy.Add):
+                    ctex = f"\\left({ctex}\\right)"
+                out.append(f"{ctex}\\, {mono}")
+        return " + ".join(out).replace("+ -", "- ")
+
+
+def _accumulate(terms: dict, cycles, chains, coeff) -> None:
+    key = (tuple(sorted(cycles)), tuple(sorted(chains)))
+    terms[key] = terms.get(key, 0) + coeff
+
+
+def _transpose_free(w, symmetric) -> tuple:
+    starts_free = w[0][0] == FREE_LEFT
+    ends_free = w[-1][0] == FREE_RIGHT
+    inner = w[1 if starts_free else 0: len(w) - 1 if ends_free else len(w)]
+    body = flip(inner, symmetric)
+    head = ((FREE_LEFT, False),) if ends_free else ()
+    tail = ((FREE_RIGHT, False),) if starts_free else ()
+    return head + body + tail
+
+
+def _shape_of(name: str, letters: Mapping[str, Letter]) -> tuple[str, str]:
+    letter = letters.get(name)
+    return (letter.rows, letter.cols) if letter else (ONE, ONE)
+
+
+def _array(env, name: str):
+    value = env[name]
+    shape = getattr(value, "shape", None)
+    if shape is not None and len(shape) == 1:
+        value = value.reshape(-1, 1)
+    return value
+
+
+def _product(word, env, letters, scalars):
+    value = None
+    for name, t in word:
+        if name in (FREE_LEFT, FREE_RIGHT):
+            continue
+        a = _array(env, name)
+        if t:
+            a = a.T
+        value = a if value is None else value @ a
+    return value
+
+
+def _word_value(word, env, cache, cycle: bool, letters, scalars):
+    key = (cycle, word)
+    if key in cache:
+        return cache[key]
+    m = _product(word, env, letters, scalars)
+    if cycle:
+        value = m.trace()
+    else:
+        value = m[0, 0]
+    cache[key] = value
+    return value
+
+
+def _open_value(opened, env, cache, letters, scalars):
+    left = [w for w in opened if w[0][0] == FREE_LEFT]
+    right = [w for w in opened if w[-1][0] == FREE_RIGHT]
+    if len(left) == 1 and left == right:
+        w = left[0]
+        m = _product(w, env, letters, scalars)
+        if m is None:
+            raise ValueError("identity-valued term: evaluate with explicit sizes instead")
+        return m
+    col = _product(left[0], env, letters, scalars) if left else None
+    row = _product(right[0], env, letters, scalars) if right else None
+    if col is not None and row is not None:
+        return col @ row
+    return col if col is not None else row
+
+
+def canonical_key(cycles, chains, symmetric: frozenset) -> tuple:
+    """Canonical monomial key for raw cycles and chains."""
+    return (tuple(sorted(canonical_cycle(w, symmetric) for w in cycles)),
+            tuple(sorted(canonical_chain(w, symmetric) for w in chains)))
+
+
+def size_symbol(space: str) -> sympy.Symbol:
+    return space_size(space)
