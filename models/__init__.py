@@ -1,0 +1,1 @@
+"""PyTorch models, prompt samplers and trainers (cpu or cuda); no knowledge of papers or verdicts."""
