@@ -1,0 +1,9 @@
+"""One module per paper: its setting, its claims and their checks.
+
+``PAPER_MODULES`` maps each paper key (the prefix of its claim ids, ``../shared/papers/README.md``)
+to the module that declares ``CLAIMS``.
+"""
+
+PAPER_MODULES = {
+    "ahn2023": "proofs_checks.ahn2023",
+}

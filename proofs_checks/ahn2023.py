@@ -1,0 +1,862 @@
+"""ahn2023: K. Ahn, X. Cheng, H. Daneshmand, S. Sra, "Transformers learn to implement
+preconditioned gradient descent for in-context learning" (2023).
+
+Linear self-attention Z_{l+1} = Z_l + (1/n) P_l Z_l M (Z_l^T Q_l Z_l) (eqs. (3)-(4)) on the prompt
+of eq. (1), trained on the in-context loss (5) whose prediction is -[Z_k]_{(d+1),(n+1)}.
+
+Claims here: Theorem 1 (the global optimum of one layer, eq. (8), its rescalings and the
+isotropic special case) and Lemma 2 (the sparse k-layer forward pass (9) is k steps of
+preconditioned gradient descent (11) on the least-squares loss (10)).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import sympy
+import torch
+
+from models.device import runtime
+from models.lsa import LSAConfig, LinearTransformer, lsa_forward, readout
+from models.sampler import sample_prompts
+from models.trainers import optimise
+from moments.blocks import BlockMat
+from moments.montecarlo import Estimate, streaming_estimate, z_critical
+from moments.poly import Poly
+from moments.spectral import LAMBDA, depends_on_traces_of, power_sum, spectral_value
+from moments.tensor import matrix, scalar, vector, zeros
+from moments.wick import canonical, expectation
+from verify.claim import Claim, Context, TierResult
+from verify.evidence import Finding, combine, jsonable
+from verify.formulas import FormulaSymbol, NamedFormula, compile_formula, formula_value
+
+from .linear_icl import (LinearICLSetting, cayley_orthogonal, make_instance, prompt_law,
+                         symbolic_prompt)
+
+PAPER = "ahn2023"
+n_sym = sympy.Symbol("n", positive=True, integer=True)
+d_sym = sympy.Symbol("d", positive=True, integer=True)
+
+# ==============================================================================================
+# Theorem 1: the global optimum of a single layer
+# ==============================================================================================
+THM1_SETTING = LinearICLSetting(
+    w_prior="identity",
+    sizes={"quick": {"n": 6, "d": 3}, "default": {"n": 20, "d": 5}, "paper": {"n": 20, "d": 5}},
+)
+
+_N = FormulaSymbol("n", description="number of in-context examples")
+_D = FormulaSymbol("d", description="dimension of the covariates")
+_U = FormulaSymbol("U", "matrix", ("d", "d"), "orthogonal eigenvectors, Sigma = U Lambda U^T")
+_LAM = FormulaSymbol("Lambda", "matrix", ("d", "d"), "diag(lambda_1..lambda_d), the eigenvalues")
+_GAMMA = FormulaSymbol("gamma", description="the rescaling factor applied to b")
+
+THM1_FORMULAS = (
+    NamedFormula(
+        "A_top", "-U*Inverse((n+1)/n*Lambda + trace(Lambda)/n*Identity(d))*U.T",
+        (_N, _D, _U, _LAM), equation="(8)",
+        description="first d rows of the optimal A: -U diag({1/((n+1)/n lambda_i + "
+                    "(sum_k lambda_k)/n)}) U^T, written with Lambda = diag(lambda)",
+        shape=("d", "d")),
+    NamedFormula("A_bottom", "ZeroMatrix(1, d)", (_D,), equation="(8)",
+                 description="last row of the optimal A", shape=("1", "d")),
+    NamedFormula("b_x", "ZeroMatrix(d, 1)", (_D,), equation="(8)",
+                 description="first d entries of the optimal b (b^T = [0 ... 0 1])",
+                 shape=("d", "1")),
+    NamedFormula("b_y", "1", (), equation="(8)", description="last entry of the optimal b"),
+    NamedFormula("A_scale", "1/gamma", (_GAMMA,), equation="Thm. 1",
+                 description="the factor on A that keeps the optimum when b is scaled by gamma"),
+    NamedFormula("A_iso", "-1/((n-1)/n + (d+2)/n)", (_N, _D), equation="Thm. 1, Sigma = I",
+                 description="the isotropic optimum is A_iso * [I_d; 0]"),
+)
+
+_P_LETTERS = dict(P_xx=("d", "d"), p_xy=("d", "1"), p_yx=("d", "1"))
+_Q_LETTERS = dict(Q_xx=("d", "d"), q_xy=("d", "1"), q_yx=("d", "1"))
+P_YY, Q_YY = sympy.symbols("p_yy q_yy")
+PROBE_PY, PROBE_QY = sympy.symbols("p_y q_y")
+
+
+def _layer_weights(restricted: bool = False) -> tuple[BlockMat, BlockMat]:
+    """Symbolic (P, Q) in blocks; ``restricted`` fixes b = [0; beta] and A's last row to 0."""
+    if restricted:
+        P = BlockMat([[matrix("P_xx"), vector("p_xy")], [zeros("1", "d"), scalar(P_YY)]])
+        Q = BlockMat([[matrix("Q_xx"), vector("q_xy")], [zeros("1", "d"), scalar(Q_YY)]])
+    else:
+        P = BlockMat([[matrix("P_xx"), vector("p_xy")], [vector("p_yx").T, scalar(P_YY)]])
+        Q = BlockMat([[matrix("Q_xx"), vector("q_xy")], [vector("q_yx").T, scalar(Q_YY)]])
+    return P, Q
+
+
+@dataclass(frozen=True)
+class OneLayer:
+    """The derived one-layer objects: the loss (5)/(6) and the lifted gradient."""
+
+    loss: Poly
+    lifted_gradient: Poly
+    restricted_loss: Poly
+
+
+@lru_cache(maxsize=None)
+def one_layer() -> OneLayer:
+    """Derive f(P, Q) = E[([Z_1]_{(d+1),(n+1)} + w*^T x_q)^2] from the forward pass (eqs. 3-6).
+
+    The lifted gradient is 2 E[e (p^T C q)(r^T x_q)] with C = Z_0 M Z_0^T / n and probes p, q in
+    R^{d+1}, r in R^d: the gradient of the loss as a (convex quadratic) function of T = b (x) A.
+    """
+    sp = symbolic_prompt("identity")
+    P, Q = _layer_weights()
+    err = readout(lsa_forward(sp.Z, [(P, Q)], sp.mask, n_sym)) + sp.target
+    loss = expectation(err * err).simplify()
+    p = BlockMat([[vector("p_x")], [scalar(PROBE_PY)]])
+    q = BlockMat([[vector("q_x")], [scalar(PROBE_QY)]])
+    C_pq = (p.T @ sp.Z @ sp.mask @ sp.Z.T @ q)[0, 0] / n_sym
+    grad = expectation(err * C_pq * (vector("r").T @ sp.xq)).scale(2).simplify()
+    P1, Q1 = _layer_weights(restricted=True)
+    err1 = readout(lsa_forward(sp.Z, [(P1, Q1)], sp.mask, n_sym)) + sp.target
+    restricted = expectation(err1 * err1).simplify()
+    return OneLayer(loss, grad, restricted)
+
+
+def reduction_identity() -> Poly:
+    """[Z_1]_{(d+1),(n+1)} - b^T C A x_q as a polynomial; zero iff the reduction of App. A.1 holds."""
+    sp = symbolic_prompt("identity")
+    P, Q = _layer_weights()
+    pred = readout(lsa_forward(sp.Z, [(P, Q)], sp.mask, n_sym))
+    b = BlockMat([[vector("p_yx")], [scalar(P_YY)]])
+    A = BlockMat([[matrix("Q_xx")], [vector("q_yx").T]])
+    xq = BlockMat([[sp.xq]])
+    lifted = (b.T @ sp.Z @ sp.mask @ sp.Z.T @ A @ xq)[0, 0] / n_sym
+    return canonical(pred - lifted).simplify()
+
+
+def derived_top_block() -> tuple[sympy.Expr | None, sympy.Expr]:
+    """Solve the stationarity equation in A_top with b = [0; beta], A's last row 0, A_top = g(Sigma).
+
+    Returns (g(lambda) or None, the equation).  g depends on lambda, n, beta and p1 = tr Sigma.
+    """
+    L = one_layer().restricted_loss
+    g = sympy.Symbol("g")
+    eq = sympy.factor(spectral_value(L.diff("Q_xx"), {"Sigma": LAMBDA, "Q_xx": g}))
+    if depends_on_traces_of(eq, g):
+        return None, eq
+    sols = sympy.solve(eq, g)
+    return (sympy.simplify(sols[0]) if len(sols) == 1 else None), eq
+
+
+def _exact_instances(ctx: Context) -> list:
+    """Exact rational (U, Lambda) instances for the symbolic tier, d = 2 and 3."""
+    rng = ctx.rng("symbolic-instances")
+    insts = []
+    spec = ctx.sigma
+    if spec is not None and spec.kind in ("identity", "diag", "rotated"):
+        insts.append(make_instance(1, 3, spec, rng))
+    for d in (2, 3):
+        insts.append(make_instance(1, d, None, rng))
+    return insts
+
+
+def _named_point(formulas, inst, n_value) -> dict:
+    """The paper's (b, A) at an instance, exactly, as letter values (n may be symbolic)."""
+    values = {"U": inst.U_exact, "Lambda": sympy.diag(*inst.eigs_exact), "n": n_value, "d": inst.d}
+    out = {
+        "Q_xx": sympy.Matrix(formula_value(formulas["A_top"], values)),
+        "q_yx": _as_matrix(formula_value(formulas["A_bottom"], values), inst.d, 1, transpose=True),
+        "p_yx": _as_matrix(formula_value(formulas["b_x"], values), inst.d, 1),
+        "p_yy": sympy.sympify(formula_value(formulas["b_y"], values)),
+    }
+    return out
+
+
+def _as_matrix(value, rows: int, cols: int, transpose: bool = False):
+    if isinstance(value, sympy.MatrixBase):
+        m = sympy.Matrix(value)
+        return m.T if transpose else m
+    if value == 0:
+        return sympy.zeros(rows, cols)
+    raise ValueError(f"expected a matrix, got {value}")
+
+
+def _is_zero_matrix(m: sympy.Matrix) -> tuple[bool, tuple | None]:
+    for i in range(m.shape[0]):
+        for j in range(m.shape[1]):
+            if sympy.cancel(sympy.together(m[i, j])) != 0:
+                return False, (i, j)
+    return True, None
+
+
+def _at_n(expr, n_value: int = 7):
+    return sympy.nsimplify(sympy.sympify(expr).subs(n_sym, n_value))
+
+
+def thm1_symbolic(ctx: Context) -> TierResult:
+    parts = one_layer()
+    F = ctx.formulas
+    findings = []
+
+    # (a) App. A.1: the loss depends on P only through its last row b and on Q through its first
+    # d columns A, and the prediction is b^T C A x_q (so the loss is convex in T = b (x) A).
+    red = reduction_identity()
+    letters = parts.loss.letter_names()
+    params = {s.name for s in parts.loss.coefficient_symbols()} - {"n"}
+    ok = red.is_zero() and letters <= {"Sigma", "p_yx", "Q_xx", "q_yx"} and params <= {"p_yy"}
+    findings.append(Finding(
+        "reduction_A1", ok,
+        {"derived_loss": str(parts.loss), "derived_loss_latex": parts.loss.latex(),
+         "letters_in_loss": sorted(letters), "scalars_in_loss": sorted(params),
+         "prediction_minus_bCAx": str(red)},
+        reason="" if ok else "the loss depends on more than the last row of P and the first d "
+                             "columns of Q"))
+
+    # (b) derive the optimum of the top block under the ansatz and compare with eq. (8)
+    g, eq = derived_top_block()
+    insts = _exact_instances(ctx)
+    if g is None:
+        findings.append(Finding("derived_optimum", None, {"equation": str(eq)},
+                                reason="the stationarity equation is not pointwise in lambda"))
+    else:
+        findings.append(_compare_top_block(F, g, eq, insts))
+
+    # (c) global optimality: the lifted gradient vanishes at the paper's point (convexity in T)
+    findings.append(_lifted_gradient_exact(F, insts, parts.lifted_gradient))
+
+    # (d) rescaling b <- gamma b, A <- A_scale A leaves the loss unchanged
+    gamma = sympy.Symbol("gamma")
+    a_scale = F["A_scale"]
+    scaled = parts.loss.scale_letters({"p_yx": gamma, "Q_xx": a_scale, "q_yx": a_scale})
+    scaled = scaled.subs({P_YY: gamma * P_YY})
+    diff = (scaled - parts.loss).simplify()
+    ok = diff.is_zero()
+    ce = None
+    if not ok:
+        key, coeff = next(iter(diff.terms.items()))
+        ce = {"gamma": 2, "monomial": diff.monomial_str(key),
+              "coefficient_change": str(sympy.factor(coeff)),
+              "at_gamma_2": str(sympy.factor(coeff.subs(gamma, 2)))}
+    findings.append(Finding("rescaling", ok, {"A_scale": ctx.formula_texts["A_scale"],
+                                              "loss_change": str(diff)}, ce,
+                            "" if ok else "f(gamma b, A_scale A) != f(b, A)"))
+
+    # (e) isotropic special case: derived g at lambda = 1, tr Sigma = d vs A_iso
+    if g is not None:
+        g_iso = sympy.simplify(g.subs({LAMBDA: 1, power_sum(1): d_sym, P_YY: 1}))
+        delta = sympy.simplify(g_iso - F["A_iso"])
+        ok = delta == 0
+        ce = None if ok else {"n": 7, "d": 3, "derived": str(_at_n(g_iso.subs(d_sym, 3))),
+                              "paper": str(_at_n(F["A_iso"].subs(d_sym, 3)))}
+        findings.append(Finding("isotropic_case", ok,
+                                {"derived": str(g_iso), "paper": ctx.formula_texts["A_iso"]}, ce,
+                                "" if ok else "the isotropic formula differs from the derived one"))
+    return combine(findings, {"method": "moment kernel on the symbolic forward pass; exact "
+                                        "rational Sigma instances with n symbolic"})
+
+
+def _compare_top_block(F, g, eq, insts) -> Finding:
+    evidence = {"stationarity_equation": f"{eq} = 0", "derived_g(lambda)": str(g),
+                "derived_A_top": f"U diag(g(lambda_i)) U^T with g(lambda) = {g} (p1 = tr Sigma, "
+                                 f"p_yy = b_y)", "instances": []}
+    for inst in insts:
+        named = _named_point(F, inst, n_sym)
+        if named["p_yx"] != sympy.zeros(inst.d, 1) or named["q_yx"] != sympy.zeros(inst.d, 1):
+            return Finding("derived_optimum", None, evidence,
+                           reason="b_x or A_bottom is not zero, so the ansatz does not apply")
+        p1 = sum(inst.eigs_exact)
+        gl = [g.subs({LAMBDA: lam, power_sum(1): p1, P_YY: named["p_yy"]}) for lam in inst.eigs_exact]
+        derived = inst.U_exact * sympy.diag(*gl) * inst.U_exact.T
+        diff = sympy.Matrix(named["Q_xx"]) - derived
+        ok, where = _is_zero_matrix(diff)
+        evidence["instances"].append({"d": inst.d, "Sigma": inst.as_dict()["Sigma"], "agree": ok})
+        if not ok:
+            i, j = where
+            return Finding("derived_optimum", False, evidence, {
+                "instance": inst.as_dict(), "n": 7, "entry": [i, j],
+                "paper_A_top": str(_at_n(named["Q_xx"][i, j])),
+                "derived_A_top": str(_at_n(derived[i, j])),
+                "difference_in_n": str(sympy.factor(diff[i, j]))},
+                reason=f"eq. (8) differs from the derived optimum at entry {(i, j)}")
+    return Finding("derived_optimum", True, evidence)
+
+
+def _lifted_gradient_exact(F, insts, G: Poly) -> Finding:
+    evidence = {"statement": "f(b, A) = F(b (x) A) with F a convex quadratic, so grad F = 0 at "
+                             "T = b (x) A proves a global minimum",
+                "lifted_gradient": str(G), "instances": []}
+    for inst in insts:
+        d = inst.d
+        named = _named_point(F, inst, n_sym)
+        px = sympy.Matrix(sympy.symbols(f"px0:{d}"))
+        qx = sympy.Matrix(sympy.symbols(f"qx0:{d}"))
+        r = sympy.Matrix(sympy.symbols(f"r0:{d}"))
+        env = {"Sigma": inst.sigma_exact, "p_yx": named["p_yx"], "Q_xx": named["Q_xx"],
+               "q_yx": named["q_yx"], "p_x": px, "q_x": qx, "r": r}
+        val = G.evaluate(env, {"n": n_sym, "p_yy": named["p_yy"], "p_y": PROBE_PY, "q_y": PROBE_QY},
+                         exact=True)
+        val = sympy.cancel(sympy.together(sympy.expand(val)))
+        ok = val == 0
+        evidence["instances"].append({"d": d, "Sigma": inst.as_dict()["Sigma"], "zero": ok})
+        if not ok:
+            num, den = sympy.fraction(val)
+            probe_syms = sorted(set(px) | set(qx) | set(r) | {PROBE_PY, PROBE_QY}, key=str)
+            monom, coeff = sympy.Poly(sympy.expand(num), *probe_syms).terms()[0]
+            entry = {str(s): e for s, e in zip(probe_syms, monom) if e}
+            component = sympy.factor(sympy.cancel(coeff / den))
+            return Finding("global_optimality", False, evidence, {
+                "instance": inst.as_dict(), "gradient_component_in_probes": entry,
+                "component_in_n": str(component), "component_at_n_7": str(_at_n(component))},
+                reason="the gradient of the loss in T = b (x) A is not zero at the paper's point")
+    return Finding("global_optimality", True, evidence)
+
+
+# ---------------------------------------------------------------------------------- numeric
+def _float_point(F, inst) -> tuple[np.ndarray, np.ndarray]:
+    """The paper's (b, A) at an instance in float64: b in R^{d+1}, A in R^{(d+1) x d}."""
+    named = _named_point(F, inst, inst.n)
+    d = inst.d
+    A = np.zeros((d + 1, d))
+    A[:d] = np.array(named["Q_xx"].evalf(), dtype=float)
+    A[d] = np.array(named["q_yx"].evalf(), dtype=float).ravel()
+    b = np.zeros(d + 1)
+    b[:d] = np.array(named["p_yx"].evalf(), dtype=float).ravel()
+    b[d] = float(named["p_yy"])
+    return b, A
+
+
+def _letters_from_bA(b, A, d: int) -> tuple[dict, dict]:
+    env = {"Q_xx": A[:d], "q_yx": A[d:].T, "p_yx": b[:d].reshape(-1, 1)}
+    return env, {"p_yy": b[d]}
+
+
+def loss_at(b, A, inst) -> float:
+    """The derived population loss f(b, A) at a float instance."""
+    env, scal = _letters_from_bA(b, A, inst.d)
+    env["Sigma"] = inst.sigma
+    return float(one_layer().loss.evaluate(env, {"n": inst.n, **scal}))
+
+
+def _full_weights(b, A, rng, filler: float = 0.3) -> tuple[np.ndarray, np.ndarray]:
+    """(P, Q) with last row of P = b, first d columns of Q = A, random elsewhere (irrelevant)."""
+    d = A.shape[1]
+    P = filler * rng.standard_normal((d + 1, d + 1))
+    Q = filler * rng.standard_normal((d + 1, d + 1))
+    P[d, :] = b
+    Q[:, :d] = A
+    return P, Q
+
+
+def _mc_forward(P, Q, inst, samples: int, seed: int, extra=None):
+    """Monte Carlo of the real forward pass: squared error (and optional features) per prompt."""
+    law = prompt_law(inst, "identity")
+    gen = torch.Generator().manual_seed(seed)
+    Pt, Qt = torch.tensor(P), torch.tensor(Q)
+    mask = torch.zeros(inst.n + 1, inst.n + 1, dtype=torch.float64)
+    mask[:inst.n, :inst.n] = torch.eye(inst.n, dtype=torch.float64)
+
+    def draw(k):
+        pr = sample_prompts(law, k, gen)
+        Z = pr.Z()
+        err = readout(lsa_forward(Z, [(Pt, Qt)], mask, inst.n)) + pr.yq
+        cols = [err ** 2]
+        if extra is not None:
+            cols.append(extra(pr, Z, err))
+        return torch.cat([c.reshape(k, -1) for c in cols], dim=1).numpy()
+
+    return streaming_estimate(draw, samples, chunk=20_000)
+
+
+def _lifted_gradient_float(F, inst, b, A) -> np.ndarray:
+    """G_{klj} = 2 E[e C_kl x_qj] from the derived polynomial, in float64."""
+    G = one_layer().lifted_gradient
+    d = inst.d
+    env, scal = _letters_from_bA(b, A, d)
+    env["Sigma"] = inst.sigma
+    out = np.zeros((d + 1, d + 1, d))
+    eye = np.eye(d)
+    for k in range(d + 1):
+        for l in range(d + 1):
+            for j in range(d):
+                px = eye[:, [k]] if k < d else np.zeros((d, 1))
+                qx = eye[:, [l]] if l < d else np.zeros((d, 1))
+                e = {**env, "p_x": px, "q_x": qx, "r": eye[:, [j]]}
+                s = {**scal, "n": inst.n, "p_y": float(k == d), "q_y": float(l == d)}
+                out[k, l, j] = G.evaluate(e, s)
+    return out
+
+
+def thm1_numeric(ctx: Context) -> TierResult:
+    F = ctx.formulas
+    inst = THM1_SETTING.instance(ctx.budget.name, ctx.sizes, ctx.sigma, ctx.rng("instance"))
+    b, A = _float_point(F, inst)
+    rng = ctx.rng("numeric-point")
+    d, n = inst.d, inst.n
+    b_rand, A_rand = rng.standard_normal(d + 1) * 0.5, rng.standard_normal((d + 1, d)) * 0.5
+    findings = []
+    f_star = loss_at(b, A, inst)
+
+    # (a) derived loss vs Monte Carlo of the real forward pass, at the paper's point and at a
+    # random point (Bonferroni over the two comparisons)
+    level = 0.999
+    rows = []
+    ok = True
+    for label, (bb, AA) in (("paper_point", (b, A)), ("random_point", (b_rand, A_rand))):
+        P, Q = _full_weights(bb, AA, rng)
+        mean, se = _mc_forward(P, Q, inst, ctx.budget.mc_samples, ctx.seed_for("mc", label))
+        est = Estimate(float(mean[0]), float(se[0]), ctx.budget.mc_samples)
+        exact = loss_at(bb, AA, inst)
+        agree = est.agrees(exact, level, 2)
+        ok &= agree
+        rows.append({"point": label, "exact": exact, "z": est.z_score(exact),
+                     **est.as_dict(level, 2)})
+    findings.append(Finding("derived_loss_vs_monte_carlo", ok, {"comparisons": rows},
+                            None if ok else {"instance": inst.as_dict(), "rows": rows,
+                                             "seed": ctx.seed},
+                            "" if ok else "the derived loss is outside the Monte Carlo interval"))
+
+    # (b) lifted gradient at the paper's point, from the derived polynomial in float64
+    G = _lifted_gradient_float(F, inst, b, A)
+    G0 = _lifted_gradient_float(F, inst, np.zeros(d + 1), np.zeros((d + 1, d)))
+    G = (G + G.transpose(1, 0, 2)) / 2  # C is symmetric: only the symmetric part is identifiable
+    scale = float(np.abs(G0).max())
+    rel = float(np.abs(G).max() / scale)
+    tol = 1e-9
+    ok = rel <= tol
+    idx = np.unravel_index(np.abs(G).argmax(), G.shape)
+    findings.append(Finding(
+        "lifted_gradient_float64", ok,
+        {"max_abs_over_scale": rel, "tolerance": tol, "why_tolerance": "float64 rounding in "
+         "sums of O(100) terms of size O(scale)", "scale_|grad F(0)|_max": scale},
+        None if ok else {"instance": inst.as_dict(), "component": [int(i) for i in idx],
+                         "value": float(G[idx]), "relative": rel},
+        "" if ok else "the gradient in T = b (x) A is not zero at the paper's point"))
+
+    # (c) the same gradient estimated by Monte Carlo of the real forward pass, z-tested entrywise
+    Pp, Qp = _full_weights(b, A, rng)
+
+    def feats(pr, Z, err):
+        Zd = Z[..., :-1]
+        C = Zd @ Zd.mT / n
+        return 2 * err[:, None, None, None] * C[..., None] * pr.xq[:, None, None, :]
+
+    mean, se = _mc_forward(Pp, Qp, inst, ctx.budget.mc_samples, ctx.seed_for("mc-grad"), feats)
+    gm = mean[1:].reshape(d + 1, d + 1, d)
+    gs = se[1:].reshape(d + 1, d + 1, d)
+    z = np.where(gs > 0, gm / np.where(gs > 0, gs, 1), 0.0)
+    m = z.size
+    zc = z_critical(level, m)
+    zmax = float(np.abs(z).max())
+    ok = zmax <= zc
+    findings.append(Finding(
+        "lifted_gradient_monte_carlo", ok,
+        {"max_abs_z": zmax, "z_critical": zc, "components": m, "samples": ctx.budget.mc_samples,
+         "level": level},
+        None if ok else {"instance": inst.as_dict(), "seed": ctx.seed, "max_abs_z": zmax},
+        "" if ok else "Monte Carlo finds a non-zero gradient at the paper's point"))
+    return combine(findings, {"instance": inst.as_dict(), "optimal_loss": f_star,
+                              "seed": ctx.seed})
+
+
+# ---------------------------------------------------------------------------------- train
+def _lifted(b: np.ndarray, A: np.ndarray) -> np.ndarray:
+    T = np.einsum("k,lj->klj", b, A)
+    return (T + T.transpose(1, 0, 2)) / 2
+
+
+def _exact_loss_fn(model: LinearTransformer, inst, dev, dtype):
+    """The derived population loss of the model's (P, Q), as a torch function (autograd)."""
+    poly = one_layer().loss
+    d = inst.d
+    sigma = torch.tensor(inst.sigma, dtype=dtype, device=dev)
+
+    def loss():
+        P, Q = model.P[0], model.Q[0]
+        env = {"Sigma": sigma, "Q_xx": Q[:d, :d], "q_yx": Q[d:, :d].T, "p_yx": P[d:, :d].T}
+        return poly.evaluate(env, {"n": inst.n, "p_yy": P[d, d]})
+
+    return loss
+
+
+def _bA_of(model: LinearTransformer, d: int) -> tuple[np.ndarray, np.ndarray]:
+    P = model.P[0].detach().cpu().double().numpy()
+    Q = model.Q[0].detach().cpu().double().numpy()
+    return P[d, :], Q[:, :d]
+
+
+def _hessian_spectrum(b: np.ndarray, A: np.ndarray, inst) -> dict:
+    """Eigenvalues of the Hessian of f in (b, A): tells a local minimum from a saddle."""
+    from torch.func import hessian
+
+    d = inst.d
+    poly = one_layer().loss
+    sigma = torch.tensor(inst.sigma)
+
+    def f(vec):
+        bb, AA = vec[:d + 1], vec[d + 1:].reshape(d + 1, d)
+        env = {"Sigma": sigma, "Q_xx": AA[:d], "q_yx": AA[d:].T, "p_yx": bb[:d].reshape(-1, 1)}
+        return poly.evaluate(env, {"n": inst.n, "p_yy": bb[d]})
+
+    vec = torch.tensor(np.concatenate([b, A.ravel()]))
+    eig = torch.linalg.eigvalsh(hessian(f)(vec)).numpy()
+    top = float(np.abs(eig).max())
+    kind = "local minimum" if eig.min() >= -1e-8 * top else "saddle point"
+    return {"kind": kind, "min_eigenvalue": float(eig.min()), "max_eigenvalue": float(eig.max()),
+            "note": "one zero eigenvalue is the rescaling b -> gamma b, A -> A / gamma"}
+
+
+INIT_SCALE = 0.01  # small Gaussian init: reaches the global optimum far more often than O(1)
+
+
+def _lbfgs_steps(ctx: Context) -> int:
+    return {"quick": 60, "default": 100}.get(ctx.budget.name, 200)
+
+
+def _sampled_budget(ctx: Context) -> tuple[int, int]:
+    """(Adam steps, batch) of the sampled-prompt runs (evidence beside the exact-loss runs)."""
+    return {"quick": (150, 1024), "default": (300, 2048)}.get(ctx.budget.name, (2000, 8192))
+
+
+def thm1_train(ctx: Context) -> TierResult:
+    F = ctx.formulas
+    inst = THM1_SETTING.instance(ctx.budget.name, ctx.sizes, ctx.sigma, ctx.rng("instance"))
+    rt = runtime(ctx.device)
+    d = inst.d
+    b_star, A_star = _float_point(F, inst)
+    f_star = loss_at(b_star, A_star, inst)
+    T_star = _lifted(b_star, A_star)
+    loss_tol = 1e-7 if rt.dtype == torch.float64 else 1e3 * rt.eps
+    weight_tol = 1e-3
+    runs, other_points = [], []
+    below = None
+    # restart from Gaussian initialisations until a run reaches the paper's loss: f(b, A) is not
+    # convex and has spurious local minima (reported below, with their Hessian spectrum)
+    for restart in range(ctx.budget.restarts):
+        gen = rt.generator(ctx.seed_for("train-init", restart))
+        model = LinearTransformer(LSAConfig(d=d, parametrisation="full"), init_scale=INIT_SCALE,
+                                  generator=gen, dtype=rt.dtype, device=rt.device)
+        res = optimise(_exact_loss_fn(model, inst, rt.device, rt.dtype), model.parameters(),
+                       method="lbfgs", steps=_lbfgs_steps(ctx))
+        b, A = _bA_of(model, d)
+        f = loss_at(b, A, inst)
+        gap = (f - f_star) / f_star
+        dist = float(np.linalg.norm(_lifted(b, A) - T_star) / np.linalg.norm(T_star))
+        run = {"restart": restart, "trained_loss": f, "relative_loss_gap": gap,
+               "lifted_distance": dist, **res.summary(curve_points=10)}
+        runs.append(run)
+        if res.status == "diverged":
+            continue
+        if gap < -loss_tol:
+            below = {"trained_b": b.tolist(), "trained_A": A.tolist(), "trained_loss": f,
+                     "paper_loss": f_star, **run}
+            break
+        if abs(gap) <= loss_tol:
+            break
+        if not any(abs(p["loss"] - f) <= 1e-6 * f for p in other_points):
+            other_points.append({"loss": f, "loss_ratio_to_optimum": f / f_star,
+                                 "b": np.round(b, 6).tolist(), "A_last_row": np.round(A[d], 6).tolist(),
+                                 **_hessian_spectrum(b, A, inst)})
+    findings = []
+    evidence = {"runs": runs, "other_stationary_points": other_points,
+                "metric": "relative Frobenius distance of sym(b (x) A) to the paper's (the "
+                          "prediction map; C is symmetric so only sym_kl(T) is identifiable)",
+                "weight_threshold": weight_tol, "loss_threshold": loss_tol,
+                "why": "L-BFGS on the exact loss reaches float64 stationarity; 1e-3 leaves room "
+                       "for the conditioning of the loss in T"}
+    if below is not None:
+        findings.append(Finding("exact_loss_training", False, evidence,
+                                {"instance": inst.as_dict(), **below},
+                                "training found weights with a lower loss than eq. (8)"))
+    else:
+        best = min(runs, key=lambda r: r["trained_loss"])
+        at_min = abs(best["relative_loss_gap"]) <= loss_tol
+        if at_min:
+            findings.append(Finding("exact_loss_training", True, evidence,
+                                    reason="" if best["lifted_distance"] <= weight_tol else
+                                    "reached the optimal loss at another global minimiser"))
+        else:
+            findings.append(Finding("exact_loss_training", None, evidence,
+                                    reason=f"no restart reached the paper's loss (best relative "
+                                           f"gap {best['relative_loss_gap']:.2e}); more restarts "
+                                           f"(--budget default) would decide"))
+
+    # sampled-prompt Adam on the real forward pass (as the anchors train): evidence, and a
+    # counterexample if it beats the paper's loss
+    gen = rt.generator(ctx.seed_for("train-sampled"))
+    model = LinearTransformer(LSAConfig(d=d, parametrisation="full"), init_scale=INIT_SCALE,
+                              generator=gen, dtype=rt.dtype, device=rt.device)
+    law = prompt_law(inst, "identity")
+    steps, batch = _sampled_budget(ctx)
+    data_gen = rt.generator(ctx.seed_for("train-data"))
+
+    def sampled_loss():
+        pr = sample_prompts(law, batch, data_gen, dtype=rt.dtype, device=rt.device)
+        return ((model.predict(pr.Z()) - pr.yq) ** 2).mean()
+
+    res = optimise(sampled_loss, model.parameters(), method="adam", steps=steps, lr=0.01)
+    b, A = _bA_of(model, d)
+    f = loss_at(b, A, inst)
+    sampled = {"batch": batch, "trained_loss": f, "relative_loss_gap": (f - f_star) / f_star,
+               "lifted_distance": float(np.linalg.norm(_lifted(b, A) - T_star) /
+                                        np.linalg.norm(T_star)), **res.summary()}
+    if res.status == "diverged":
+        findings.append(Finding("sampled_prompt_training", None, sampled, reason=res.reason))
+    elif (f - f_star) / f_star < -loss_tol:
+        findings.append(Finding("sampled_prompt_training", False, sampled,
+                                {"instance": inst.as_dict(), "trained_b": b.tolist(),
+                                 "trained_A": A.tolist(), **sampled},
+                                "sampled training found a lower exact loss than eq. (8)"))
+    else:
+        findings.append(Finding("sampled_prompt_training", True, sampled,
+                                reason="evidence only: finite-batch Adam approaches the optimum"))
+    return combine(findings, {"instance": inst.as_dict(), "paper_loss": f_star,
+                              "runtime": rt.describe()})
+
+
+THM1 = Claim(
+    id="ahn2023.thm1",
+    title="Global optimum of one linear attention layer (non-isotropic prompts)",
+    paper=PAPER,
+    statement=(r"For $x^{(i)}\sim\mathcal N(0,\Sigma)$, $\Sigma=U\Lambda U^\top$, "
+               r"$w_\star\sim\mathcal N(0,I_d)$ and the parametrisation (7), "
+               r"$b^\top=[0\,\cdots\,0\;1]$, "
+               r"$A=-\begin{bmatrix}U\,\mathrm{diag}\big(\{\frac{1}{\frac{n+1}{n}\lambda_i+"
+               r"\frac1n\sum_k\lambda_k}\}_i\big)U^\top\\ 0\end{bmatrix}$ is a global minimum of "
+               r"$f(b,A)$, and so is its rescaling $b\leftarrow\gamma b$, $A\leftarrow\gamma^{-1}A$; "
+               r"for $\Sigma=I$, $A=-\frac{1}{\frac{n-1}{n}+\frac{d+2}{n}}[I_d;0]$."),
+    assumptions=("x^(i) ~ N(0, Sigma) i.i.d., Sigma = U Lambda U^T positive definite",
+                 "w* ~ N(0, I_d), y^(i) = <w*, x^(i)>, no label noise",
+                 "one layer, P = [0; b^T], Q = [A 0] (eq. (7)); prediction -[Z_1]_{d+1,n+1}"),
+    formulas=THM1_FORMULAS,
+    checks={"symbolic": thm1_symbolic, "numeric": thm1_numeric, "train": thm1_train},
+    setting=THM1_SETTING,
+)
+
+# ==============================================================================================
+# Lemma 2: the sparse k-layer transformer (9) runs k steps of preconditioned GD (11) on (10)
+# ==============================================================================================
+LEMMA2_SETTING = LinearICLSetting(
+    w_prior="identity",
+    sizes={"quick": {"n": 8, "d": 3, "layers": 3}, "default": {"n": 20, "d": 5, "layers": 3},
+           "paper": {"n": 20, "d": 5, "layers": 4}},
+)
+
+_W = FormulaSymbol("w", "matrix", ("d", "1"), "the GD iterate w_i^gd")
+_WSTAR = FormulaSymbol("w_star", "matrix", ("d", "1"), "the task vector w*")
+_X = FormulaSymbol("X", "matrix", ("d", "n"), "the in-context covariates [x^(1) ... x^(n)]")
+_XQ = FormulaSymbol("x_q", "matrix", ("d", "1"), "the query x^(n+1)")
+_A = FormulaSymbol("A", "matrix", ("d", "d"), "the layer's A_i (symmetric)")
+_GRAD = FormulaSymbol("grad", "matrix", ("d", "1"), "the gradient of R_{w*} at w")
+
+LEMMA2_FORMULAS = (
+    NamedFormula("R", "(w - w_star).T*X*X.T*(w - w_star)/(2*n)", (_N, _D, _W, _WSTAR, _X),
+                 equation="(10)", shape=("1", "1"),
+                 description="least-squares loss R_{w*}(w) = 1/(2n) sum_i (w^T x_i - w*^T x_i)^2"),
+    NamedFormula("update", "w + A*grad", (_D, _W, _A, _GRAD), equation="(11), Lemma 2",
+                 shape=("d", "1"), description="w_{i+1} = w_i + A_i grad R_{w*}(w_i)"),
+    NamedFormula("prediction", "-x_q.T*w", (_D, _XQ, _W), equation="Lemma 2", shape=("1", "1"),
+                 description="the label entry after layer i is -<x^(n+1), w_i^gd>"),
+    NamedFormula("w0", "ZeroMatrix(d, 1)", (_D,), equation="App. C.2 (theta_0 = 0)",
+                 shape=("d", "1"), description="the iterate before the first layer"),
+)
+
+
+def _truncate(text: str, limit: int = 400) -> str:
+    return text if len(text) <= limit else text[:limit] + f" ... ({len(text)} characters)"
+
+
+def _sparse_layer(A):
+    """(P_i, Q_i) of eq. (9) as explicit matrices around a d x d block A_i."""
+    d = A.shape[0]
+    P = sympy.zeros(d + 1, d + 1)
+    P[d, d] = 1
+    Q = sympy.zeros(d + 1, d + 1)
+    Q[:d, :d] = A
+    return P, Q
+
+
+def _gd_predictions(F, X, w_star, xq, As, n):
+    """Predictions -<x_q, w_i> of the GD iterates defined by the named formulas, exactly."""
+    d = X.shape[0]
+    w_sym = sympy.MatrixSymbol("w", d_sym, 1)
+    grad_expr = F["R"].diff(w_sym) if isinstance(F["R"], sympy.MatrixExpr) else None
+    values = {"X": X, "w_star": w_star, "x_q": xq, "n": n, "d": d}
+    w = sympy.Matrix(_as_matrix(formula_value(F["w0"], values), d, 1))
+    preds = []
+    for A in As + [None]:
+        pred = formula_value(F["prediction"], {**values, "w": w})
+        preds.append(sympy.Matrix([[pred]])[0, 0] if not isinstance(pred, sympy.MatrixBase)
+                     else pred[0, 0])
+        if A is None:
+            break
+        grad = _gradient(F["R"], grad_expr, {**values, "w": w}, d)
+        w = sympy.Matrix(formula_value(F["update"], {**values, "w": w, "A": A, "grad": grad}))
+    return preds
+
+
+def _gradient(R, grad_expr, values, d):
+    """grad_w R at w: from sympy's matrix calculus, checked against the entrywise derivative."""
+    ws = sympy.symbols(f"w_0:{d}")
+    wv = sympy.Matrix(ws)
+    R_val = formula_value(R, {**values, "w": wv})
+    R_val = R_val[0, 0] if isinstance(R_val, sympy.MatrixBase) else R_val
+    entry = sympy.Matrix([sympy.diff(R_val, wi) for wi in ws])
+    return entry.subs(dict(zip(ws, values["w"])))
+
+
+def lemma2_symbolic(ctx: Context) -> TierResult:
+    """Exact identity on symbolic prompts (d = 2, n = 3, two layers, symmetric A_i)."""
+    F = ctx.formulas
+    d, n, k = 2, 3, 2
+    X = sympy.Matrix(d, n, lambda i, j: sympy.Symbol(f"x{j}_{i}"))
+    w_star = sympy.Matrix(sympy.symbols(f"ws0:{d}"))
+    xq = sympy.Matrix(sympy.symbols(f"xq0:{d}"))
+    As = [sympy.Matrix(d, d, lambda i, j, l=l: sympy.Symbol(f"a{l}_{min(i, j)}{max(i, j)}"))
+          for l in range(k)]
+    Z = sympy.Matrix(d + 1, n + 1, lambda i, j: 0)
+    Z[:d, :n] = X
+    Z[:d, n] = xq
+    Z[d, :n] = (X.T * w_star).T
+    M = sympy.zeros(n + 1, n + 1)
+    M[:n, :n] = sympy.eye(n)
+    Zs = lsa_forward(Z, [_sparse_layer(A) for A in As], M, n, keep_all=True)
+    model = [readout(Zl) for Zl in Zs]
+    gd = _gd_predictions(F, X, w_star, xq, As, n)
+    findings = []
+    for layer, (m, g) in enumerate(zip(model, gd)):
+        diff = sympy.expand(m - g)
+        ok = diff == 0
+        ce = None
+        if not ok:
+            rng = ctx.rng("lemma2-ce")
+            subs = {s: sympy.Rational(int(rng.integers(-3, 4)), int(rng.integers(1, 3)))
+                    for s in diff.free_symbols}
+            ce = {"layer": layer, "sizes": {"d": d, "n": n}, "instance": {str(k): str(v) for k, v in subs.items()},
+                  "transformer": str(m.subs(subs)), "preconditioned_gd": str(g.subs(subs))}
+        findings.append(Finding(f"layer_{layer}", ok, {
+            "transformer_entry_terms": len(sympy.Add.make_args(sympy.expand(m))),
+            "difference": "0" if ok else _truncate(str(diff))}, ce,
+            "" if ok else f"after layer {layer} the forward pass differs from the GD prediction"))
+    # informational: with a non-symmetric A_i the forward pass applies A_i^T, not A_i
+    A_ns = [sympy.Matrix(d, d, lambda i, j, l=l: sympy.Symbol(f"b{l}_{i}{j}")) for l in range(1)]
+    m_ns = readout(lsa_forward(Z, [_sparse_layer(A_ns[0])], M, n))
+    g_ns = _gd_predictions(F, X, w_star, xq, A_ns, n)[1]
+    extra = {"sizes": {"d": d, "n": n, "layers": k},
+             "nonsymmetric_A_note": "holds without symmetry" if sympy.expand(m_ns - g_ns) == 0
+             else "for a non-symmetric A_i the forward pass implements w + A_i^T grad R; eq. (9) "
+                  "assumes A_i symmetric, so the lemma as stated is unaffected"}
+    return combine(findings, extra)
+
+
+def _float_gd_predictions(F, X, w_star, xq, As, n) -> np.ndarray:
+    """Predictions of the GD iterates defined by the named formulas, float64, batched over prompts.
+
+    grad R is sympy's matrix derivative of the named R; every formula is compiled once.
+    """
+    B, d = X.shape[0], X.shape[1]
+    sizes = {"n": n, "d": d}
+    w_sym = sympy.MatrixSymbol("w", d_sym, 1)
+    grad_f = compile_formula(F["R"].diff(w_sym), sizes)
+    update_f = compile_formula(F["update"], sizes)
+    pred_f = compile_formula(F["prediction"], sizes)
+    w0 = compile_formula(F["w0"], sizes)()
+    preds = np.zeros((B, len(As) + 1))
+    for b in range(B):
+        data = {"X": X[b], "w_star": w_star[b].reshape(-1, 1), "x_q": xq[b].reshape(-1, 1)}
+        w = w0.reshape(d, 1) if w0.ndim else np.zeros((d, 1))
+        for layer in range(len(As) + 1):
+            preds[b, layer] = float(np.ravel(_call(pred_f, {**data, "w": w}))[0])
+            if layer == len(As):
+                break
+            grad = _call(grad_f, {**data, "w": w}).reshape(d, 1)
+            w = _call(update_f, {**data, "w": w, "A": As[layer], "grad": grad}).reshape(d, 1)
+    return preds
+
+
+def _call(fn, values):
+    return fn(**{k: values[k] for k in fn.arg_names})
+
+
+def _lemma2_compare(F, model, pr, n, rt) -> tuple[float, np.ndarray, np.ndarray]:
+    Zs = model(pr.Z(), keep_all=True)
+    model_preds = torch.stack([readout(Z) for Z in Zs], dim=1).detach().cpu().double().numpy()
+    As = [Q[:-1, :-1].detach().cpu().double().numpy() for _, Q in model.weights()]
+    gd = _float_gd_predictions(F, pr.X.cpu().double().numpy(), pr.w.cpu().double().numpy(),
+                               pr.xq.cpu().double().numpy(), As, n)
+    scale = np.abs(gd).max() + 1e-300
+    return float(np.abs(model_preds - gd).max() / scale), model_preds, gd
+
+
+def lemma2_numeric(ctx: Context) -> TierResult:
+    F = ctx.formulas
+    inst = LEMMA2_SETTING.instance(ctx.budget.name, ctx.sizes, ctx.sigma, ctx.rng("instance"))
+    k = inst.extra["layers"]
+    gen = torch.Generator().manual_seed(ctx.seed_for("lemma2-model"))
+    model = LinearTransformer(LSAConfig(d=inst.d, layers=k, parametrisation="eq9"),
+                              init_scale=0.3, generator=gen)
+    pr = sample_prompts(prompt_law(inst, "identity"), 8, torch.Generator().manual_seed(
+        ctx.seed_for("lemma2-prompts")))
+    rel, mp, gd = _lemma2_compare(F, model, pr, inst.n, None)
+    tol = 1e-10
+    ok = rel <= tol
+    ce = None
+    if not ok:
+        b, layer = np.unravel_index(np.abs(mp - gd).argmax(), mp.shape)
+        ce = {"instance": inst.as_dict(), "prompt": int(b), "layer": int(layer),
+              "transformer": float(mp[b, layer]), "preconditioned_gd": float(gd[b, layer]),
+              "seed": ctx.seed}
+    return combine([Finding("forward_pass_vs_gd", ok, {
+        "max_relative_difference": rel, "tolerance": tol, "prompts": 8, "layers": k,
+        "why_tolerance": "float64 forward pass vs exact-arithmetic GD on float64 inputs"}, ce,
+        "" if ok else "the forward pass is not preconditioned GD")], {"instance": inst.as_dict()})
+
+
+def lemma2_train(ctx: Context) -> TierResult:
+    """Train the sparse model (9) on sampled prompts, then check the identity at trained weights."""
+    F = ctx.formulas
+    inst = LEMMA2_SETTING.instance(ctx.budget.name, ctx.sizes, ctx.sigma, ctx.rng("instance"))
+    rt = runtime(ctx.device)
+    k = inst.extra["layers"]
+    gen = rt.generator(ctx.seed_for("lemma2-train"))
+    model = LinearTransformer(LSAConfig(d=inst.d, layers=k, parametrisation="eq9"),
+                              init_scale=0.1, generator=gen, dtype=rt.dtype, device=rt.device)
+    law = prompt_law(inst, "identity")
+    data = rt.generator(ctx.seed_for("lemma2-data"))
+    steps, batch = _sampled_budget(ctx)
+
+    def loss():
+        pr = sample_prompts(law, batch, data, dtype=rt.dtype, device=rt.device)
+        return ((model.predict(pr.Z()) - pr.yq) ** 2).mean()
+
+    res = optimise(loss, model.parameters(), method="adam", steps=steps, lr=0.01)
+    if res.status == "diverged":
+        return combine([Finding("trained_identity", None, res.summary(), reason=res.reason)])
+    pr = sample_prompts(law, 8, rt.generator(ctx.seed_for("lemma2-check")), dtype=rt.dtype,
+                        device=rt.device)
+    rel, mp, gd = _lemma2_compare(F, model, pr, inst.n, rt)
+    tol = 1e-10 if rt.dtype == torch.float64 else 1e4 * rt.eps
+    ok = rel <= tol
+    ce = None
+    if not ok:
+        b, layer = np.unravel_index(np.abs(mp - gd).argmax(), mp.shape)
+        ce = {"instance": inst.as_dict(), "prompt": int(b), "layer": int(layer),
+              "transformer": float(mp[b, layer]), "preconditioned_gd": float(gd[b, layer])}
+    return combine([Finding("trained_identity", ok, {
+        "max_relative_difference": rel, "tolerance": tol, "training": res.summary(),
+        "why_tolerance": f"{rt.dtype} forward pass: relative error a few thousand eps"}, ce,
+        "" if ok else "at the trained weights the forward pass is not preconditioned GD")],
+        {"instance": inst.as_dict(), "runtime": rt.describe()})
+
+
+LEMMA2 = Claim(
+    id="ahn2023.lemma2",
+    title="The sparse k-layer transformer (9) implements k steps of preconditioned GD",
+    paper=PAPER,
+    statement=(r"For the transformer with parameters (9), for $i=0,\dots,k$ there is "
+               r"$w_i^{\mathrm{gd}}$ with $y_i^{(n+1)}=-\langle x^{(n+1)},w_i^{\mathrm{gd}}\rangle$ "
+               r"and $w_{i+1}^{\mathrm{gd}}=w_i^{\mathrm{gd}}+A_i\nabla R_{w_\star}(w_i^{\mathrm{gd}})$, "
+               r"$R_{w_\star}(w)=\frac{1}{2n}\sum_i(w^\top x_i-w_\star^\top x_i)^2$ (eq. (10))."),
+    assumptions=("P_i = [[0, 0], [0, 1]], Q_i = [[A_i, 0], [0, 0]] with A_i symmetric (eq. (9))",
+                 "any prompt (the identity is deterministic); y^(i) = <w*, x^(i)>"),
+    formulas=LEMMA2_FORMULAS,
+    checks={"symbolic": lemma2_symbolic, "numeric": lemma2_numeric, "train": lemma2_train},
+    setting=LEMMA2_SETTING,
+)
+
+CLAIMS = [THM1, LEMMA2]

@@ -1,0 +1,97 @@
+"""The CLI contract: commands, exit statuses, JSON shape, one-line errors for bad input."""
+import json
+
+import pytest
+import torch
+
+from verify.cli import main
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_list_and_show(capsys):
+    code, out, _ = run(capsys, "list", "--json")
+    rows = json.loads(out)
+    assert code == 0 and {"ahn2023.thm1", "ahn2023.lemma2"} <= {r["id"] for r in rows}
+    assert all(set(r) >= {"id", "title", "tiers"} for r in rows)
+    code, out, _ = run(capsys, "show", "ahn2023.thm1", "--json")
+    claim = json.loads(out)
+    assert code == 0 and claim["formulas"]
+    import sympy
+
+    from verify.formulas import FormulaSymbol, NamedFormula
+
+    for f in claim["formulas"]:  # every expression reads back with its declared symbols
+        syms = tuple(FormulaSymbol(s["name"], s["kind"], tuple(s["shape"]) if s.get("shape") else None)
+                     for s in f["symbols"])
+        local = {s.name: s.sympy() for s in syms}
+        assert isinstance(sympy.sympify(f["expression"], locals=local), sympy.Basic)
+
+
+BAD = [
+    (["check", "nosuch.claim"], "unknown claim"),
+    (["check", "ahn2023.thm99"], "unknown claim"),
+    (["check", "--paper", "nobody2020"], "unknown paper"),
+    (["check"], "name claims"),
+    (["show", "nosuch.claim"], "unknown claim"),
+    (["check", "ahn2023.thm1", "--set", "A_iso=1/("], "cannot read"),
+    (["check", "ahn2023.thm1", "--set", "A_iso=q+1"], "does not have"),
+    (["check", "ahn2023.thm1", "--set", "A_top=U*U*U.T+1"], "cannot read"),
+    (["check", "ahn2023.thm1", "--set", "A_top=n"], "is a scalar"),
+    (["check", "ahn2023.thm1", "--set", "A_iso=Identity(d)"], "is a matrix"),
+    (["check", "ahn2023.thm1", "--set", "nosuch=1"], "no selected claim"),
+    (["check", "ahn2023.thm1", "--set", "A_iso"], "NAME=VALUE"),
+    (["check", "ahn2023.thm1", "--set", "A_iso=__import__('os')"], "not a plain sympy"),
+    (["check", "ahn2023.thm1", "--size", "n=0"], "impossible"),
+    (["check", "ahn2023.thm1", "--size", "n=-3"], "impossible"),
+    (["check", "ahn2023.thm1", "--size", "n=abc"], "not an integer"),
+    (["check", "ahn2023.thm1", "--size", "q=3"], "has sizes"),
+    (["check", "ahn2023.thm1", "--sigma", "[[1,2],[2,1]]"], "not positive definite"),
+    (["check", "ahn2023.thm1", "--sigma", "[[1,2],[3,1]]"], "not symmetric"),
+    (["check", "ahn2023.thm1", "--sigma", "diag:1,-1"], "positive"),
+    (["check", "ahn2023.thm1", "--sigma", "banana"], "--sigma"),
+    (["check", "ahn2023.thm1", "--budget", "huge"], "budgets are"),
+    (["check", "ahn2023.thm1", "--tier", "magic"], "tiers are"),
+    (["check", "ahn2023.thm1", "--device", "tpu"], "unknown device"),
+    (["check", "ahn2023.thm1", "--seed", "-1"], "non-negative"),
+    (["frobnicate"], "invalid choice"),
+]
+
+
+@pytest.mark.parametrize("argv,needle", BAD)
+def test_bad_input_exits_2_with_one_line(capsys, argv, needle):
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith("icl-verify: error:")
+    assert needle in err
+    assert "Traceback" not in err
+
+
+def test_cuda_without_gpu_exits_2(capsys):
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    code, _, err = run(capsys, "check", "ahn2023.lemma2", "--device", "cuda")
+    assert code == 2 and "no CUDA GPU" in err
+
+
+def test_check_json_shape_and_wrong_constant_is_refuted(capsys):
+    code, out, _ = run(capsys, "check", "ahn2023.thm1", "--tier", "symbolic", "--json", "--set",
+                       "A_iso=-1/((n-1)/n + (d+3)/n)")
+    assert code == 1
+    (v,) = json.loads(out)
+    assert set(v) >= {"claim", "verdict", "tiers", "counterexample", "correction", "seed"}
+    assert v["verdict"] == "refuted" and v["counterexample"]["check"] == "isotropic_case"
+    assert v["tiers"]["symbolic"]["status"] == "fail"
+    assert set(v["tiers"]["symbolic"]) >= {"status", "evidence", "seconds"}
+
+
+def test_check_verified_exits_0(capsys):
+    code, out, _ = run(capsys, "check", "ahn2023.lemma2", "--tier", "symbolic,numeric",
+                       "--budget", "quick", "--json")
+    (v,) = json.loads(out)
+    assert code == 0 and v["verdict"] == "verified"
+    assert v["tiers"]["numeric"]["evidence"]["forward_pass_vs_gd"]["max_relative_difference"] < 1e-10

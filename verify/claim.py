@@ -1,0 +1,164 @@
+"""Claims as data: a paper's statement, its named formulas, and its checks per tier."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+import numpy as np
+import sympy
+
+from .errors import UsageError
+from .formulas import NamedFormula
+
+TIERS = ("symbolic", "numeric", "train")
+STATUSES = ("pass", "fail", "skipped", "error")
+ID_PATTERN = re.compile(r"^[a-z]+[0-9]{4}\.(thm|lemma|prop|cor|eq|fig)[a-z0-9_]+$")
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How much work each tier may do: ``quick`` (CI, seconds), ``default``, ``paper`` (GPU)."""
+
+    name: str
+    mc_samples: int
+    train_scale: float
+    restarts: int
+
+
+BUDGETS = {
+    "quick": Budget("quick", mc_samples=40_000, train_scale=0.25, restarts=6),
+    "default": Budget("default", mc_samples=200_000, train_scale=1.0, restarts=10),
+    "paper": Budget("paper", mc_samples=1_000_000, train_scale=4.0, restarts=20),
+}
+
+
+@dataclass
+class TierResult:
+    """What one tier decided, and the numbers it decided on."""
+
+    status: str
+    evidence: dict = field(default_factory=dict)
+    counterexample: dict | None = None
+    reason: str = ""
+    seconds: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"unknown tier status {self.status!r}")
+
+    def as_dict(self) -> dict:
+        out = {"status": self.status, "evidence": self.evidence, "seconds": round(self.seconds, 3)}
+        if self.reason:
+            out["reason"] = self.reason
+        if self.counterexample is not None:
+            out["counterexample"] = self.counterexample
+        return out
+
+
+@dataclass(frozen=True)
+class Context:
+    """Everything a check may read: the formulas to check, sizes, budget, device and seed."""
+
+    claim_id: str
+    formulas: Mapping[str, sympy.Basic]
+    formula_texts: Mapping[str, str]
+    budget: Budget
+    device: str = "auto"
+    seed: int = 0
+    sizes: Mapping[str, int] = field(default_factory=dict)
+    sigma: Any = None
+    progress: bool = False
+
+    def rng(self, *tags: int | str) -> np.random.Generator:
+        """A numpy generator determined by the seed and the tags (stable across runs)."""
+        words = [self.seed] + [_tag(t) for t in tags]
+        return np.random.default_rng(words)
+
+    def seed_for(self, *tags: int | str) -> int:
+        return int(self.rng(*tags).integers(0, 2**31 - 1))
+
+
+def _tag(t: int | str) -> int:
+    if isinstance(t, int):
+        return t
+    return int.from_bytes(t.encode()[:8].ljust(8, b"\0"), "little")
+
+
+Check = Callable[[Context], TierResult]
+
+
+@dataclass(frozen=True)
+class Correction:
+    """A documented minimal correction: formulas replaced, and why."""
+
+    description: str
+    reason: str
+    formulas: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One checkable statement of a paper."""
+
+    id: str
+    title: str
+    paper: str
+    statement: str
+    assumptions: tuple[str, ...]
+    formulas: tuple[NamedFormula, ...]
+    checks: Mapping[str, Check]
+    setting: Any = None
+    correction: Correction | None = None
+    notes: str = ""
+
+    def __post_init__(self) -> None:
+        if not ID_PATTERN.match(self.id) or not self.id.startswith(self.paper + "."):
+            raise ValueError(f"claim id {self.id!r} does not follow <paper>.<kind><number>")
+        unknown = set(self.checks) - set(TIERS)
+        if unknown:
+            raise ValueError(f"claim {self.id}: unknown tiers {sorted(unknown)}")
+        names = [f.name for f in self.formulas]
+        if len(set(names)) != len(names):
+            raise ValueError(f"claim {self.id}: duplicate formula names")
+
+    @property
+    def tiers(self) -> tuple[str, ...]:
+        return tuple(t for t in TIERS if t in self.checks)
+
+    def formula(self, name: str) -> NamedFormula:
+        for f in self.formulas:
+            if f.name == name:
+                return f
+        known = ", ".join(f.name for f in self.formulas) or "none"
+        raise UsageError(f"claim {self.id} has no formula {name!r} (formulas: {known})")
+
+    def parsed_formulas(self, overrides: Mapping[str, str] | None = None) -> tuple[dict, dict]:
+        """Parsed formulas and their texts, with ``overrides`` (name -> text) applied."""
+        overrides = dict(overrides or {})
+        for name in overrides:
+            self.formula(name)
+        exprs, texts = {}, {}
+        for f in self.formulas:
+            text = overrides.get(f.name, f.text)
+            exprs[f.name] = f.parse(text)
+            texts[f.name] = text
+        return exprs, texts
+
+    def summary(self) -> dict:
+        return {"id": self.id, "title": self.title, "paper": self.paper, "tiers": list(self.tiers)}
+
+    def describe(self) -> dict:
+        out = self.summary()
+        out.update({
+            "statement": self.statement,
+            "assumptions": list(self.assumptions),
+            "formulas": [f.as_dict() for f in self.formulas],
+            "correction": None if self.correction is None else {
+                "description": self.correction.description,
+                "reason": self.correction.reason,
+                "formulas": dict(self.correction.formulas),
+            },
+            "notes": self.notes,
+        })
+        return out

@@ -1,0 +1,238 @@
+"""The ``icl-verify`` command line: list, show, check (and the subcommands other modules add).
+
+Exit status: 0 when every checked claim is verified or corrected, 1 when any is refuted or
+inconclusive, 2 on bad input (one line on stderr, no traceback).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Callable, Sequence
+
+from .claim import BUDGETS, TIERS
+from .errors import UsageError
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse would print the whole usage; we print one line
+        raise UsageError(message)
+
+
+def _key_value(text: str, what: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip() or not value.strip():
+        raise UsageError(f"{what} {text!r}: expected NAME=VALUE")
+    return name.strip(), value.strip()
+
+
+def _size(text: str) -> tuple[str, int]:
+    name, value = _key_value(text, "--size")
+    try:
+        number = int(value)
+    except ValueError:
+        raise UsageError(f"--size {text!r}: {value!r} is not an integer") from None
+    if number <= 0:
+        raise UsageError(f"--size {name}={number} is impossible: sizes must be positive")
+    return name, number
+
+
+def _tiers(text: str) -> list[str]:
+    tiers = [t.strip() for t in text.split(",") if t.strip()]
+    bad = [t for t in tiers if t not in TIERS]
+    if bad or not tiers:
+        raise UsageError(f"--tier {text!r}: tiers are {', '.join(TIERS)}")
+    return tiers
+
+
+def _add_list(sub) -> None:
+    p = sub.add_parser("list", help="list the claims")
+    p.add_argument("--paper", help="only this paper's claims")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_list)
+
+
+def _add_show(sub) -> None:
+    p = sub.add_parser("show", help="a claim's statement, assumptions and named formulas")
+    p.add_argument("id")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_show)
+
+
+def add_selection(p) -> None:
+    """The claim selection shared by check, report and mutate: IDs, --paper or --all."""
+    p.add_argument("ids", nargs="*", metavar="ID")
+    p.add_argument("--paper", help="every claim of this paper")
+    p.add_argument("--all", action="store_true", help="every claim")
+
+
+def add_run_options(p) -> None:
+    p.add_argument("--tier", default=",".join(TIERS), help="comma-separated: symbolic,numeric,train")
+    p.add_argument("--budget", default="default", help="quick | default | paper")
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda")
+    p.add_argument("--seed", default=0, type=_seed)
+    p.add_argument("--size", action="append", default=[], metavar="NAME=INT",
+                   help="override a size of the setting (n, d, layers, ...)")
+    p.add_argument("--sigma", help="covariance: identity, diag:1,1/2, rotated:1,1/2 or [[2,1],[1,2]]")
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise UsageError(f"--seed {text!r} is not an integer") from None
+    if value < 0:
+        raise UsageError("--seed must be non-negative")
+    return value
+
+
+def _add_check(sub) -> None:
+    p = sub.add_parser("check", help="check claims and print their verdicts")
+    add_selection(p)
+    add_run_options(p)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=EXPR",
+                   help="replace a named formula by a sympy expression (a conjecture or a typo)")
+    p.set_defaults(func=cmd_check)
+
+
+def select_claims(args) -> list:
+    from . import registry
+
+    chosen = []
+    if args.all:
+        chosen = registry.all_claims()
+    if args.paper:
+        chosen += registry.by_paper(args.paper)
+    for cid in args.ids:
+        chosen.append(registry.find(cid))
+    if not chosen:
+        raise UsageError("name claims to check: IDs, --paper KEY or --all")
+    seen, out = set(), []
+    for c in chosen:
+        if c.id not in seen:
+            seen.add(c.id)
+            out.append(c)
+    return out
+
+
+def run_options(args) -> dict:
+    """Validated tier/budget/device/size/sigma options as keyword arguments for check_claim."""
+    from models.device import DeviceUnavailable, resolve_device
+    from proofs_checks.linear_icl import parse_sigma
+
+    tiers = _tiers(args.tier)
+    if args.budget not in BUDGETS:
+        raise UsageError(f"--budget {args.budget!r}: budgets are {', '.join(BUDGETS)}")
+    try:
+        resolve_device(args.device)
+    except DeviceUnavailable as exc:
+        raise UsageError(str(exc)) from None
+    sizes = dict(_size(s) for s in args.size)
+    return {"tiers": tiers, "budget": args.budget, "device": args.device, "seed": args.seed,
+            "sizes": sizes, "sigma": parse_sigma(args.sigma)}
+
+
+def cmd_list(args) -> int:
+    from . import registry
+
+    claims = registry.by_paper(args.paper) if args.paper else registry.all_claims()
+    if args.json:
+        print(json.dumps([c.summary() for c in claims], indent=2))
+        return EXIT_OK
+    from .output import list_table
+
+    print(list_table(claims))
+    return EXIT_OK
+
+
+def cmd_show(args) -> int:
+    from . import registry
+
+    claim = registry.find(args.id)
+    if args.json:
+        print(json.dumps(claim.describe(), indent=2))
+        return EXIT_OK
+    from .output import show_text
+
+    print(show_text(claim))
+    return EXIT_OK
+
+
+def cmd_check(args) -> int:
+    from .output import check_table
+    from .runner import check_claim
+
+    claims = select_claims(args)
+    options = run_options(args)
+    overrides = dict(_key_value(s, "--set") for s in args.set)
+    for name in overrides:
+        if not any(name in {f.name for f in c.formulas} for c in claims):
+            known = sorted({f.name for c in claims for f in c.formulas})
+            raise UsageError(f"--set {name}: no selected claim has a formula {name!r} "
+                             f"(formulas: {', '.join(known) or 'none'})")
+    verdicts = []
+    progress = not args.json and sys.stderr.isatty()
+    for claim in claims:
+        mine = {k: v for k, v in overrides.items() if k in {f.name for f in claim.formulas}}
+        if progress:
+            print(f"checking {claim.id} ...", file=sys.stderr, flush=True)
+        verdicts.append(check_claim(claim, overrides=mine, progress=progress, **options))
+    if args.json:
+        print(json.dumps([v.as_dict() for v in verdicts], indent=2))
+    else:
+        print(check_table(verdicts))
+    return EXIT_OK if all(v.passed for v in verdicts) else EXIT_FAILED
+
+
+# Subcommands contributed by other modules register themselves through this list.
+COMMANDS: list[Callable] = [_add_list, _add_show, _add_check]
+
+
+def _extra_commands() -> list[Callable]:
+    out = []
+    for module, name in (("verify.moment_cli", "register"), ("verify.report", "register"),
+                         ("verify.mutate", "register")):
+        try:
+            mod = __import__(module, fromlist=[name])
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+            continue
+        out.append(getattr(mod, name))
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="icl-verify",
+                     description="Check published claims about in-context learning.")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    for add in COMMANDS + _extra_commands():
+        add(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from models.device import DeviceUnavailable
+
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            raise UsageError("choose a command: " + ", ".join(sorted(
+                parser._subparsers._group_actions[0].choices)))  # noqa: SLF001
+        return args.func(args)
+    except (UsageError, DeviceUnavailable) as exc:
+        print(f"icl-verify: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("icl-verify: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+def entry_point() -> None:
+    sys.exit(main())

@@ -1,0 +1,221 @@
+"""Named formulas: the closed forms a paper asserts, as sympy expressions a user may override.
+
+A formula is kept as text in the paper's notation (scalars and matrix symbols with symbolic
+shapes, e.g. ``-U*Inverse((n+1)/n*Lambda + trace(Lambda)/n*Identity(d))*U.T``).  ``parse`` reads
+text against the formula's declared symbols only, and checks its type: a scalar formula must be a
+scalar, a matrix formula must have the declared shape.  ``formula_str`` prints an expression so
+that ``sympy.sympify(text, locals=formula.locals())`` reads it back.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import sympy
+from sympy.matrices.expressions.matexpr import MatrixExpr
+from sympy.printing.str import StrPrinter
+
+from .errors import UsageError
+
+SIZE_NAMES = ("n", "d", "k", "L", "m", "N", "K", "H", "C")
+
+
+def size_symbol(name: str) -> sympy.Symbol:
+    return sympy.Symbol(name, positive=True, integer=True)
+
+
+@dataclass(frozen=True)
+class FormulaSymbol:
+    """A symbol a formula may use: a scalar, or a matrix with a shape over size names."""
+
+    name: str
+    kind: str = "scalar"  # scalar | matrix
+    shape: tuple[str, str] | None = None
+    description: str = ""
+    positive: bool = False
+
+    def sympy(self) -> sympy.Basic:
+        if self.kind == "matrix":
+            rows, cols = (_dim(s) for s in self.shape)
+            return sympy.MatrixSymbol(self.name, rows, cols)
+        if self.name in SIZE_NAMES:
+            return size_symbol(self.name)
+        return sympy.Symbol(self.name, positive=True) if self.positive else sympy.Symbol(self.name)
+
+    def as_dict(self) -> dict:
+        out = {"name": self.name, "kind": self.kind, "description": self.description}
+        if self.shape is not None:
+            out["shape"] = list(self.shape)
+        return out
+
+
+def _dim(s: str):
+    if s.isdigit():
+        return int(s)
+    return size_symbol(s)
+
+
+_FORBIDDEN = re.compile(r"__|\bimport\b|\blambda\b|\bexec\b|\beval\b|\bopen\b|;")
+
+
+@dataclass(frozen=True)
+class NamedFormula:
+    """A closed form the paper asserts (``equation`` says where), in its declared symbols."""
+
+    name: str
+    text: str
+    symbols: tuple[FormulaSymbol, ...]
+    description: str = ""
+    equation: str = ""
+    shape: tuple[str, str] | None = None  # None: a scalar formula
+    _cache: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def locals(self) -> dict[str, Any]:
+        out = {s.name: s.sympy() for s in self.symbols}
+        for size in SIZE_NAMES:
+            if size in out and not isinstance(out[size], sympy.Symbol):
+                raise ValueError(f"{size} is a size name and cannot be a matrix")
+        return out
+
+    def parse(self, text: str | None = None) -> sympy.Basic:
+        """Read ``text`` (default: the paper's) in this formula's symbols, type-checked."""
+        text = self.text if text is None else text
+        if text in self._cache:
+            return self._cache[text]
+        expr = parse_in(text, self.locals(), what=f"formula {self.name}")
+        self._check_type(expr, text)
+        self._cache[text] = expr
+        return expr
+
+    def _check_type(self, expr: sympy.Basic, text: str) -> None:
+        allowed = set(self.locals().values())
+        extra = [s for s in _free(expr) if s not in allowed]
+        if extra:
+            names = ", ".join(sorted(str(s) for s in extra))
+            known = ", ".join(s.name for s in self.symbols) or "none"
+            raise UsageError(f"formula {self.name}: {text!r} uses symbols this claim does not have: "
+                             f"{names} (allowed: {known})")
+        is_matrix = isinstance(expr, (MatrixExpr, sympy.MatrixBase))
+        if self.shape is None and is_matrix:
+            raise UsageError(f"formula {self.name} is a scalar, but {text!r} is a matrix")
+        if self.shape is not None:
+            if not is_matrix:
+                if expr == 0:
+                    return
+                raise UsageError(f"formula {self.name} is a {self.shape[0]}x{self.shape[1]} matrix, "
+                                 f"but {text!r} is a scalar")
+            want = tuple(_dim(s) for s in self.shape)
+            got = tuple(expr.shape)
+            if tuple(sympy.simplify(a - b) for a, b in zip(got, want)) != (0, 0):
+                raise UsageError(f"formula {self.name} must be {self.shape[0]}x{self.shape[1]}, "
+                                 f"but {text!r} has shape {got[0]}x{got[1]}")
+
+    def as_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "expression": self.text,
+            "equation": self.equation,
+            "description": self.description,
+            "shape": list(self.shape) if self.shape else None,
+            "symbols": [s.as_dict() for s in self.symbols],
+        }
+
+
+def _free(expr: sympy.Basic) -> set:
+    """Symbols and matrix symbols the expression uses (not counting matrix shapes)."""
+    out, stack = set(), [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (sympy.MatrixSymbol, sympy.Symbol)):
+            out.add(node)
+            continue
+        stack.extend(a for a in node.args if isinstance(a, sympy.Basic))
+    return out
+
+
+def parse_in(text: str, local: Mapping[str, Any], what: str = "expression") -> sympy.Basic:
+    """``sympify`` restricted to ``local`` symbols, with one-line errors for malformed input."""
+    if not isinstance(text, str) or not text.strip():
+        raise UsageError(f"{what}: empty expression")
+    if _FORBIDDEN.search(text):
+        raise UsageError(f"{what}: {text!r} is not a plain sympy expression")
+    try:
+        expr = sympy.sympify(text, locals=dict(local))
+    except Exception as exc:  # sympy raises many exception types for ill-formed input
+        cause = exc.__cause__ if isinstance(exc, sympy.SympifyError) and exc.__cause__ else exc
+        detail = str(cause).strip().splitlines()[-1] if str(cause).strip() else ""
+        raise UsageError(f"{what}: cannot read {text!r} ({type(cause).__name__}"
+                         f"{': ' + detail[:100] if detail else ''})") from None
+    if not isinstance(expr, sympy.Basic):
+        raise UsageError(f"{what}: {text!r} is not a sympy expression")
+    return expr
+
+
+class FormulaPrinter(StrPrinter):
+    """``str`` for formulas that ``sympify`` reads back (``Identity(d)``, not ``I``)."""
+
+    def _print_Identity(self, expr):
+        return f"Identity({self._print(expr.rows)})"
+
+    def _print_ZeroMatrix(self, expr):
+        return f"ZeroMatrix({self._print(expr.rows)}, {self._print(expr.cols)})"
+
+    def _print_OneMatrix(self, expr):
+        return f"OneMatrix({self._print(expr.rows)}, {self._print(expr.cols)})"
+
+    def _print_Inverse(self, expr):
+        return f"Inverse({self._print(expr.arg)})"
+
+    def _print_Trace(self, expr):
+        return f"trace({self._print(expr.arg)})"
+
+    def _print_Transpose(self, expr):
+        return f"Transpose({self._print(expr.arg)})"
+
+
+def formula_str(expr: sympy.Basic) -> str:
+    return FormulaPrinter().doprint(expr)
+
+
+def formula_value(expr: sympy.Basic, values: Mapping[str, Any]) -> Any:
+    """Exact value of a formula: matrix symbols -> sympy matrices, scalars -> numbers/symbols.
+
+    Values are looked up by symbol name; a matrix result is returned explicit (``Matrix``).
+    """
+    subs = {}
+    for sym in list(expr.atoms(sympy.MatrixSymbol)) + list(expr.free_symbols):
+        name = sym.name if hasattr(sym, "name") else str(sym)
+        if name in values:
+            value = values[name]
+            if isinstance(sym, sympy.MatrixSymbol):
+                value = sympy.ImmutableMatrix(value)
+            subs[sym] = value
+    out = expr.xreplace(subs) if subs else expr
+    if isinstance(out, MatrixExpr):
+        out = out.doit()
+        if isinstance(out, MatrixExpr):
+            out = out.as_explicit()
+    elif isinstance(out, sympy.Basic):
+        out = out.doit()
+    return out
+
+
+def compile_formula(expr: sympy.Basic, sizes: Mapping[str, int]):
+    """A float64 numpy function of a formula at concrete sizes: ``f(**values) -> ndarray``.
+
+    Sizes (``n``, ``d``, ...) are substituted first so that shapes are concrete; the remaining
+    matrix and scalar symbols become keyword arguments.
+    """
+    import numpy as np
+
+    e = expr.subs({size_symbol(k): v for k, v in sizes.items()})
+    args = sorted(_free(e), key=lambda s: s.name)
+    fn = sympy.lambdify(args, e, "numpy")
+    names = [s.name for s in args]
+
+    def call(**values):
+        return np.asarray(fn(*[values[k] for k in names]), dtype=float)
+
+    call.arg_names = names
+    return call

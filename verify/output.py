@@ -1,0 +1,70 @@
+"""Terminal rendering of claims and verdicts."""
+from __future__ import annotations
+
+import textwrap
+
+from .claim import TIERS, Claim
+from .verdict import Verdict
+
+
+def _table(rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def list_table(claims: list[Claim]) -> str:
+    rows = [["id", "tiers", "title"]]
+    rows += [[c.id, ",".join(c.tiers), c.title] for c in claims]
+    return _table(rows)
+
+
+def show_text(claim: Claim) -> str:
+    out = [f"{claim.id}: {claim.title}", "", "Statement:", textwrap.indent(claim.statement, "  "),
+           "", "Assumptions:"]
+    out += [f"  - {a}" for a in claim.assumptions]
+    out += ["", "Named formulas (override with --set NAME=EXPR):"]
+    for f in claim.formulas:
+        shape = f"{f.shape[0]}x{f.shape[1]} matrix" if f.shape else "scalar"
+        syms = ", ".join(s.name for s in f.symbols) or "none"
+        out.append(f"  {f.name} = {f.text}")
+        out.append(f"      {f.equation}; {shape}; symbols: {syms}")
+        if f.description:
+            out.append(textwrap.indent(textwrap.fill(f.description, 90), "      "))
+    out += ["", f"Tiers: {', '.join(claim.tiers)}"]
+    if claim.correction:
+        out += ["", f"Correction on file: {claim.correction.description} ({claim.correction.reason})"]
+    if claim.notes:
+        out += ["", "Notes:", textwrap.indent(textwrap.fill(claim.notes, 90), "  ")]
+    return "\n".join(out)
+
+
+def check_table(verdicts: list[Verdict]) -> str:
+    rows = [["claim", "verdict", *TIERS, "seconds"]]
+    for v in verdicts:
+        cells = [v.claim, v.verdict]
+        for t in TIERS:
+            r = v.tiers.get(t)
+            cells.append(r.status if r else "-")
+        cells.append(f"{sum(r.seconds for r in v.tiers.values()):.1f}")
+        rows.append(cells)
+    out = [_table(rows)]
+    for v in verdicts:
+        if v.verdict == "verified":
+            continue
+        out.append(f"\n{v.claim}: {v.verdict}: {v.reason}")
+        if v.counterexample:
+            ce = {k: val for k, val in v.counterexample.items() if k not in ("reason",)}
+            out.append("  counterexample: " + _short(ce))
+        if v.correction:
+            out.append(f"  correction: {v.correction}")
+    out.append("\n(--json prints every tier's evidence)")
+    return "\n".join(out)
+
+
+def _short(value, limit: int = 400) -> str:
+    import json
+
+    text = json.dumps(value, default=str)
+    return text if len(text) <= limit else text[:limit] + " ..."
