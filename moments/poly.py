@@ -315,11 +315,18 @@ def _shape_of(name: str, letters: Mapping[str, Letter]) -> tuple[str, str]:
 
 
 def _array(env, name: str):
+    """A letter's value; vectors may be given flat.  A leading batch axis (numpy, torch) is kept:
+    letters of shape (B, r, c) evaluate B instances at once (e.g. one per training seed)."""
     value = env[name]
     shape = getattr(value, "shape", None)
     if shape is not None and len(shape) == 1:
         value = value.reshape(-1, 1)
     return value
+
+
+def _t(a):
+    """Transpose of the last two axes (numpy/torch ``.mT``; sympy ``.T``)."""
+    return a.mT if hasattr(a, "mT") else a.T
 
 
 def _product(word, env, letters, scalars):
@@ -329,7 +336,7 @@ def _product(word, env, letters, scalars):
             continue
         a = _array(env, name)
         if t:
-            a = a.T
+            a = _t(a)
         value = a if value is None else value @ a
     return value
 
@@ -339,10 +346,10 @@ def _word_value(word, env, cache, cycle: bool, letters, scalars):
     if key in cache:
         return cache[key]
     m = _product(word, env, letters, scalars)
-    if cycle:
-        value = m.trace()
+    if hasattr(m, "ndim"):  # numpy / torch, possibly batched
+        value = m.diagonal(0, -2, -1).sum(-1) if cycle else m[..., 0, 0]
     else:
-        value = m[0, 0]
+        value = m.trace() if cycle else m[0, 0]
     cache[key] = value
     return value
 

@@ -28,7 +28,7 @@ from moments.spectral import LAMBDA, depends_on_traces_of, power_sum, spectral_v
 from moments.tensor import matrix, scalar, vector, zeros
 from moments.wick import canonical, expectation
 from verify.claim import Claim, Context, TierResult
-from verify.evidence import Finding, combine, jsonable
+from verify.evidence import Finding, combine, jsonable, step
 from verify.formulas import FormulaSymbol, NamedFormula, compile_formula, formula_value
 
 from .linear_icl import (LinearICLSetting, cayley_orthogonal, make_instance, prompt_law,
@@ -248,7 +248,51 @@ def thm1_symbolic(ctx: Context) -> TierResult:
                                 {"derived": str(g_iso), "paper": ctx.formula_texts["A_iso"]}, ce,
                                 "" if ok else "the isotropic formula differs from the derived one"))
     return combine(findings, {"method": "moment kernel on the symbolic forward pass; exact "
-                                        "rational Sigma instances with n symbolic"})
+                                        "rational Sigma instances with n symbolic"},
+                   steps=_thm1_steps(parts, red, g, eq, F))
+
+
+def _thm1_steps(parts: OneLayer, red: Poly, g, eq, F) -> list:
+    sp = symbolic_prompt("identity")
+    P, Q = _layer_weights()
+    pred = canonical(readout(lsa_forward(sp.Z, [(P, Q)], sp.mask, n_sym))).simplify()
+    S = matrix("Sigma", symmetric=True)
+    from moments.tensor import gaussian_matrix
+
+    Xs = gaussian_matrix("X", "d", "n", row_cov=S)
+    wmw = expectation(Xs @ Xs.T @ matrix("M") @ Xs @ Xs.T).simplify()
+    steps = [
+        step("Forward pass", r"[Z_1]_{d+1,n+1} = " + pred.latex(),
+             "One layer Z_1 = Z_0 + (1/n) P Z_0 M (Z_0^T Q Z_0) (eqs. (3)-(4)) run on the symbolic "
+             "prompt Z_0 = [[X, x_q], [w^T X, 0]] with full P = [[P_xx, p_xy], [p_yx^T, p_yy]] and "
+             "Q likewise; the entry is a polynomial in the random letters X, w, x_q."),
+        step("Reduction (App. A.1)", r"[Z_1]_{d+1,n+1} - b^\top C A x_q = " + (red.latex() or "0"),
+             "The prediction equals b^T C A x_q with b the last row of P, A the first d columns of "
+             "Q and C = Z_0 M Z_0^T / n, so f depends only on (b, A) and is a convex quadratic in "
+             "T = b (x) A."),
+        step("Moments", r"\mathbb E[X_{ai}X_{bj}] = \Sigma_{ab}\delta_{ij},\quad "
+             r"\mathbb E[w w^\top] = I,\quad \mathbb E[x_q x_q^\top] = \Sigma;\qquad "
+             r"\mathbb E[W M W] = " + wmw.latex(),
+             "Isserlis' theorem over the pairings of each random letter; sample indices that are "
+             "paired collapse, and each free sample loop gives a factor n (W = X X^T)."),
+        step("Population loss", r"f(b, A) = " + parts.loss.latex(),
+             "E[([Z_1]_{d+1,n+1} + w^T x_q)^2] (eq. (6)), with b = [p_yx; p_yy] and "
+             "A = [Q_xx; q_yx^T]."),
+        step("Restricted loss", r"f\big([0;\beta], [A_{\mathrm{top}}; 0]\big) = "
+             + parts.restricted_loss.latex(), "b = [0; beta] (beta = p_yy), last row of A = 0."),
+        step("Stationarity", sympy.latex(eq) + " = 0",
+             "grad_{A_top} f = 0 with the ansatz A_top = g(Sigma): every word is a function of "
+             "Sigma, so the matrix equation is a scalar equation in an eigenvalue lambda "
+             "(p_1 = tr Sigma)."),
+    ]
+    if g is not None:
+        steps.append(step("Solution", r"g(\lambda) = " + sympy.latex(g),
+                          "A_top = U diag(g(lambda_i)) U^T; with beta = 1 this is eq. (8)."))
+    steps.append(step("Comparison with eq. (8)", r"A_{\mathrm{top}} = " + sympy.latex(F["A_top"]),
+                      "Checked exactly (n symbolic) on rational instances Sigma = U Lambda U^T "
+                      "with U from a Cayley transform; then the lifted gradient "
+                      "2 E[e (p^T C q)(r^T x_q)] is evaluated at the paper's point."))
+    return steps
 
 
 def _compare_top_block(F, g, eq, insts) -> Finding:
@@ -641,7 +685,7 @@ _W = FormulaSymbol("w", "matrix", ("d", "1"), "the GD iterate w_i^gd")
 _WSTAR = FormulaSymbol("w_star", "matrix", ("d", "1"), "the task vector w*")
 _X = FormulaSymbol("X", "matrix", ("d", "n"), "the in-context covariates [x^(1) ... x^(n)]")
 _XQ = FormulaSymbol("x_q", "matrix", ("d", "1"), "the query x^(n+1)")
-_A = FormulaSymbol("A", "matrix", ("d", "d"), "the layer's A_i (symmetric)")
+_A = FormulaSymbol("A", "matrix", ("d", "d"), "the layer's A_i", symmetric=True)
 _GRAD = FormulaSymbol("grad", "matrix", ("d", "1"), "the gradient of R_{w*} at w")
 
 LEMMA2_FORMULAS = (
@@ -741,7 +785,19 @@ def lemma2_symbolic(ctx: Context) -> TierResult:
              "nonsymmetric_A_note": "holds without symmetry" if sympy.expand(m_ns - g_ns) == 0
              else "for a non-symmetric A_i the forward pass implements w + A_i^T grad R; eq. (9) "
                   "assumes A_i symmetric, so the lemma as stated is unaffected"}
-    return combine(findings, extra)
+    steps = [
+        step("Symbolic prompt", r"Z_0 = \begin{bmatrix} X & x_q \\ w_\star^\top X & 0 \end{bmatrix}",
+             f"Entries are independent symbols (d = {d}, n = {n}); A_0, A_1 symmetric symbols."),
+        step("Forward pass of (9)", r"[Z_\ell]_{d+1,n+1},\ \ell = 0,\dots," + str(k),
+             "The same lsa_forward the torch model uses, run on sympy matrices."),
+        step("Gradient of (10)", r"\nabla R_{w_\star}(w) = " + sympy.latex(
+            F["R"].diff(sympy.MatrixSymbol("w", d_sym, 1))),
+             "sympy's matrix derivative of the named R; the iterates follow the named update from "
+             "the named w_0, and the named prediction is compared with the forward pass."),
+        step("Identity", r"[Z_\ell]_{d+1,n+1} + \langle x_q, w_\ell^{\mathrm{gd}}\rangle = 0",
+             "Expanded exactly for every layer."),
+    ]
+    return combine(findings, extra, steps=steps)
 
 
 def _float_gd_predictions(F, X, w_star, xq, As, n) -> np.ndarray:

@@ -42,6 +42,7 @@ class TierResult:
     counterexample: dict | None = None
     reason: str = ""
     seconds: float = 0.0
+    steps: list = field(default_factory=list)  # the derivation, as Step dicts (reports typeset it)
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -53,6 +54,8 @@ class TierResult:
             out["reason"] = self.reason
         if self.counterexample is not None:
             out["counterexample"] = self.counterexample
+        if self.steps:
+            out["derivation"] = self.steps
         return out
 
 

@@ -21,9 +21,21 @@ class Finding:
     reason: str = ""
 
 
-def combine(findings: Iterable[Finding], extra: dict | None = None) -> TierResult:
+def step(title: str, latex: str = "", text: str = "") -> dict:
+    """One step of a derivation as the engine did it: a title, display LaTeX, and prose."""
+    return {"title": title, "latex": latex, "text": text}
+
+
+def combine(findings: Iterable[Finding], extra: dict | None = None,
+            steps: list | None = None) -> TierResult:
     """fail if any finding failed, error if any was undecided, pass otherwise."""
     findings = list(findings)
+    result = _combine(findings, extra)
+    result.steps = list(steps or [])
+    return result
+
+
+def _combine(findings: list, extra: dict | None) -> TierResult:
     evidence = dict(extra or {})
     for f in findings:
         entry = {"ok": f.ok, **jsonable(f.evidence)}

@@ -34,6 +34,7 @@ class FormulaSymbol:
     shape: tuple[str, str] | None = None
     description: str = ""
     positive: bool = False
+    symmetric: bool = False  # a matrix the claim assumes symmetric (A_i in ahn2023 eq. (9))
 
     def sympy(self) -> sympy.Basic:
         if self.kind == "matrix":
@@ -47,6 +48,8 @@ class FormulaSymbol:
         out = {"name": self.name, "kind": self.kind, "description": self.description}
         if self.shape is not None:
             out["shape"] = list(self.shape)
+        if self.symmetric:
+            out["symmetric"] = True
         return out
 
 
