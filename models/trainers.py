@@ -139,3 +139,161 @@ def _stalled(losses: list[float], window: int = 5) -> bool:
         return False
     recent = losses[-window:]
     return max(recent) - min(recent) <= 1e-12 * max(1.0, abs(recent[-1]))
+
+
+# ----------------------------------------------------------------------------------------------
+# Batched training: B independent problems (one per seed) in one set of tensors
+# ----------------------------------------------------------------------------------------------
+def optimise_batched(loss_fn: Callable[[], torch.Tensor], params: Sequence[torch.Tensor],
+                     method: str = "lbfgs", steps: int = 200, lr: float = 1.0,
+                     grad_tol: float = 1e-10, rel_tol: float = 1e-13, history: int = 20,
+                     progress: Callable[[int, torch.Tensor], None] | None = None
+                     ) -> list[TrainResult]:
+    """Minimise B independent losses at once: ``loss_fn()`` returns shape (B,) and every parameter
+    has a leading batch axis B.  Each problem keeps its own optimiser state and stops on its own
+    (converged, or diverged with the step and reason); its parameters are then frozen.
+
+    ``lbfgs`` is a vectorised L-BFGS (two-loop recursion per problem, backtracking Armijo line
+    search per problem), so restarts do not share curvature information or step sizes as they
+    would if their summed loss were passed to ``torch.optim.LBFGS``.
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; use one of {METHODS}")
+    params = list(params)
+    B = params[0].shape[0]
+    results = [TrainResult(method=method) for _ in range(B)]
+    active = torch.ones(B, dtype=torch.bool, device=params[0].device)
+    start = time.perf_counter()
+
+    def flat(ts):
+        return torch.cat([t.reshape(B, -1) for t in ts], dim=1)
+
+    def assign(x):
+        offset = 0
+        with torch.no_grad():
+            for p in params:
+                k = p[0].numel()
+                p.copy_(x[:, offset:offset + k].reshape(p.shape))
+                offset += k
+
+    def value_and_grad():
+        for p in params:
+            p.grad = None
+        losses = loss_fn()
+        losses.sum().backward()
+        g = flat([p.grad if p.grad is not None else torch.zeros_like(p) for p in params])
+        return losses.detach(), g.detach()
+
+    def record(step, losses, g):
+        finite = torch.isfinite(losses) & torch.isfinite(g).all(dim=1)
+        for b in torch.nonzero(active & ~finite).flatten().tolist():
+            results[b].status = "diverged"
+            results[b].reason = f"loss or gradient became non-finite at step {step}"
+            results[b].steps = step
+            active[b] = False
+        for b in torch.nonzero(active).flatten().tolist():
+            results[b].losses.append(float(losses[b]))
+            results[b].steps = step
+        return finite
+
+    if method == "lbfgs":
+        x = flat([p.detach() for p in params])
+        f, g = value_and_grad()
+        record(0, f, g)
+        S, Y = [], []
+        for step in range(1, steps + 1):
+            if not bool(active.any()):
+                break
+            d = -_two_loop(g, S, Y)
+            slope = (d * g).sum(1)
+            bad = ~(slope < 0)
+            d[bad] = -g[bad]
+            slope = (d * g).sum(1)
+            t = torch.full((B,), float(lr), dtype=x.dtype, device=x.device)
+            t[~active] = 0.0
+            accepted = ~active.clone()
+            x_new, f_new, g_new = x.clone(), f.clone(), g.clone()
+            for _ in range(30):
+                trial = x + t[:, None] * d
+                assign(trial)
+                ft, gt = value_and_grad()
+                ok = (~accepted) & torch.isfinite(ft) & (ft <= f + 1e-4 * t * slope)
+                x_new[ok], f_new[ok], g_new[ok] = trial[ok], ft[ok], gt[ok]
+                accepted |= ok
+                if bool(accepted.all()):
+                    break
+                t = torch.where(accepted, t, t * 0.5)
+            stuck = ~accepted
+            s_k, y_k = x_new - x, g_new - g
+            S.append(s_k)
+            Y.append(y_k)
+            if len(S) > history:
+                S.pop(0)
+                Y.pop(0)
+            rel = (f - f_new).abs() / f_new.abs().clamp_min(1.0)
+            x, f, g = x_new, f_new, g_new
+            assign(x)
+            record(step, f, g)
+            gnorm = g.norm(dim=1)
+            if progress:
+                progress(step, f)
+            done = active & ((gnorm <= grad_tol) | (rel <= rel_tol) | stuck)
+            for b in torch.nonzero(done).flatten().tolist():
+                results[b].status = "converged"
+                results[b].reason = ("gradient below tolerance" if gnorm[b] <= grad_tol else
+                                     "no descent step found" if stuck[b] else "loss stopped changing")
+                active[b] = False
+        assign(x)
+    else:
+        opt = (torch.optim.Adam(params, lr=lr) if method == "adam"
+               else torch.optim.SGD(params, lr=lr))
+        for step in range(1, steps + 1):
+            if not bool(active.any()):
+                break
+            before = [p.detach().clone() for p in params]
+            opt.zero_grad()
+            losses = loss_fn()
+            losses.sum().backward()
+            g = flat([p.grad if p.grad is not None else torch.zeros_like(p) for p in params])
+            finite = record(step, losses.detach(), g.detach())
+            with torch.no_grad():
+                for p in params:
+                    if p.grad is not None:
+                        p.grad[~active] = 0.0
+            opt.step()
+            with torch.no_grad():  # frozen problems keep their parameters
+                for p, old in zip(params, before):
+                    p[~active] = old[~active]
+            if progress:
+                progress(step, losses.detach())
+            gnorm = g.norm(dim=1)
+            done = active & finite & (gnorm <= grad_tol)
+            for b in torch.nonzero(done).flatten().tolist():
+                results[b].status = "converged"
+                results[b].reason = "gradient below tolerance"
+                active[b] = False
+    seconds = time.perf_counter() - start
+    for r in results:
+        r.seconds = seconds
+    return results
+
+
+def _two_loop(g: torch.Tensor, S: list, Y: list) -> torch.Tensor:
+    """The L-BFGS product H g per problem (rows), from the stored pairs (s, y)."""
+    q = g.clone()
+    alphas = []
+    for s, y in zip(reversed(S), reversed(Y)):
+        sy = (s * y).sum(1)
+        rho = torch.where(sy > 1e-300, 1.0 / sy.clamp_min(1e-300), torch.zeros_like(sy))
+        a = rho * (s * q).sum(1)
+        q = q - a[:, None] * y
+        alphas.append((a, rho, s, y))
+    if S:
+        s, y = S[-1], Y[-1]
+        sy, yy = (s * y).sum(1), (y * y).sum(1)
+        gamma = torch.where((sy > 1e-300) & (yy > 0), sy / yy.clamp_min(1e-300), torch.ones_like(sy))
+        q = q * gamma[:, None]
+    for a, rho, s, y in reversed(alphas):
+        b = rho * (y * q).sum(1)
+        q = q + (a - b)[:, None] * s
+    return q

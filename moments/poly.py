@@ -247,6 +247,11 @@ class Poly:
             raise ValueError("the polynomial is zero; its matrix shape is unknown here")
         return total
 
+    def compile(self) -> "CompiledPoly":
+        """An evaluator for repeated calls (training): coefficients lambdified into one function,
+        every distinct word multiplied once per call, common word prefixes shared."""
+        return CompiledPoly(self)
+
     # ----- printing -----
     def monomial_str(self, key) -> str:
         cycles, chains = key
@@ -378,3 +383,67 @@ def canonical_key(cycles, chains, symmetric: frozenset) -> tuple:
 
 def size_symbol(space: str) -> sympy.Symbol:
     return space_size(space)
+
+
+class CompiledPoly:
+    """``Poly.evaluate`` for hot loops: the same value, computed with a fixed plan.
+
+    Works on numpy or torch letters (with an optional leading batch axis) and float scalars.
+    """
+
+    def __init__(self, poly: Poly) -> None:
+        if not poly.is_scalar:
+            raise ValueError("only scalar polynomials can be compiled")
+        self.poly = poly
+        self.symbols = poly._symbols
+        self.names = [s.name for s in self.symbols]
+        keys = list(poly.terms)
+        self._coeffs = sympy.lambdify(self.symbols, [poly.terms[k] for k in keys], modules="math")
+        words: dict = {}
+        self.monomials = []
+        for cycles, chains in keys:
+            idx = []
+            for w in cycles:
+                idx.append(words.setdefault((True, w), len(words)))
+            for w in chains:
+                idx.append(words.setdefault((False, w), len(words)))
+            self.monomials.append(tuple(idx))
+        self.words = list(words)
+
+    def __call__(self, env: Mapping[str, Any], scalars: Mapping[str, Any] | None = None) -> Any:
+        scalars = scalars or {}
+        missing = [n for n in self.names if n not in scalars]
+        if missing:
+            raise KeyError(f"no value for {', '.join(missing)}")
+        coeffs = self._coeffs(*[scalars[n] for n in self.names])
+        prefix: dict = {}
+        values = []
+        for cycle, word in self.words:
+            m = _prefix_product(word, env, prefix)
+            if hasattr(m, "ndim"):
+                values.append(m.diagonal(0, -2, -1).sum(-1) if cycle else m[..., 0, 0])
+            else:
+                values.append(m.trace() if cycle else m[0, 0])
+        total = 0
+        for c, idx in zip(coeffs, self.monomials):
+            term = c
+            for i in idx:
+                term = term * values[i]
+            total = total + term
+        return total
+
+
+def _prefix_product(word, env, cache):
+    """Product of the letters of ``word``, reusing the longest cached prefix."""
+    k = len(word)
+    while k > 0 and word[:k] not in cache:
+        k -= 1
+    value = cache[word[:k]] if k else None
+    for j in range(k, len(word)):
+        name, t = word[j]
+        a = _array(env, name)
+        if t:
+            a = _t(a)
+        value = a if value is None else value @ a
+        cache[word[:j + 1]] = value
+    return value
