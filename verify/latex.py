@@ -94,9 +94,10 @@ def code(text: Any, limit: int | None = None) -> Latex:
 _RATIONAL = re.compile(r"^\s*(-?)\s*(\d+)\s*/\s*(\d+)\s*$")
 
 
-def number(value: Any, digits: int = 6) -> Latex:
+def number(value: Any, digits: int = 6, slash: bool = False) -> Latex:
     """A number in math mode (no $): ints as is, floats with ``digits`` significant digits in
-    scientific notation when small or large, rational strings ``p/q`` as fractions."""
+    scientific notation when small or large, rational strings ``p/q`` as fractions (or as
+    ``p/q`` in running text with ``slash``)."""
     if isinstance(value, bool):
         return Latex(r"\text{yes}" if value else r"\text{no}")
     if isinstance(value, int):
@@ -110,7 +111,8 @@ def number(value: Any, digits: int = 6) -> Latex:
     if isinstance(value, str):
         m = _RATIONAL.match(value)
         if m:
-            return rational(Fraction(int(m.group(2)), int(m.group(3))) * (-1 if m.group(1) else 1))
+            q = Fraction(int(m.group(2)), int(m.group(3))) * (-1 if m.group(1) else 1)
+            return Latex(str(q)) if slash else rational(q)
         try:
             value = float(value)
         except ValueError:
@@ -179,7 +181,7 @@ def matrix(rows: Iterable[Iterable[Any]], digits: int = 4) -> Latex:
 def sympy_latex(expr: Any) -> Latex:
     """sympy's LaTeX with the report's conventions (transpose as ^\\top)."""
     tex = sympy.latex(expr)
-    tex = tex.replace("^{T}", r"^{\top}")
+    tex = tex.replace("^{T}", r"^{\top}").replace(r"\mathbb{I}", "I")
     return Latex(tex)
 
 
@@ -296,7 +298,8 @@ def _width_one(toks: list[str], i: int) -> tuple[float, int]:
 
 
 def _top_level(tex: str):
-    """Yield (index, char, depth==0) over tex, tracking braces and \\left ... \\right."""
+    """Yield (index, token, at top level) over tex; braces, brackets, parentheses and
+    \\left ... \\right open levels."""
     depth = 0
     i = 0
     while i < len(tex):
@@ -324,11 +327,11 @@ def _top_level(tex: str):
             yield i, tex[i:max(j, i + 2)], depth == 0
             i = max(j, i + 2)
             continue
-        if ch == "{":
+        if ch in "{([":
             depth += 1
-        elif ch == "}":
-            depth -= 1
-        yield i, ch, depth == 0 and ch not in "{}"
+        elif ch in "})]":
+            depth = max(depth - 1, 0)
+        yield i, ch, depth == 0 and ch not in "{}()[]"
         i += 1
 
 
@@ -398,9 +401,9 @@ def _fit(head: str, tail: str, width: float) -> str:
     """One line of the align*, shrunk to the width if it is still too wide."""
     w = tex_width(head) + tex_width(tail)
     if w <= width * 1.1:
-        return f"{head}&{tail}"
+        return f"{head} &{tail}" if head else f"&{tail}"
     factor = max(0.4, width / w)
-    return f"{head}&\\scalebox{{{factor:.2f}}}{{$\\displaystyle {{}}{tail}$}}"
+    return f"{head} &\\scalebox{{{factor:.2f}}}{{$\\displaystyle {{}}{tail}$}}"
 
 
 def _break_statement(statement: str, width: float) -> list[tuple[str, str]]:

@@ -198,12 +198,15 @@ def claim_view(claim: Claim, verdict: Verdict, out: Path | None) -> ClaimView:
         assumptions=list(claim.assumptions),
         formulas=[formula_view(claim, name, text, name in verdict.overridden)
                   for name, text in verdict.formulas.items()],
-        tiers=[{"name": t, "status": r.status, "seconds": r.seconds, "reason": r.reason}
+        tiers=[{"name": t, "status": r.status, "seconds": r.seconds, "reason": r.reason,
+                "corrected": (verdict.correction_tiers or {}).get(t, None) and
+                verdict.correction_tiers[t].status}
                for t, r in verdict.tiers.items()],
         derivation=steps,
         evidence=_evidence_views(verdict, shown),
         figure=figure,
-        counterexample=value_rows(verdict.counterexample or {}, shown),
+        counterexample=value_rows({k: v for k, v in (verdict.counterexample or {}).items()
+                                   if not (k == "reason" and v in verdict.reason)}, shown),
         correction=correction_view(claim, verdict),
         notes=claim.notes, overridden=list(verdict.overridden))
 
@@ -376,7 +379,7 @@ def value_tex(v: Any, depth: int = 0) -> Latex:
         return Latex(f"${number(v)}$")
     if isinstance(v, str):
         if is_scalar(v) and "/" in v:
-            return Latex(f"${number(v)}$")
+            return Latex(f"${number(v, slash=True)}$")
         return breakable(v, _LONG_TEXT)
     if is_matrix(v):
         if len(v) <= 8 and len(v[0]) <= 8:
