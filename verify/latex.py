@@ -228,11 +228,11 @@ def _width(toks: list[str], i: int, stop: str | None) -> tuple[float, int]:
             rows.append(total)
             total, i = 0.0, i + 1
             continue
-        if t == r"\begin" or t == r"\end":
+        if t == r"\begin":  # an environment (a matrix): as wide as its widest row
             _, i = _skip_group(toks, i + 1)
-            if t == r"\begin" and i < len(toks) and toks[i] == "{":  # array column spec
-                pass
-            total += 0.6
+            w, i = _width(toks, i, r"\end")
+            _, i = _skip_group(toks, i)
+            total += w + 1.2
             continue
         w, i = _width_one(toks, i)
         total += w
@@ -392,7 +392,12 @@ def display(tex: str, width: float = 62.0) -> Latex:
         return Latex("\\[\n" + tex + "\n\\]")
     lines: list[tuple[str, str]] = []
     for statement in split_statements(tex):
-        lines.extend(_break_statement(statement, width))
+        broken = _break_statement(statement, width)
+        if (len(broken) == 1 and lines and tex_width(lines[-1][0] + lines[-1][1]) + 2.4
+                + tex_width(statement) <= width):  # short statements share a line
+            lines[-1] = (lines[-1][0], lines[-1][1] + r"\quad " + statement)
+        else:
+            lines.extend(broken)
     body = " \\\\\n".join(_fit(head, tail, width) for head, tail in lines)
     return Latex("\\begin{align*}\n" + body + "\n\\end{align*}")
 

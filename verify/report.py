@@ -20,7 +20,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from .claim import TIERS, Claim
 from .errors import UsageError
@@ -62,7 +62,11 @@ def cmd_report(args) -> int:
         if progress:
             print(f"checking {claim.id} ...", file=sys.stderr, flush=True)
         verdicts.append(check_claim(claim, progress=progress, **options))
-    tex = write_report(claims, verdicts, out, options)
+    try:
+        tex = write_report(claims, verdicts, out, options)
+    except OSError as exc:
+        raise UsageError(f"--out {args.out}: cannot write the report ({exc.strerror or exc})") \
+            from None
     print(f"wrote {tex}")
     if compiler is not None:
         print(f"wrote {compile_pdf(tex, compiler)}")
@@ -194,7 +198,8 @@ def claim_view(claim: Claim, verdict: Verdict, out: Path | None) -> ClaimView:
         figure = training_figure(verdict, out)
     return ClaimView(
         id=claim.id, paper=claim.paper, title=claim.title, label=_label(claim.id),
-        verdict=verdict.verdict, reason=verdict.reason.rstrip(". "), statement=Latex(claim.statement),
+        verdict=verdict.verdict, reason=verdict.reason.rstrip(". "),
+        statement=Latex(claim.statement),
         assumptions=list(claim.assumptions),
         formulas=[formula_view(claim, name, text, name in verdict.overridden)
                   for name, text in verdict.formulas.items()],
@@ -246,7 +251,9 @@ def formula_view(claim: Claim, name: str, text: str, overridden: bool = False) -
 def _symbol(name: str) -> str:
     """A formula name as a math symbol: A_top -> A_{\\mathrm{top}}."""
     head, _, tail = name.partition("_")
-    head_tex = sympy_latex(__import__("sympy").Symbol(head)) if head else ""
+    import sympy
+
+    head_tex = sympy_latex(sympy.Symbol(head)) if head else ""
     return head_tex + (r"_{\mathrm{" + escape(tail) + "}}" if tail else "")
 
 
@@ -386,6 +393,8 @@ def value_tex(v: Any, depth: int = 0) -> Latex:
             return Latex("$" + matrix(v) + "$")
         return escape(f"({len(v)} x {len(v[0])} matrix)")
     if isinstance(v, (list, tuple)):
+        if not v:
+            return escape("none")
         if all(isinstance(x, str) and len(x) <= 40 and not is_scalar(x) for x in v):
             return breakable(", ".join(v), _LONG_TEXT)
         if all(is_scalar(x) for x in v):
@@ -534,6 +543,9 @@ def training_figure(verdict: Verdict, out: Path) -> dict | None:
             dist = np.asarray(c.distance, dtype=float)
             axes[k].plot(_steps_axis(Curve("", "", list(dist), c.steps)),
                          np.where(dist > 0, dist, np.nan), color=color, lw=1.0, alpha=0.85)
+    finite = np.array([x for c in curves for x in c.losses if np.isfinite(x)])
+    if finite.size and finite.min() > 0 and finite.max() > 50 * finite.min():
+        axes[0].set_yscale("log")
     axes[0].set_ylabel("loss")
     axes[0].set_title("training loss", fontsize=9)
     if ref is not None:

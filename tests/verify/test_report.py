@@ -57,7 +57,8 @@ def test_templates_escape_plain_strings_and_pass_latex():
 
 @pytest.mark.parametrize("value, expected", [
     (3, "3"), (0.905034788, "0.905035"), (2.65e-17, r"2.65\times 10^{-17}"), (1e6, "10^{6}"),
-    ("1223/2187", r"\tfrac{1223}{2187}"), ("-2/3", r"-\tfrac{2}{3}"), (float("nan"), r"\mathrm{NaN}"),
+    ("1223/2187", r"\tfrac{1223}{2187}"), ("-2/3", r"-\tfrac{2}{3}"),
+    (float("nan"), r"\mathrm{NaN}"),
     (True, r"\text{yes}"),
 ])
 def test_number(value, expected):
@@ -90,7 +91,8 @@ def test_long_sums_are_broken_into_lines_that_fit(terms):
         assert tex_width(line.replace("&", "")) <= 60 * 1.1 or "scalebox" in line
     # every term is still there, in order
     pieces = [line.split("&", 1)[1].removesuffix(" \\\\") for line in lines]
-    body = " ".join([pieces[0].removeprefix("= ")] + [p.removeprefix("\\quad ") for p in pieces[1:]])
+    body = " ".join([pieces[0].removeprefix("= ")]
+                    + [p.removeprefix("\\quad ") for p in pieces[1:]])
     assert split_terms(body) == split_terms(rhs)
 
 
