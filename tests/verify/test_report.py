@@ -125,7 +125,7 @@ def _corrected_thm1():
     return dataclasses.replace(thm1, formulas=formulas, correction=correction)
 
 
-def test_errata_show_counterexample_and_correction(tmp_path):
+def test_errata_show_counterexample_and_correction(tmp_path, monkeypatch):
     claim = _corrected_thm1()
     v = check_claim(claim, tiers=["symbolic"], budget="quick")
     assert v.verdict == "corrected"
@@ -136,10 +136,15 @@ def test_errata_show_counterexample_and_correction(tmp_path):
     assert "-21/61" in errata and "-21/55" in errata  # the two numbers that disagree, n = 7
     assert r"a typo of 100\% \& \#1 size\_n" in errata
     assert r"\to$\,\status{pass}" in text  # summary: fail -> pass under the correction
-    if HAVE_LATEX:
-        from verify.report import compile_pdf, find_compiler
+    if shutil.which("pdflatex"):  # the fallback compiler (the PDF test below uses latexmk)
+        from verify import report
 
-        assert compile_pdf(tex, find_compiler()).exists()
+        real_which = shutil.which
+        monkeypatch.setattr(report.shutil, "which",
+                            lambda name: None if name == "latexmk" else real_which(name))
+        compiler = report.find_compiler()
+        assert compiler[0] == "pdflatex"
+        assert report.compile_pdf(tex, compiler).exists()
 
 
 # --------------------------------------------------------------------------------------- CLI
