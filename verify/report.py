@@ -1,0 +1,651 @@
+"""``icl-verify report``: the verdicts as a LaTeX document (and a PDF), one section per paper.
+
+Per paper: a summary table of the claims and their verdicts, an errata section (claims refuted
+or corrected, with their counterexamples and corrections), then per claim its statement and
+assumptions, the named formulas checked, the derivation as the symbolic tier did it (the
+``TierResult.steps`` the tiers recorded), the numeric evidence (the instance, exact values against
+Monte Carlo estimates with their intervals), the training curves (a vector PDF figure) and the
+verdict with its counterexample or correction.
+
+The report runs the checks itself (``verify.runner.check_claim``) and typesets the ``Verdict``
+objects.  Templates live in ``verify/templates`` (Jinja2 with ``\\BLOCK{}``/``\\VAR{}``
+delimiters); every plain string is escaped on output, LaTeX passes only as ``verify.latex.Latex``.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from .claim import TIERS, Claim
+from .errors import UsageError
+from .latex import (Latex, breakable, code, display, escape, is_matrix, is_scalar, matrix, number,
+                    sympy_latex)
+from .verdict import Verdict
+
+TEMPLATES = Path(__file__).with_name("templates")
+REFERENCE_LOSS_KEYS = ("reference_loss", "paper_loss", "optimal_loss")
+_LONG_TEXT = 200  # evidence strings longer than this are cut (the full text is in --json)
+_SKIP_KEYS = {"curve", "distance_curve"}
+
+
+# ------------------------------------------------------------------------------------ command
+def register(sub) -> None:
+    """Add ``report`` to the CLI's subcommands (``verify.cli`` calls this)."""
+    from .cli import add_run_options, add_selection
+
+    p = sub.add_parser("report", help="check claims and write a LaTeX report (with --pdf, a PDF)")
+    add_selection(p)
+    add_run_options(p)
+    p.add_argument("--out", required=True, metavar="DIR",
+                   help="directory for report.tex, its figures and (with --pdf) report.pdf")
+    p.add_argument("--pdf", action="store_true", help="compile with latexmk -pdf (or pdflatex)")
+    p.set_defaults(func=cmd_report)
+
+
+def cmd_report(args) -> int:
+    from .cli import EXIT_FAILED, EXIT_OK, run_options, select_claims
+    from .runner import check_claim
+
+    claims = select_claims(args)
+    options = run_options(args)
+    compiler = find_compiler() if args.pdf else None
+    out = prepare_out(args.out)
+    progress = sys.stderr.isatty()
+    verdicts = []
+    for claim in claims:
+        if progress:
+            print(f"checking {claim.id} ...", file=sys.stderr, flush=True)
+        verdicts.append(check_claim(claim, progress=progress, **options))
+    try:
+        tex = write_report(claims, verdicts, out, options)
+    except OSError as exc:
+        raise UsageError(f"--out {args.out}: cannot write the report ({exc.strerror or exc})") \
+            from None
+    print(f"wrote {tex}")
+    if compiler is not None:
+        print(f"wrote {compile_pdf(tex, compiler)}")
+    return EXIT_OK if all(v.passed for v in verdicts) else EXIT_FAILED
+
+
+def prepare_out(path: str | os.PathLike) -> Path:
+    """The output directory, created and checked writable (UsageError otherwise)."""
+    out = Path(path)
+    try:
+        (out / "figures").mkdir(parents=True, exist_ok=True)
+        probe = out / ".icl-verify-write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise UsageError(f"--out {path}: cannot write there ({exc.strerror or exc})") from None
+    return out
+
+
+def find_compiler() -> list[str]:
+    """latexmk -pdf if installed, else pdflatex (run twice); UsageError if neither is."""
+    if shutil.which("latexmk"):
+        return ["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error", "-quiet"]
+    if shutil.which("pdflatex"):
+        return ["pdflatex", "-interaction=nonstopmode", "-halt-on-error"]
+    raise UsageError("--pdf needs latexmk or pdflatex, and neither is installed (apt-get install "
+                     "texlive-latex-base texlive-latex-recommended latexmk)")
+
+
+def compile_pdf(tex: Path, compiler: Sequence[str]) -> Path:
+    """Compile ``tex`` in its directory; UsageError with the log's first error if LaTeX fails."""
+    runs = 1 if Path(compiler[0]).name == "latexmk" else 3  # longtable/hyperref settle in 3
+    for _ in range(runs):
+        try:
+            done = subprocess.run([*compiler, tex.name], cwd=tex.parent, capture_output=True,
+                                  text=True, errors="replace", timeout=600,
+                                  stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise UsageError(f"{compiler[0]} did not finish in 10 minutes on {tex}") from None
+        if done.returncode != 0:
+            log = tex.with_suffix(".log")
+            raise UsageError(f"{compiler[0]} failed on {tex}: {_first_error(log, done.stdout)} "
+                             f"(see {log})")
+    return tex.with_suffix(".pdf")
+
+
+def _first_error(log: Path, stdout: str) -> str:
+    text = log.read_text(errors="replace") if log.exists() else stdout
+    for line in text.splitlines():
+        if line.startswith("!"):
+            return line[1:].strip()
+    return "no error line in the log"
+
+
+# ----------------------------------------------------------------------------------- document
+def write_report(claims: Sequence[Claim], verdicts: Sequence[Verdict], out: Path,
+                 options: Mapping[str, Any] | None = None) -> Path:
+    """Write ``out/report.tex`` and ``out/figures/*.pdf``; returns the .tex path."""
+    options = dict(options or {})
+    views = [claim_view(c, v, out) for c, v in zip(claims, verdicts)]
+    papers = []
+    for key in dict.fromkeys(c.paper for c in claims):
+        mine = [cv for cv in views if cv.paper == key]
+        papers.append({"key": key, "reference": paper_reference(key), "claims": mine,
+                       "errata": [cv for cv in mine if cv.verdict in ("refuted", "corrected")],
+                       "undecided": [cv for cv in mine if cv.verdict == "inconclusive"]})
+    text = render("report.tex.j2", papers=papers, settings=_settings(options, verdicts),
+                  tiers=TIERS)
+    tex = out / "report.tex"
+    tex.write_text(text)
+    return tex
+
+
+def paper_reference(key: str) -> str:
+    """The paper's reference: the first paragraph of its module's docstring."""
+    from proofs_checks import PAPER_MODULES
+
+    try:
+        doc = importlib.import_module(PAPER_MODULES[key]).__doc__ or ""
+    except (KeyError, ImportError):
+        return key
+    first = doc.strip().split("\n\n", 1)[0]
+    first = " ".join(first.split())
+    return first[len(key) + 1:].strip() if first.startswith(key + ":") else first
+
+
+def _settings(options: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[tuple[str, Any]]:
+    rows = [("tiers", ", ".join(options.get("tiers", TIERS))),
+            ("budget", options.get("budget", verdicts[0].budget if verdicts else "")),
+            ("device", options.get("device", verdicts[0].device if verdicts else "")),
+            ("seed", options.get("seed", verdicts[0].seed if verdicts else 0))]
+    if options.get("sizes"):
+        rows.append(("sizes", ", ".join(f"{k}={v}" for k, v in options["sizes"].items())))
+    if options.get("sigma") is not None:
+        sigma = options["sigma"]
+        rows.append(("sigma", sigma.describe() if hasattr(sigma, "describe") else str(sigma)))
+    return rows
+
+
+# ------------------------------------------------------------------------------- claim views
+@dataclass
+class ClaimView:
+    """What the templates need about one claim, every string either plain or ``Latex``."""
+
+    id: str
+    paper: str
+    title: str
+    label: str
+    verdict: str
+    reason: str
+    statement: Latex
+    assumptions: list[str]
+    formulas: list[dict]
+    tiers: list[dict]
+    derivation: list[dict]
+    evidence: list[dict]
+    figure: dict | None
+    counterexample: list[dict]
+    correction: dict | None
+    notes: str = ""
+    overridden: list[str] = field(default_factory=list)
+
+
+def claim_view(claim: Claim, verdict: Verdict, out: Path | None) -> ClaimView:
+    steps = derivation_steps(verdict)
+    shown = {s["source"] for s in steps}
+    figure = None
+    if out is not None and "train" in verdict.tiers:
+        figure = training_figure(verdict, out)
+    return ClaimView(
+        id=claim.id, paper=claim.paper, title=claim.title, label=_label(claim.id),
+        verdict=verdict.verdict, reason=verdict.reason.rstrip(". "),
+        statement=Latex(claim.statement),
+        assumptions=list(claim.assumptions),
+        formulas=[formula_view(claim, name, text, name in verdict.overridden)
+                  for name, text in verdict.formulas.items()],
+        tiers=[{"name": t, "status": r.status, "seconds": r.seconds, "reason": r.reason,
+                "corrected": (verdict.correction_tiers or {}).get(t, None) and
+                verdict.correction_tiers[t].status}
+               for t, r in verdict.tiers.items()],
+        derivation=steps,
+        evidence=_evidence_views(verdict, shown),
+        figure=figure,
+        counterexample=value_rows({k: v for k, v in (verdict.counterexample or {}).items()
+                                   if not (k == "reason" and v in verdict.reason)}, shown),
+        correction=correction_view(claim, verdict),
+        notes=claim.notes, overridden=list(verdict.overridden))
+
+
+def _evidence_views(verdict: Verdict, shown: set[str]) -> list[dict]:
+    """Each tier's evidence; an instance equal to the previous tier's is named, not repeated."""
+    out, previous = [], None
+    for tier, result in verdict.tiers.items():
+        if not result.evidence:
+            continue
+        view = tier_evidence(tier, result.evidence, shown)
+        inst = result.evidence.get("instance")
+        if view["instance"] is not None and inst == (previous or {}).get("instance"):
+            view["instance"] = {"same_as": previous["tier"]}
+        if view["instance"] is not None:
+            previous = {"tier": tier, "instance": inst}
+        out.append(view)
+    return out
+
+
+def _label(claim_id: str) -> str:
+    return "claim:" + claim_id.replace(".", ":")
+
+
+def formula_view(claim: Claim, name: str, text: str, overridden: bool = False) -> dict:
+    """A named formula: its text as typed and the parsed sympy expression typeset."""
+    try:
+        f = claim.formula(name)
+        tex = display(f"{_symbol(name)} = {sympy_latex(f.parse(text))}")
+        equation, description = f.equation, f.description
+    except UsageError:
+        tex, equation, description = Latex(""), "", ""
+    return {"name": name, "text": text, "math": tex, "equation": equation,
+            "description": description, "overridden": overridden}
+
+
+def _symbol(name: str) -> str:
+    """A formula name as a math symbol: A_top -> A_{\\mathrm{top}}."""
+    head, _, tail = name.partition("_")
+    import sympy
+
+    head_tex = sympy_latex(sympy.Symbol(head)) if head else ""
+    return head_tex + (r"_{\mathrm{" + escape(tail) + "}}" if tail else "")
+
+
+def correction_view(claim: Claim, verdict: Verdict) -> dict | None:
+    if claim.correction is None or verdict.correction is None:
+        return None
+    c = claim.correction
+    return {"description": c.description, "reason": c.reason,
+            "formulas": [formula_view(claim, name, text) for name, text in c.formulas.items()],
+            "tiers": [{"name": t, "status": r.status, "reason": r.reason}
+                      for t, r in (verdict.correction_tiers or {}).items()]}
+
+
+def derivation_steps(verdict: Verdict) -> list[dict]:
+    """The derivation each tier recorded, typeset: title, prose, and a display that fits."""
+    out = []
+    for tier, result in verdict.tiers.items():
+        for k, s in enumerate(result.steps):
+            latex = str(s.get("latex", "")).strip()
+            out.append({"tier": tier, "number": len(out) + 1, "title": s.get("title", ""),
+                        "text": s.get("text", ""), "math": display(latex) if latex else Latex(""),
+                        "source": latex})
+    return out
+
+
+# ------------------------------------------------------------------------------------ evidence
+def tier_evidence(tier: str, evidence: Mapping[str, Any], shown: set[str]) -> dict:
+    """One tier's evidence: its instance, its plain values, and one block per finding."""
+    instance = evidence.get("instance") if isinstance(evidence.get("instance"), dict) else None
+    findings, extra = [], {}
+    for key, value in evidence.items():
+        if key == "instance" and instance is not None:
+            continue
+        if isinstance(value, dict) and "ok" in value:
+            findings.append(finding_view(key, value, shown))
+        else:
+            extra[key] = value
+    return {"tier": tier, "instance": instance_view(instance) if instance else None,
+            "extra": value_rows(extra, shown), "findings": findings}
+
+
+def finding_view(name: str, value: Mapping[str, Any], shown: set[str]) -> dict:
+    rest = {k: v for k, v in value.items() if k != "ok"}
+    mc, runs = [], []
+    for key, v in list(rest.items()):
+        if _is_mc_rows(v):
+            mc.append({"key": key, "table": mc_table(v)})
+            del rest[key]
+        elif _is_runs(v):
+            runs.append({"key": key, "table": runs_table(v)})
+            del rest[key]
+    return {"name": name, "ok": value.get("ok"), "status": _ok_word(value.get("ok")),
+            "rows": value_rows(rest, shown), "mc": mc, "runs": runs}
+
+
+def _ok_word(ok: Any) -> str:
+    return {True: "holds", False: "fails", None: "undecided"}.get(ok, str(ok))
+
+
+def _is_mc_rows(v: Any) -> bool:
+    return (isinstance(v, list) and bool(v) and all(isinstance(r, dict) for r in v)
+            and all({"mean", "se", "ci"} <= set(r) for r in v))
+
+
+def _is_runs(v: Any) -> bool:
+    return (isinstance(v, list) and bool(v) and all(isinstance(r, dict) for r in v)
+            and all("curve" in r for r in v))
+
+
+def instance_view(inst: Mapping[str, Any]) -> dict:
+    """Sizes, then Sigma (and its eigen-decomposition) as matrices, then the other entries."""
+    sizes = [(k, v) for k, v in inst.items() if isinstance(v, int) and not isinstance(v, bool)]
+    mats = [(k, v) for k, v in inst.items() if is_matrix(v) and len(v) <= 8]
+    vecs = [(k, v) for k, v in inst.items() if k not in dict(mats)
+            and isinstance(v, list) and v and len(v) <= 8 and all(is_scalar(x) for x in v)]
+    used = {a for a, _ in sizes + mats + vecs}
+    math = r",\quad ".join([f"{_name_tex(k)} = {number(v)}" for k, v in sizes]
+                           + [f"{_name_tex(k)} = {matrix(v)}" for k, v in mats]
+                           + [f"{_name_tex(k)} = ({', '.join(number(x, 4) for x in v)})"
+                              for k, v in vecs])
+    rest = [Latex(escape(_key(k)) + ": " + value_tex(v, 1)) for k, v in inst.items()
+            if k not in used]
+    return {"math": display(math, width=70) if math else Latex(""),
+            "text": Latex("; ".join(rest)), "same_as": None}
+
+
+_GREEK = {"Sigma": r"\Sigma", "Lambda": r"\Lambda", "eigenvalues": r"\lambda", "lambda": r"\lambda",
+          "gamma": r"\gamma", "sigma": r"\sigma"}
+
+
+def _name_tex(key: str) -> str:
+    if key in _GREEK:
+        return _GREEK[key]
+    if len(key) <= 2:
+        return key
+    return r"\text{" + escape(key.replace("_", " ")) + "}"
+
+
+def value_rows(values: Mapping[str, Any], shown: set[str]) -> list[dict]:
+    """(key, typeset value) rows.  A ``*_latex`` string is typeset as a display (``math``), or
+    noted as shown when the derivation already displays it; its plain twin ``*`` is dropped."""
+    rows = []
+    for key, v in values.items():
+        if key in _SKIP_KEYS or isinstance(values.get(key + "_latex"), str):
+            continue
+        if key.endswith("_latex") and isinstance(v, str):
+            name = _key(key[:-len("_latex")])
+            if any(v.strip() and v.strip() in s for s in shown):
+                rows.append({"key": name, "value": escape("shown in the derivation above"),
+                             "math": Latex("")})
+            else:
+                rows.append({"key": name, "value": escape("displayed below the table"),
+                             "math": display(v)})
+            continue
+        rows.append({"key": _key(key), "value": value_tex(v), "math": Latex("")})
+    return rows
+
+
+def _key(key: str) -> str:
+    return key.replace("_", " ")
+
+
+def value_tex(v: Any, depth: int = 0) -> Latex:
+    """Any JSON evidence value as LaTeX text (numbers in math, strings escaped and breakable)."""
+    if v is None:
+        return escape("--")
+    if isinstance(v, bool):
+        return escape("yes" if v else "no")
+    if isinstance(v, (int, float)):
+        return Latex(f"${number(v)}$")
+    if isinstance(v, str):
+        if is_scalar(v) and "/" in v:
+            return Latex(f"${number(v, slash=True)}$")
+        return breakable(v, _LONG_TEXT)
+    if is_matrix(v):
+        if len(v) <= 8 and len(v[0]) <= 8:
+            return Latex("$" + matrix(v) + "$")
+        return escape(f"({len(v)} x {len(v[0])} matrix)")
+    if isinstance(v, (list, tuple)):
+        if not v:
+            return escape("none")
+        if all(isinstance(x, str) and len(x) <= 40 and not is_scalar(x) for x in v):
+            return breakable(", ".join(v), _LONG_TEXT)
+        if all(is_scalar(x) for x in v):
+            head = [number(x, 4) for x in v[:10]]
+            more = r", \dots" + f"\\ ({len(v)}\\ \\text{{values}})" if len(v) > 10 else ""
+            return Latex("$(" + ", ".join(head) + more + ")$")
+        if depth >= 2:
+            return escape(f"({len(v)} items)")
+        items = [value_tex(x, depth + 1) for x in v[:12]]
+        if len(v) > 12:
+            items.append(escape(f"... ({len(v) - 12} more)"))
+        return Latex(r"\newline ".join(items) if depth == 0 else "; ".join(items))
+    if isinstance(v, dict):
+        if depth >= 2:
+            return escape(f"({len(v)} entries)")
+        parts = [Latex(r"\textit{" + escape(_key(str(k))) + "}: " + value_tex(x, depth + 1))
+                 for k, x in v.items() if k not in _SKIP_KEYS and x != ""]
+        return Latex("; ".join(parts))
+    return breakable(str(v), _LONG_TEXT)
+
+
+def mc_table(rows: list[dict]) -> dict:
+    """Exact value vs Monte Carlo mean, standard error, interval, z and samples."""
+    label_key = next((k for k, v in rows[0].items() if isinstance(v, str)), None)
+    body = []
+    for r in rows:
+        lo, hi = r["ci"]
+        body.append({
+            "label": r.get(label_key, "") if label_key else "",
+            "exact": Latex(f"${number(r['exact'])}$") if "exact" in r else escape("--"),
+            "mean": Latex(f"${number(r['mean'])}$"),
+            "se": Latex(f"${number(r['se'], 3)}$"),
+            "ci": Latex(f"$[{number(lo)},\\ {number(hi)}]$"),
+            "z": Latex(f"${number(r['z'], 3)}$") if "z" in r else escape("--"),
+            "samples": Latex(f"${number(r.get('samples', ''))}$") if "samples" in r else "",
+        })
+    first = rows[0]
+    note = ""
+    if "level" in first:
+        note = f"confidence level {first['level']}"
+        if first.get("comparisons", 1) > 1:
+            note += f", Bonferroni over {first['comparisons']} comparisons"
+    return {"label": _key(label_key or ""), "rows": body, "note": note}
+
+
+_RUN_EXCLUDE = {"curve", "distance_curve", "seconds", "reason"}
+
+
+def runs_table(runs: list[dict]) -> dict:
+    """One row per training run: its scalar summary (curves go to the figure)."""
+    keys = [k for k in runs[0] if k not in _RUN_EXCLUDE
+            and all(k in r and (is_scalar(r[k]) or isinstance(r[k], str)) for r in runs)]
+    keys = keys[:8]
+    header = [Latex(r"\begin{tabular}[b]{@{}c@{}}" + r"\\".join(escape(w) for w in k.split("_"))
+                    + r"\end{tabular}") for k in keys]
+    rows = [[value_tex(_short(r[k])) for k in keys] for r in runs]
+    return {"header": header, "rows": rows, "spec": "r" * len(keys)}
+
+
+def _short(v: Any) -> Any:
+    if isinstance(v, float):
+        return float(f"{v:.4g}")
+    return v
+
+
+# ------------------------------------------------------------------------------------- figures
+@dataclass
+class Curve:
+    label: str
+    group: str
+    losses: list[float]
+    steps: int
+    distance: list[float] | None = None
+
+
+def find_curves(evidence: Mapping[str, Any], path: tuple[str, ...] = ()) -> list[Curve]:
+    """Every ``curve`` (a TrainResult summary) in a tier's evidence, with where it was found."""
+    out: list[Curve] = []
+    if isinstance(evidence, dict):
+        if isinstance(evidence.get("curve"), list) and evidence["curve"]:
+            label = " / ".join(p.replace("_", " ") for p in path if not p.isdigit())
+            method = evidence.get("method")
+            run = next((p for p in reversed(path) if p.isdigit()), None)
+            out.append(Curve(label=label + (f" ({method})" if method else ""),
+                             group=" / ".join(path[:-1] if run is not None else path) or "run",
+                             losses=[float(x) for x in evidence["curve"]],
+                             steps=int(evidence.get("steps") or len(evidence["curve"])),
+                             distance=evidence.get("distance_curve")))
+        for k, v in evidence.items():
+            if k not in _SKIP_KEYS:
+                out.extend(find_curves(v, path + (str(k),)))
+    elif isinstance(evidence, list):
+        for i, v in enumerate(evidence):
+            out.extend(find_curves(v, path + (str(i),)))
+    return out
+
+
+def _steps_axis(curve: Curve):
+    import numpy as np
+
+    m = len(curve.losses)
+    stride = max(1, round(curve.steps / m))
+    if -(-curve.steps // stride) == m:
+        return 1 + stride * np.arange(m)
+    return np.linspace(1, max(curve.steps, m), m)
+
+
+def training_figure(verdict: Verdict, out: Path) -> dict | None:
+    """Loss curves (left) and the gap to the reference loss (right, log scale) as a vector PDF."""
+    result = verdict.tiers.get("train")
+    if result is None:
+        return None
+    curves = find_curves(result.evidence)
+    if not curves:
+        return None
+    import matplotlib
+    import numpy as np
+    from matplotlib.figure import Figure  # object API: no pyplot, no global backend state
+
+    ref_key = next((k for k in REFERENCE_LOSS_KEYS if _finite(result.evidence.get(k))), None)
+    ref = float(result.evidence[ref_key]) if ref_key else None
+    has_dist = any(c.distance for c in curves)
+    panels = 1 + (ref is not None) + has_dist
+    fig = Figure(figsize=(3.2 * panels, 2.7))
+    axes = fig.subplots(1, panels, squeeze=False)[0]
+    groups = list(dict.fromkeys(c.group for c in curves))
+    maps = ["Blues", "Oranges", "Greens", "Purples", "Reds", "Greys"]
+    seen: set[str] = set()
+    for c in curves:
+        members = [d for d in curves if d.group == c.group]
+        shade = 0.85 if len(members) == 1 else 0.45 + 0.5 * members.index(c) / (len(members) - 1)
+        color = matplotlib.colormaps[maps[groups.index(c.group) % len(maps)]](shade)
+        x = _steps_axis(c)
+        label = None
+        if c.group not in seen:
+            seen.add(c.group)
+            label = _legend(c, len(members))
+        y = np.asarray(c.losses, dtype=float)
+        axes[0].plot(x, y, color=color, lw=1.0, alpha=0.85, label=label)
+        k = 1
+        if ref is not None:
+            gap = y - ref
+            axes[k].plot(x, np.where(gap > 0, gap, np.nan), color=color, lw=1.0, alpha=0.85)
+            k += 1
+        if has_dist and c.distance:
+            dist = np.asarray(c.distance, dtype=float)
+            axes[k].plot(_steps_axis(Curve("", "", list(dist), c.steps)),
+                         np.where(dist > 0, dist, np.nan), color=color, lw=1.0, alpha=0.85)
+    finite = np.array([x for c in curves for x in c.losses if np.isfinite(x)])
+    if finite.size and finite.min() > 0 and finite.max() > 50 * finite.min():
+        axes[0].set_yscale("log")
+    axes[0].set_ylabel("loss")
+    axes[0].set_title("training loss", fontsize=9)
+    if ref is not None:
+        axes[0].axhline(ref, color="black", ls="--", lw=0.8, label=f"{ref_key.replace('_', ' ')}")
+        axes[1].set_yscale("log")
+        axes[1].set_ylabel("loss - reference")
+        axes[1].set_title("gap to the optimum (log)", fontsize=9)
+    if has_dist:
+        axes[-1].set_yscale("log")
+        axes[-1].set_title("distance to the optimum (log)", fontsize=9)
+    for ax in axes:
+        ax.set_xscale("log")
+        ax.set_xlabel("optimiser step")
+        ax.tick_params(labelsize=7)
+        ax.xaxis.label.set_size(8)
+        ax.yaxis.label.set_size(8)
+    fig.legend(loc="lower center", ncol=min(3, len(groups) + (ref is not None)), fontsize=7,
+               frameon=False)
+    fig.tight_layout(rect=(0, 0.1 + 0.04 * (len(groups) > 2), 1, 1))
+    name = f"figures/{verdict.claim.replace('.', '-')}-train.pdf"
+    fig.savefig(out / name, format="pdf", metadata={"CreationDate": None, "Creator": None,
+                                                    "Producer": None})
+    caption = ("Train tier: the loss per optimiser step of every run recorded in the evidence "
+               "(log step axis)")
+    if ref is not None:
+        caption += (f"; right: the gap to the {ref_key.replace('_', ' ')} {ref:.6g} on a log "
+                    f"scale (points at or below it are not drawn; a sampled-prompt loss is a "
+                    f"noisy batch estimate and can dip below)")
+    if has_dist:
+        caption += "; last panel: the recorded distance to the optimum"
+    return {"path": name, "caption": caption + ".", "width": f"{min(1.0, 0.5 * panels):.2f}"}
+
+
+def _legend(c: Curve, count: int) -> str:
+    label = c.group.replace("_", " ")
+    label = label.split(" / ")[0]
+    method = c.label.rsplit("(", 1)[-1].rstrip(")") if "(" in c.label else ""
+    text = f"{label} ({method})" if method else label
+    return text + (f", {count} runs" if count > 1 else "")
+
+
+def _finite(v: Any) -> bool:
+    try:
+        import math
+
+        return v is not None and not isinstance(v, bool) and math.isfinite(float(v))
+    except (TypeError, ValueError):
+        return False
+
+
+# ------------------------------------------------------------------------------------ templates
+def _finalize(value: Any) -> str:
+    """Every value printed by a template: LaTeX passes, anything else is escaped."""
+    if value is None:
+        return ""
+    if isinstance(value, Latex):
+        return value
+    return escape(value)
+
+
+def environment():
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        block_start_string=r"\BLOCK{", block_end_string="}",
+        variable_start_string=r"\VAR{", variable_end_string="}",
+        comment_start_string=r"\#{", comment_end_string="}",
+        line_statement_prefix="%%", line_comment_prefix="%#",
+        trim_blocks=True, lstrip_blocks=True, autoescape=False, keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined, finalize=_finalize)
+    env.filters.update({
+        "num": lambda v, digits=6: Latex(f"${number(v, digits)}$"),
+        "code": lambda v, limit=None: code(v, limit),
+        "breakable": lambda v, limit=None: breakable(v, limit),
+        "verdict": verdict_tex,
+        "status": status_tex,
+        "seconds": lambda v: Latex(f"{float(v):.1f}\\,s"),
+        "status_word": lambda w: Latex(r"\textcolor{v-" + _WORD_COLOR.get(w, "skipped") + "}{"
+                                       + escape(w) + "}"),
+        "join_cells": lambda cells: Latex(" & ".join(_finalize(x) for x in cells)),
+    })
+    return env
+
+
+def render(template: str, **context) -> str:
+    return environment().get_template(template).render(**context)
+
+
+_WORD_COLOR = {"holds": "pass", "fails": "fail", "undecided": "error"}
+
+
+def verdict_tex(verdict: str) -> Latex:
+    return Latex(r"\verdict{" + escape(verdict) + "}")
+
+
+def status_tex(status: str) -> Latex:
+    return Latex(r"\status{" + escape(status) + "}")
+
+
+def derivation_tex(verdict: Verdict) -> str:
+    """The derivation section of one claim alone (the golden fragments test this)."""
+    return render("derivation.tex.j2", c={"derivation": derivation_steps(verdict)})
