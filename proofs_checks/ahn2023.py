@@ -589,17 +589,29 @@ def thm1_train(ctx: Context) -> TierResult:
     Q = (INIT_SCALE * torch.randn(B, d + 1, d + 1, generator=gen, dtype=rt.dtype,
                                   device=rt.device)).requires_grad_()
     steps = _lbfgs_steps(ctx)
+    distances: list[list[float]] = [[] for _ in range(B)]
     with Progress(steps, "ahn2023.thm1 exact-loss L-BFGS", ctx.progress) as bar:
+        show = bar.callback()
+
+        def track(step, losses):
+            Pd, Qd = P.detach().cpu().double().numpy(), Q.detach().cpu().double().numpy()
+            for r in range(B):
+                T = _lifted(Pd[r, d, :], Qd[r, :, :d])
+                distances[r].append(float(np.linalg.norm(T - T_star) / np.linalg.norm(T_star)))
+            show(step, losses)
+
         results = optimise_batched(_batched_exact_loss(P, Q, inst), [P, Q], method="lbfgs",
-                                   steps=steps, progress=bar.callback())
+                                   steps=steps, progress=track)
     Pn, Qn = P.detach().cpu().double().numpy(), Q.detach().cpu().double().numpy()
     for restart, res in enumerate(results):
         b, A = Pn[restart, d, :], Qn[restart, :, :d]
         f = loss_at(b, A, inst)
         gap = (f - f_star) / f_star
         dist = float(np.linalg.norm(_lifted(b, A) - T_star) / np.linalg.norm(T_star))
+        stride = max(1, len(distances[restart]) // 50)
         run = {"restart": restart, "trained_loss": f, "relative_loss_gap": gap,
-               "lifted_distance": dist, **res.summary(curve_points=10)}
+               "lifted_distance": dist, **res.summary(curve_points=50),
+               "distance_curve": distances[restart][::stride]}
         runs.append(run)
         if res.status != "converged":
             continue
