@@ -26,6 +26,18 @@ def partitions_of(k: int, largest: int | None = None) -> Iterator[Partition]:
             yield (first,) + rest
 
 
+@lru_cache(maxsize=128)
+def partition_list(k: int) -> tuple:
+    """All partitions of k as a tuple, in the order of ``partitions_of`` (built from k-1's)."""
+    if k == 0:
+        return ((),)
+    out = []
+    for first in range(k, 0, -1):
+        rest = k - first
+        out.extend((first,) + mu for mu in partition_list(rest) if not mu or mu[0] <= first)
+    return tuple(out)
+
+
 @lru_cache(maxsize=None)
 def count(k: int) -> int:
     """p(k), the number of partitions of k (Euler's pentagonal recurrence)."""
@@ -72,7 +84,7 @@ def multiplicities(lam: Partition) -> dict[int, int]:
 def output_monomials(k: int) -> int:
     """sum over partitions rho of k of (k + 1 - len(rho)): the number of monomials n^e p_rho in
     E tr W^k (e runs over 1 .. k + 1 - len(rho)), the least work any exact method must do."""
-    return sum(k + 1 - len(rho) for rho in partitions_of(k))
+    return sum(k + 1 - len(rho) for rho in partition_list(k))
 
 
 class PartitionIndex:
@@ -84,7 +96,7 @@ class PartitionIndex:
         self.offset: list[int] = []  # offset[t] = P(t - 1): first index of the partitions of t
         for t in range(K + 1):
             self.offset.append(len(self.items))
-            self.items.extend(partitions_of(t))
+            self.items.extend(partition_list(t))
         self.offset.append(len(self.items))
         self.index = {lam: i for i, lam in enumerate(self.items)}
 

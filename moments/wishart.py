@@ -39,7 +39,7 @@ import numpy as np
 import sympy
 
 from .letters import space_size
-from .partitions import Partition, count, insert, partition_index, partitions_of, remove
+from .partitions import Partition, count, insert, partition_index, partition_list
 
 try:  # the key SymPy sorts the arguments of Add and Mul by (canonical order, built directly)
     from sympy.core.basic import _args_sortkey
@@ -95,12 +95,11 @@ def _children(state: State) -> list:
     out = [((mm, lam), mm, None)]
     for j in range(mm):
         out.append(((mm - 1 - j, insert(lam, j + 1)), None, 1))
-    seen = set()
-    for l in lam:
-        if l in seen:
-            continue
-        seen.add(l)
-        out.append(((mm + l, remove(lam, l)), None, 2 * l * lam.count(l)))
+    previous = 0
+    for i, l in enumerate(lam):
+        if l != previous:  # lam is non-increasing: each distinct part once, with its multiplicity
+            previous = l
+            out.append(((mm + l, lam[:i] + lam[i + 1:]), None, 2 * l * lam.count(l)))
     return out
 
 
@@ -394,7 +393,7 @@ def _blocks(m: int, lam: Partition) -> _Blocks:
     where: dict = {}
     for j in range(T + 1):
         groups: dict = {}
-        for mu in partitions_of(j):
+        for mu in partition_list(j):
             groups.setdefault(len(mu), []).append(mu)
         sub[j] = groups
         for l, items in groups.items():
@@ -473,6 +472,48 @@ def _run_blocks(m: int, lam: Partition, how, trace: bool) -> dict:
     if trace:
         out = {key: arr[0] for key, arr in out.items()}
     return out
+
+
+def _run_identity(m: int, lam: Partition, how, trace: bool) -> np.ndarray:
+    """Sigma = I: the root's coefficients as an array (powers of d, powers of n).
+
+    At the identity a state is a polynomial in n and d (Sigma^s = I), so whole levels fit in one
+    array (states, d-power, n-power) and each level is one sparse product, plus the trace map
+    d^j -> d^{j+1} for the closing states.
+    """
+    b = _blocks(m, lam)
+    T = len(b.opens) - 1
+    if how == FLOAT:
+        dtype, mod = np.float64, None
+    else:
+        dtype, mod = np.uint64, (None if how == WRAP else np.uint64(how))
+    mats = {key: a.astype(dtype) for key, a in b.matrices.items()}
+    shape = (T + 2, T + 1)  # d^0..d^{T+1} (room for the root's trace), n^0..n^T
+    width = shape[0] * shape[1]
+    closed = np.zeros((1,) + shape, dtype=dtype)
+    closed[0, 0, 0] = 1
+    opened = np.zeros((0,) + shape, dtype=dtype)
+    for t in range(1, T + 1):
+        rows = len(b.opens[t])
+        buf = np.zeros(rows * width + 1, dtype=dtype)
+        for kind, X in (("op", opened), ("cl", closed)):
+            if X.shape[0] == 0:
+                continue
+            flat = X.reshape(X.shape[0], width)
+            _accumulate(mats["A_" + kind, t], flat, buf[:-1].reshape(rows, width))
+            _accumulate(mats["B_" + kind, t], flat, buf[1:].reshape(rows, width))
+        opened = buf[:-1].reshape((rows,) + shape)
+        if mod is not None:
+            opened %= mod
+        closed = np.zeros((len(b.closes[t]),) + shape, dtype=dtype)
+        if len(b.closes[t]):
+            closed[:, 1:, :] = opened[b.close_child[t], :-1, :]
+    if not b.root_open:
+        return closed[b.root_row]
+    root = opened[b.root_row]
+    if trace:
+        root = np.concatenate([np.zeros((1, shape[1]), dtype=dtype), root[:-1]], axis=0)
+    return root
 
 
 def _combine(residues: Sequence[np.ndarray], passes: Sequence) -> list:
@@ -647,7 +688,19 @@ def _compute(m: int, lam: Partition, trace: bool, identity: bool,
     closed = m == 0 or trace
     terms: dict = {}
     if engine == "auto":
-        engine = "states" if identity else "blocks"
+        engine = "levels" if identity else "blocks"
+    if engine == "levels":
+        if not identity:
+            raise ValueError("the level engine works at Sigma = I only")
+        runs = [_run_identity(m, lam, how, trace) for how in passes]
+        values = _combine(runs, passes)
+        rows, lanes = runs[0].shape
+        for j in range(rows):
+            for e in range(lanes):
+                c = values[j * lanes + e]
+                if c:
+                    terms[(j, e)] = c
+        return WishartPolynomial(terms, degree, matrix=not closed, identity=True)
     if engine == "blocks":
         if identity:
             raise ValueError("the block engine works in the partition basis only")
