@@ -81,8 +81,9 @@ def _term_outcomes(term: Term, letters: dict) -> Iterator[tuple[list, list]]:
         yield atoms, unions
 
 
-def expectation(m: Mat) -> Poly:
-    """E[m] exactly, as a polynomial in trace words of the fixed letters."""
+def expectation_enumerated(m: Mat) -> Poly:
+    """E[m] by enumerating every Isserlis outcome of every term (the reference implementation;
+    exponential in the number of random occurrences, kept to cross-check ``expectation``)."""
     letters = dict(m.letters)
     fixed_letters = {k: v for k, v in letters.items() if not v.is_random}
     terms: dict = {}
@@ -118,4 +119,6 @@ def count_pairings(m: Mat) -> int:
     return total
 
 
-__all__ = ["expectation", "canonical", "count_pairings", "sympy"]
+from .isserlis import expectation  # noqa: E402  (memoised engine; same result, same API)
+
+__all__ = ["expectation", "expectation_enumerated", "canonical", "count_pairings", "sympy"]
