@@ -9,6 +9,11 @@ a and b when the covariance is the identity); pairing data-matrix entries X_ai, 
 Sigma_ab and identifies the sample indices i and j.  Each closed loop of identified indices then
 contributes the size of its space, so sums over samples give powers of n without ever expanding
 n, e.g. E[X X^T A X X^T] = n^2 Sigma A Sigma + n Sigma A^T Sigma + n tr(A Sigma) Sigma.
+
+``expectation`` is the memoised recursion of ``isserlis.py`` (one Isserlis step at a time on
+canonical trace-word states); ``expectation_enumerated`` enumerates every outcome of every term
+and is kept as the reference the tests compare with.  Pure Wishart moments E[W^m p_lam(W)] of any
+order are in ``wishart.py``.
 """
 from __future__ import annotations
 

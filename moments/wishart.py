@@ -236,13 +236,14 @@ _U = 2.0 ** -53  # unit roundoff of float64
 def _float_error(pl: Plan) -> float:
     """A bound on the relative error of the float64 pass.
 
-    All terms are non-negative, so each value's relative error is at most u times the number of
-    roundings on its longest chain: per state, one per product and one per addition.
+    All terms are non-negative, so a value's relative error is at most u times the number of
+    roundings on its longest chain: per level one per product and one per addition, plus the
+    additions of the trace map (at most one per distinct part, fewer than 8 below degree 36).
     """
     worst = 0
     for level in pl.levels:
-        worst += max((2 * len(pl.children[s]) + 1 for s in level), default=0)
-    return (worst + 4) * _U
+        worst += max((2 * len(pl.children[s]) + 1 for s in level), default=0) + 8
+    return (worst + 8) * _U
 
 
 def _passes(pl: Plan) -> list:
@@ -602,6 +603,30 @@ class WishartPolynomial:
             out[new] = out.get(new, 0) + c * n_value ** key[-1]
         return WishartPolynomial({k: v for k, v in out.items() if v}, self.degree, self.matrix,
                                  self.identity)
+
+    def to_poly(self, sigma: str = "Sigma", rows: str = "d"):
+        """The same moment as a ``moments.poly.Poly`` in the symmetric letter ``sigma`` (trace
+        words tr(Sigma^j) and, for a matrix, the chain Sigma^s), like ``wick.expectation``."""
+        from .letters import FREE_LEFT, FREE_RIGHT, Letter
+        from .poly import Poly
+
+        letter = Letter(sigma, rows, rows, symmetric=True)
+        size = space_size(rows)
+        out: dict = {}
+        for key, c in self.terms.items():
+            if self.identity:
+                j, e = key
+                cycles, s, coeff = (), 0, c * N**e * size**j
+            else:
+                s, mu, e = key
+                cycles, coeff = tuple(sorted(((sigma, False),) * part for part in mu)), c * N**e
+            chains = ()
+            if self.matrix:
+                chains = (((FREE_LEFT, False),) + ((sigma, False),) * s + ((FREE_RIGHT, False),),)
+            k = (cycles, chains)
+            out[k] = out.get(k, 0) + coeff
+        shape = (rows, rows) if self.matrix else ("1", "1")
+        return Poly(out, {sigma: letter} if not self.identity else {}, *shape)
 
     def evaluate(self, sigma=None, n=None, d: int | None = None, mode: str = "exact"):
         """The value for a concrete covariance and n (``mode``: exact, mpmath or float)."""

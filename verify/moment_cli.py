@@ -15,8 +15,8 @@ import time
 
 from .errors import UsageError
 
-MAX_ORDER = 28  # E tr W^28 takes about a minute on a 2-core machine; beyond is not interactive
-MAX_ORDER_IDENTITY = 36
+MAX_ORDER = 26  # E tr W^26 takes about half a minute on a 2-core machine; beyond is not interactive
+MAX_ORDER_IDENTITY = 30
 
 CONVENTION = "W = sum_{i<=n} x_i x_i^T, x_i ~ N(0, Sigma) i.i.d. (real Wishart; W, not W/n)"
 

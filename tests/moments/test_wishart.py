@@ -217,3 +217,29 @@ def test_mixed_moments_against_monte_carlo(setting, lam, r):
     est = wishart_estimates(stat, Sn, nn, 20_000, np.random.default_rng(7))
     z = z_critical(0.999, 5 * exact.size)
     assert all(abs(e.z_score(x)) <= z for e, x in zip(est, exact.ravel()))
+
+
+def _same_poly(p, q):
+    return set(p.terms) == set(q.terms) and all(
+        sympy.expand(p.terms[k] - q.terms[k]) == 0 for k in p.terms)
+
+
+@pytest.mark.parametrize("m,lam", [(1, ()), (3, ()), (4, ()), (2, (1,)), (1, (2, 1)), (0, (2, 2))])
+def test_wishart_kernel_equals_the_isserlis_engine(m, lam):
+    from moments.tensor import gaussian_matrix, matrix
+    from moments.wick import expectation
+
+    Sg = matrix("Sigma", symmetric=True)
+    X = gaussian_matrix("X", "d", "n", row_cov=Sg)
+    W = X @ X.T
+    expr = None
+    for _ in range(m):
+        expr = W if expr is None else expr @ W
+    for part in lam:
+        P = W
+        for _ in range(part - 1):
+            P = P @ W
+        expr = P.trace() if expr is None else expr * P.trace()
+    assert _same_poly(expectation(expr), wishart.moment(m, lam).to_poly())
+    if m:
+        assert _same_poly(expectation(expr.trace()), wishart.moment(m, lam, trace=True).to_poly())
