@@ -89,7 +89,8 @@ def main(argv=None) -> int:
         if k == RATIO_K and base is not None and base / wall < RATIO_TARGET:
             failures.append(f"k={k}: only {base / wall:,.0f} times faster than enumeration")
     print(f"load average after: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print("~ : extrapolated from a measured prefix of the enumeration (time per pairing x (2k-1)!!)")
+    print("~ : extrapolated from a measured prefix of the enumeration "
+          "(time per pairing x (2k-1)!!)")
     if failures:
         print("targets missed: " + "; ".join(failures))
         return 1

@@ -101,7 +101,8 @@ def sample_gaussian(mean: np.ndarray | None, cov: np.ndarray | None, d: int, siz
 
 
 def wishart_estimates(statistic: Callable[[np.ndarray], np.ndarray], sigma: np.ndarray, n: int,
-                      samples: int, rng: np.random.Generator, chunk: int = 20_000) -> list[Estimate]:
+                      samples: int, rng: np.random.Generator,
+                      chunk: int = 20_000) -> list[Estimate]:
     """Estimates of E[statistic(W)] for a statistic mapping a batch (B, d, d) to (B, m)."""
     def draw(k: int) -> np.ndarray:
         return np.asarray(statistic(sample_wishart(sigma, n, k, rng)), dtype=float).reshape(k, -1)

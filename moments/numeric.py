@@ -202,7 +202,8 @@ def evaluate_poly(poly, env: Mapping[str, Any], scalars: Mapping | None = None,
     from .poly import _open_value, _word_value
     from .words import is_free
 
-    scalars = {(k.name if isinstance(k, sympy.Symbol) else k): v for k, v in (scalars or {}).items()}
+    scalars = {(k.name if isinstance(k, sympy.Symbol) else k): v
+               for k, v in (scalars or {}).items()}
     with mpmath.workdps(dps):
         arrays = {k: as_array(v, "mpmath", dps) for k, v in env.items()}
         cache: dict = {}

@@ -23,11 +23,16 @@ of this kind.)
 
 Arithmetic.  A state of degree t is sum_{s, mu, e} c n^e p_mu Sigma^s with s + |mu| = t and
 integers c >= 0 (all coefficients of the recursion are non-negative).  At n = 1, Sigma = 1 the
-state is E[x^{2t}] = (2t-1)!!, which bounds every coefficient.  A state is stored as a dense array
-indexed by mu (the prefix basis of ``partitions.PartitionIndex``; s is implied by the degree) and
-by the power of n, with entries modulo 2^64 (wrapping uint64) and, when (2k-1)!! >= 2^64, modulo
-primes below 2^50; the exact integers follow by the Chinese remainder theorem.  With Sigma = I the
-basis collapses to the number of closed cycles (the power of d).
+state is E[x^{2t}] = (2t-1)!!, which bounds every coefficient.  A state's coefficients form a
+dense array indexed by mu (s is implied by the degree) and by the power e of n.  The keys of one
+size and length never mix under the recursion, so the engine carries each such block of keys
+from the level where the trace map creates it up to the root, one sparse matrix product per level
+(``_run_blocks``); Python overhead is then a few hundred calls even at k = 24.  Arithmetic is
+modulo 2^64 (wrapping uint64) and, when (2k-1)!! >= 2^64, also in float64 (the float value fixes
+the high part; its error is bounded a priori, all terms being non-negative) or, beyond k = 24,
+modulo primes below 2^50 (Chinese remaindering).  With Sigma = I a state is a polynomial in n and
+d only, and whole levels are single arrays (``_run_identity``).  ``_run`` is the plain one array
+per state version of the same recursion, kept as a cross-check.
 """
 from __future__ import annotations
 
@@ -49,7 +54,7 @@ except ImportError:  # pragma: no cover - other SymPy versions: build through Mu
 N = space_size("n")
 D = space_size("d")
 SIGMA = sympy.Symbol("Sigma")
-MAX_DEGREE = 40  # beyond this the dense tables need more memory than a workstation has
+MAX_DEGREE = 40  # the dense tables grow like the partition numbers: degree 40 needs gigabytes
 
 
 def power_sum(j: int) -> sympy.Symbol:
@@ -250,7 +255,7 @@ def _passes(pl: Plan) -> list:
     """Which passes determine the coefficients (all <= (2t-1)!!, t the degree) exactly.
 
     2^64 alone when the bound fits; else 2^64 and float64 when the float error stays below
-    2^62 (the float value then fixes the high part); else 2^64 and primes below 2^50.
+    2^61 (the float value then fixes the high part); else 2^64 and primes below 2^50.
     """
     bound = _double_factorial(pl.degree)
     if bound < 2 ** 64:

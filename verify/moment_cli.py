@@ -50,7 +50,8 @@ def _sample_count(text: str | None) -> int | None:
 def _add_common(p) -> None:
     p.add_argument("K", help="the power (a positive integer)")
     p.add_argument("--identity", action="store_true", help="Sigma = I_d: a polynomial in n and d")
-    p.add_argument("--n", dest="n_value", metavar="N", help="a given integer n instead of symbolic n")
+    p.add_argument("--n", dest="n_value", metavar="N",
+                   help="a given integer n instead of symbolic n")
     p.add_argument("--json", action="store_true")
 
 
