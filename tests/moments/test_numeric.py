@@ -45,3 +45,17 @@ def test_expression_evaluation_needs_every_value():
     else:
         raise AssertionError("a missing symbol must be reported")
     assert as_array([1, 2], "exact").shape == (2, 1)
+
+
+def test_float_evaluator_matches_exact_values():
+    from moments.numeric import float_evaluator
+
+    S = np.array([[2.0, 1.0], [1.0, 3.0]])
+    poly = wishart.moment(6, (), trace=True)
+    f = float_evaluator(poly)
+    exact = float(poly.evaluate(S, n=5, mode="exact"))
+    assert np.isclose(f(S, 5), exact, rtol=1e-12)
+    batch = f(np.stack([S, np.eye(2)]), np.array([5, 3]))
+    assert np.allclose(batch, [exact, float(poly.evaluate(np.eye(2), n=3))], rtol=1e-12)
+    fi = float_evaluator(wishart.moment(6, (), trace=True, identity=True))
+    assert np.isclose(fi(n=3, d=2), float(poly.evaluate(np.eye(2), n=3)), rtol=1e-12)
