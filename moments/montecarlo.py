@@ -73,3 +73,56 @@ def streaming_estimate(draw: Callable[[int], np.ndarray], total: int, chunk: int
         count += k
     var = m2 / (count - 1)
     return np.stack([mean, np.sqrt(var / count)])
+
+
+# ----------------------------------------------------------------------------------------------
+# Samplers for cross-checking the exact moment kernels
+# ----------------------------------------------------------------------------------------------
+def sample_wishart(sigma: np.ndarray, n: int, size: int, rng: np.random.Generator) -> np.ndarray:
+    """``size`` draws of W = X X^T, X = [x_1 .. x_n] with x_i ~ N(0, sigma): shape (size, d, d).
+
+    The convention of ``moments.wishart``: W, not W/n.
+    """
+    sigma = np.asarray(sigma, dtype=float)
+    L = np.linalg.cholesky(sigma)
+    X = L @ rng.standard_normal((size, sigma.shape[0], n))
+    return X @ X.transpose(0, 2, 1)
+
+
+def sample_gaussian(mean: np.ndarray | None, cov: np.ndarray | None, d: int, size: int,
+                    rng: np.random.Generator) -> np.ndarray:
+    """``size`` draws of x ~ N(mean, cov) (None: zero mean / identity), shape (size, d)."""
+    z = rng.standard_normal((size, d))
+    if cov is not None:
+        z = z @ np.linalg.cholesky(np.asarray(cov, dtype=float)).T
+    if mean is not None:
+        z = z + np.asarray(mean, dtype=float).reshape(1, d)
+    return z
+
+
+def wishart_estimates(statistic: Callable[[np.ndarray], np.ndarray], sigma: np.ndarray, n: int,
+                      samples: int, rng: np.random.Generator,
+                      chunk: int = 20_000) -> list[Estimate]:
+    """Estimates of E[statistic(W)] for a statistic mapping a batch (B, d, d) to (B, m)."""
+    def draw(k: int) -> np.ndarray:
+        return np.asarray(statistic(sample_wishart(sigma, n, k, rng)), dtype=float).reshape(k, -1)
+
+    means, ses = streaming_estimate(draw, samples, chunk)
+    return [Estimate(float(m), float(s), samples) for m, s in zip(means, ses)]
+
+
+def trace_power_statistic(ks) -> Callable[[np.ndarray], np.ndarray]:
+    """W -> (tr W^k for k in ks), batched."""
+    ks = list(ks)
+
+    def stat(W: np.ndarray) -> np.ndarray:
+        out, P, done = [], W, 1
+        for k in sorted(set(ks)):
+            while done < k:
+                P = P @ W
+                done += 1
+            out.append(np.trace(P, axis1=1, axis2=2))
+        by_k = dict(zip(sorted(set(ks)), out))
+        return np.stack([by_k[k] for k in ks], axis=1)
+
+    return stat

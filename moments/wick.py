@@ -9,6 +9,11 @@ a and b when the covariance is the identity); pairing data-matrix entries X_ai, 
 Sigma_ab and identifies the sample indices i and j.  Each closed loop of identified indices then
 contributes the size of its space, so sums over samples give powers of n without ever expanding
 n, e.g. E[X X^T A X X^T] = n^2 Sigma A Sigma + n Sigma A^T Sigma + n tr(A Sigma) Sigma.
+
+``expectation`` is the memoised recursion of ``isserlis.py`` (one Isserlis step at a time on
+canonical trace-word states); ``expectation_enumerated`` enumerates every outcome of every term
+and is kept as the reference the tests compare with.  Pure Wishart moments E[W^m p_lam(W)] of any
+order are in ``wishart.py``.
 """
 from __future__ import annotations
 
@@ -81,8 +86,9 @@ def _term_outcomes(term: Term, letters: dict) -> Iterator[tuple[list, list]]:
         yield atoms, unions
 
 
-def expectation(m: Mat) -> Poly:
-    """E[m] exactly, as a polynomial in trace words of the fixed letters."""
+def expectation_enumerated(m: Mat) -> Poly:
+    """E[m] by enumerating every Isserlis outcome of every term (the reference implementation;
+    exponential in the number of random occurrences, kept to cross-check ``expectation``)."""
     letters = dict(m.letters)
     fixed_letters = {k: v for k, v in letters.items() if not v.is_random}
     terms: dict = {}
@@ -118,4 +124,6 @@ def count_pairings(m: Mat) -> int:
     return total
 
 
-__all__ = ["expectation", "canonical", "count_pairings", "sympy"]
+from .isserlis import expectation  # noqa: E402  (memoised engine; same result, same API)
+
+__all__ = ["expectation", "expectation_enumerated", "canonical", "count_pairings", "sympy"]
