@@ -110,6 +110,8 @@ class Mat:
     @staticmethod
     def scalar(value) -> "Mat":
         coeff = sympy.sympify(value)
+        if coeff == 0:
+            return Mat.zeros(ONE, ONE)
         return Mat(ONE, ONE, (Term(coeff, (), (), None, None),), {})
 
     # ----- shape -----
@@ -183,9 +185,11 @@ class Mat:
             for t2 in other.terms:
                 off = len(t1.ntypes)
                 s2 = _shift(t2, off)
+                coeff = t1.coeff * t2.coeff
+                if coeff == 0:
+                    continue
                 atoms = t1.atoms + s2.atoms
                 ntypes = t1.ntypes + s2.ntypes
-                coeff = t1.coeff * t2.coeff
                 if mode == "contract":
                     row, col = t1.row, s2.col
                     keep, drop = t1.col, s2.row

@@ -161,3 +161,12 @@ def test_identity_covariance_contracts_to_dimension():
     assert coeff == d and key == ((), ())
     (key, coeff), = canonical(identity("d").trace()).terms.items()
     assert coeff == d
+
+
+def test_zero_scalars_and_zero_products_leave_no_terms():
+    from moments.tensor import scalar
+
+    assert scalar(0).is_zero
+    A = matrix("A")
+    assert (A * 0).is_zero and (A @ A.scale(0)).is_zero
+    assert len((scalar(sympy.Symbol("a")) * 0).terms) == 0
