@@ -972,4 +972,620 @@ PROP3_1 = Claim(
           "eq. (7) has.",
 )
 
-CLAIMS = [PROP3_1, LEMMA4_1, COR_A4, LEMMA_A3, LEMMA_A6, THM_A1]
+
+# ==============================================================================================
+# Moment bounds: Lemmas 4.2, A.2, A.5 (E[(W/n)^k]) and 4.3, A.7 (E[(I - W/n)^k])
+# ==============================================================================================
+from fractions import Fraction  # noqa: E402
+
+
+@dataclass(frozen=True)
+class BoundCase:
+    """One instance of a moment bound: sizes and the spectrum of the covariance (descending)."""
+
+    d: int
+    L: int
+    k: int
+    n: int
+    eigs: tuple
+
+    def as_dict(self) -> dict:
+        return {"d": self.d, "L": self.L, "k": self.k, "n": self.n,
+                "eigenvalues": [str(v) for v in self.eigs]}
+
+
+@lru_cache(maxsize=None)
+def _moment_terms(k: int) -> tuple:
+    return tuple(wishart.moment(k).terms.items())
+
+
+def _integer_spectrum(eigs: tuple) -> tuple[list[int], int]:
+    """eigs = a / q with integers a and one common denominator q."""
+    q = math.lcm(*[Fraction(v).denominator for v in eigs])
+    return [int(Fraction(v) * q) for v in eigs], q
+
+
+@lru_cache(maxsize=None)
+def _moment_numerators(k: int, eigs: tuple, n: int) -> tuple:
+    """I_j with alpha_j = I_j / (n q)^k: E[W^k] = sum c n^e p_mu Sigma^s has degree |mu| + s = k,
+    so at Sigma = diag(a / q) every term is an integer over q^k."""
+    a, q = _integer_spectrum(eigs)
+    p: dict = {}
+    out = []
+    for aj in a:
+        total = 0
+        for (s_, mu, e), c in _moment_terms(k):
+            term = c * n ** e * aj ** s_
+            for part in mu:
+                if part not in p:
+                    p[part] = sum(v ** part for v in a)
+                term *= p[part]
+            total += term
+        out.append(total)
+    return tuple(out)
+
+
+@lru_cache(maxsize=200_000)
+def moment_eigenvalues(k: int, eigs: tuple, n: int) -> list[Fraction]:
+    """The eigenvalues alpha_j of E[(W/n)^k], W ~ Wishart(n, diag(eigs)), exactly: E[W^k] =
+    sum c n^e p_mu Sigma^s is a polynomial in Sigma (same eigenvectors)."""
+    _, q = _integer_spectrum(eigs)
+    den = (n * q) ** k
+    return [Fraction(v, den) for v in _moment_numerators(k, eigs, n)]
+
+
+@lru_cache(maxsize=200_000)
+def centred_eigenvalues(k: int, eigs: tuple, n: int) -> list[Fraction]:
+    """The eigenvalues beta_i of E[(I - W/n)^k] = sum_j C(k, j) (-1)^j E[(W/n)^j]."""
+    _, q = _integer_spectrum(eigs)
+    nq = n * q
+    nums = [nq ** k] * len(eigs)
+    for j in range(1, k + 1):
+        c = math.comb(k, j) * (-1) ** j * nq ** (k - j)
+        nums = [o + c * v for o, v in zip(nums, _moment_numerators(j, eigs, n))]
+    return [Fraction(v, nq ** k) for v in nums]
+
+
+_BOUND_ARGS = ("n", "d", "L", "k", "lambda_j", "lambda_1", "delta")
+
+
+class BoundForms:
+    """The named bounds (``lower``, ``upper``, ``delta``, ``hypothesis``) of a moment lemma, in
+    float64 over a grid of n (numpy) and exactly (to decide a case and print a counterexample)."""
+
+    def __init__(self, F: Mapping[str, sympy.Basic]) -> None:
+        self.F = F
+        syms = {name: sympy.Symbol(name, positive=True) for name in _BOUND_ARGS}
+        for size in ("n", "d", "L", "k"):
+            syms[size] = sympy.Symbol(size, positive=True, integer=True)
+        self.syms = syms
+        order = [syms[a] for a in _BOUND_ARGS]
+        self._delta = sympy.lambdify(order[:4], F["delta"], "numpy") if "delta" in F else None
+        self._lower = sympy.lambdify(order, F["lower"], "numpy")
+        self._upper = sympy.lambdify(order, F["upper"], "numpy")
+        h = F.get("hypothesis")
+        self._hyp = sympy.lambdify(order[:4], h, "numpy") if h is not None else None
+        self._mp = {name: sympy.lambdify(order if name != "delta" else order[:4], F[name],
+                                         "mpmath")
+                    for name in ("lower", "upper", "delta") if name in F}
+
+    def mp_slack(self, c: BoundCase, j: int, v: Fraction, side: str, digits: int = 60):
+        """The slack (upper - v or v - lower) in mpmath at ``digits`` digits, and its scale."""
+        with mpmath.workdps(digits):
+            vals = [mpmath.mpf(c.n), mpmath.mpf(c.d), mpmath.mpf(c.L), mpmath.mpf(c.k),
+                    mpmath.mpf(c.eigs[j].numerator) / c.eigs[j].denominator,
+                    mpmath.mpf(c.eigs[0].numerator) / c.eigs[0].denominator]
+            delta = self._mp["delta"](*vals[:4]) if "delta" in self._mp else mpmath.mpf(0)
+            bound = self._mp[side](*vals, delta)
+            vm = mpmath.mpf(v.numerator) / v.denominator
+            slack = bound - vm if side == "upper" else vm - bound
+            return slack, max(abs(bound), abs(vm), mpmath.mpf(10) ** (-digits))
+
+    def hypothesis(self, ns: np.ndarray, d: int, L: int, k: int) -> np.ndarray:
+        if self._hyp is None:
+            return np.ones(len(ns), dtype=bool)
+        return np.broadcast_to(np.asarray(self._hyp(ns, d, L, k), dtype=bool), ns.shape)
+
+    def float_bounds(self, ns: np.ndarray, d: int, L: int, k: int, lam_j: float, lam_1: float):
+        delta = self._delta(ns, d, L, k) if self._delta is not None else 0.0
+        with np.errstate(all="ignore"):
+            lo = np.broadcast_to(np.asarray(self._lower(ns, d, L, k, lam_j, lam_1, delta),
+                                            dtype=float), ns.shape)
+            up = np.broadcast_to(np.asarray(self._upper(ns, d, L, k, lam_j, lam_1, delta),
+                                            dtype=float), ns.shape)
+        return lo, up
+
+    def exact_bounds(self, c: BoundCase, j: int):
+        lam_j, lam_1 = c.eigs[j], c.eigs[0]
+        vals = [sympy.Integer(c.n), sympy.Integer(c.d), sympy.Integer(c.L), sympy.Integer(c.k),
+                sympy.Rational(lam_j.numerator, lam_j.denominator),
+                sympy.Rational(lam_1.numerator, lam_1.denominator)]
+        sizes = dict(zip([self.syms[a] for a in _BOUND_ARGS[:4]], vals[:4]))
+        delta = self.F["delta"].subs(sizes) if "delta" in self.F else sympy.Integer(0)
+        sub = dict(zip([self.syms[a] for a in _BOUND_ARGS], vals + [delta]))
+        return self.F["lower"].subs(sub), self.F["upper"].subs(sub)
+
+
+def _n_grid(d: int, k: int, L: int) -> list[int]:
+    """Every n from 1 to 48, powers of 2 up to 2^40, and the paper's thresholds."""
+    pts = set(range(1, 49)) | {2 ** e for e in range(6, 41)}
+    for t in (4 * k * k * d * d, 16 * k * k * d * d, 64 * L * L * d * d, (8 * L * d * d * 4 ** L) ** 2):
+        pts |= {t, t + 1}
+    return sorted(pts)
+
+
+def _spectra(d: int, scales: Sequence = (Fraction(1),), rng: np.random.Generator | None = None):
+    """Spectra with lambda_1 = scale: flat (the worst case of the upper bounds of Lemma 4.2),
+    geometric, and one random rational spectrum."""
+    base = [tuple(Fraction(1) for _ in range(d)),
+            tuple(Fraction(1, 2 ** i) for i in range(d)),
+            tuple(Fraction(1, 10 ** i) for i in range(d))]
+    if rng is not None and d > 1:
+        base.append(tuple(sorted([Fraction(1)] + [Fraction(int(rng.integers(1, 10)), 10)
+                                                  for _ in range(d - 1)], reverse=True)))
+    out = []
+    for sc in scales:
+        for b in dict.fromkeys(base):
+            out.append(tuple(sc * v for v in b))
+    return out
+
+
+@dataclass
+class BoundSearch:
+    """What a search over (d, L, k, n, spectrum) found for one set of named bounds."""
+
+    checked: int = 0
+    skipped_by_hypothesis: int = 0
+    violations: int = 0
+    first: dict | None = None
+    closest: tuple | None = None  # (relative slack, case, j, side)
+    holds_from: dict = None  # "d,L,k" -> smallest grid n from which every larger grid n holds
+
+    def as_dict(self) -> dict:
+        out = {"instances_checked": self.checked, "skipped_by_hypothesis": self.skipped_by_hypothesis,
+               "violations": self.violations}
+        if self.closest is not None:
+            slack, case, j, side = self.closest
+            out["closest_approach"] = {"relative_slack": float(slack), "side": side, "j": j + 1,
+                                       **case.as_dict()}
+        out["smallest_n_from_which_it_holds_on_the_grid"] = self.holds_from
+        return out
+
+
+_moment_cache: dict = {}
+
+
+def _quantity(quantity: Callable, k: int, eigs: tuple, n: int) -> list:
+    key = (quantity.__name__, k, eigs, n)
+    if key not in _moment_cache:
+        _moment_cache[key] = quantity(k, eigs, n)
+    return _moment_cache[key]
+
+
+def bound_search(forms: BoundForms, quantity: Callable, dims: Sequence[int], loops: Sequence[int],
+                 ks: Callable[[int], Sequence[int]], spectra: Callable[[int], list],
+                 grid: Callable = _n_grid) -> BoundSearch:
+    """Check lower <= quantity_j <= upper at every case the hypothesis admits: float64 over the
+    grid, and exactly (``looped_icl.exact_sign``) wherever the relative slack is below 1e-9."""
+    res = BoundSearch(holds_from={})
+    for d in dims:
+        specs = spectra(d)
+        for L in loops:
+            for k in ks(L):
+                ns_all = np.array(grid(d, k, L), dtype=float)
+                admit = forms.hypothesis(ns_all, d, L, k)
+                res.skipped_by_hypothesis += int((~admit).sum()) * len(specs)
+                ns = [int(v) for v in ns_all[admit]]
+                if not ns:
+                    continue
+                bad = np.zeros(len(ns), dtype=bool)
+                for eigs in specs:
+                    vals = [_quantity(quantity, k, eigs, n) for n in ns]
+                    res.checked += len(ns)
+                    for j in range(d):
+                        q = np.array([float(v[j]) for v in vals])
+                        lo, up = forms.float_bounds(np.array(ns, dtype=float), d, L, k,
+                                                    float(eigs[j]), float(eigs[0]))
+                        scale = np.maximum.reduce([np.abs(q), np.abs(lo), np.abs(up),
+                                                   np.full(len(q), 1e-300)])
+                        for side, slack in (("upper", up - q), ("lower", q - lo)):
+                            rel = np.where(np.isfinite(slack), slack / scale, np.inf)
+                            i_min = int(np.argmin(rel))
+                            if res.closest is None or rel[i_min] < res.closest[0]:
+                                res.closest = (float(rel[i_min]), BoundCase(d, L, k, ns[i_min], eigs),
+                                               j, side)
+                            for i in np.flatnonzero(rel <= 1e-9):
+                                c = BoundCase(d, L, k, ns[i], eigs)
+                                v = vals[i][j]
+                                slack_mp, scale_mp = forms.mp_slack(c, j, v, side)
+                                if slack_mp > scale_mp * mpmath.mpf(10) ** -50:
+                                    continue
+                                elo, eup = forms.exact_bounds(c, j)
+                                ev = sympy.Rational(v.numerator, v.denominator)
+                                ok = li.exact_le(ev, eup) if side == "upper" else li.exact_le(elo, ev)
+                                if ok:
+                                    continue
+                                bad[i] = True
+                                res.violations += 1
+                                if res.first is None:
+                                    res.first = {**c.as_dict(), "j": j + 1, "side": side,
+                                                 "quantity": str(ev), "quantity_float": float(ev),
+                                                 "lower": _q(elo), "upper": _q(eup)}
+                last_bad = max((n for n, b in zip(ns, bad) if b), default=None)
+                after = [n for n in ns if last_bad is None or n > last_bad]
+                res.holds_from[f"d={d},L={L},k={k}"] = after[0] if after else None
+    return res
+
+
+def _search_finding(name: str, res: BoundSearch, what: str) -> Finding:
+    ok = res.violations == 0
+    if res.checked == 0:
+        return Finding(name, None, res.as_dict(), reason="the hypothesis admits no case of the grid")
+    return Finding(name, ok, res.as_dict(), None if ok else {"instance": res.first,
+                                                            "violations": res.violations},
+                   "" if ok else f"{what} fails at n = {res.first['n']}, d = {res.first['d']}, "
+                                 f"k = {res.first['k']}")
+
+
+def _reading_summary(F, readings: Mapping[str, str], search: Callable) -> dict:
+    """Run the search once per reading of delta; how many violations each gives."""
+    out = {}
+    for label, text in readings.items():
+        G = dict(F)
+        G["delta"] = sympy.sympify(text, locals={"n": sympy.Symbol("n", positive=True, integer=True),
+                                                 "d": sympy.Symbol("d", positive=True, integer=True),
+                                                 "L": sympy.Symbol("L", positive=True, integer=True),
+                                                 "k": sympy.Symbol("k", positive=True, integer=True)})
+        res = search(BoundForms(G))
+        out[label] = {"delta": text, "violations": res.violations, "checked": res.checked,
+                      "first_violation": res.first}
+    return out
+
+
+DELTA_READINGS = {
+    "Sec. 3.5: delta = (8 L d / sqrt(n))^(1/(2L))": "(8*L*d/sqrt(n))**(1/(2*L))",
+    "remark after Thm. 3.2: delta = 4 k d / sqrt(n)": "4*k*d/sqrt(n)",
+    "Lemma A.7: delta^k = 4 k d / sqrt(n)": "(4*k*d/sqrt(n))**(1/k)",
+}
+
+MOMENT_SETTING = _setting({"n": 16, "d": 3, "L": 2})
+_BOUND_SYMBOLS = (_N, _D, _L, _K, _LAM_J, _LAM_1, _DELTA)
+
+
+def _moment_dims(ctx) -> tuple:
+    return _by_budget(ctx, (1, 2, 3), (1, 2, 3, 4), (1, 2, 3, 4, 5))
+
+
+def _moment_loops(ctx) -> tuple:
+    return _by_budget(ctx, (1, 2), (1, 2, 3), (1, 2, 3, 4))
+
+
+def _moment_symbolic(ctx: Context, quantity, what: str, scales=(Fraction(1),),
+                     readings: bool = False, identity_only: bool = False) -> TierResult:
+    F = ctx.formulas
+    forms = BoundForms(F)
+    rng = ctx.rng("spectra")
+    specs_cache: dict = {}
+
+    def spectra(d):
+        if d not in specs_cache:
+            specs_cache[d] = ([tuple(sc for _ in range(d)) for sc in scales] if identity_only
+                              else _spectra(d, scales, rng))
+        return specs_cache[d]
+
+    def search(fm):
+        return bound_search(fm, quantity, _moment_dims(ctx), _moment_loops(ctx),
+                            lambda L: range(1, 2 * L + 1), spectra)
+
+    res = search(forms)
+    findings = [_search_finding("bound_search", res, what)]
+    extra = {"grid": "d in %s, L in %s, k = 1..2L, n = 1..64, powers of 2 and 10 up to 10^12 "
+                     "and the thresholds 4k^2d^2, 16k^2d^2, 64L^2d^2, (8Ld^2 4^L)^2; spectra "
+                     "with lambda_1 = %s" % (list(_moment_dims(ctx)), list(_moment_loops(ctx)),
+                                             [str(s) for s in scales])}
+    if readings:
+        extra["delta_readings"] = _reading_summary(F, DELTA_READINGS, search)
+    return combine(findings, extra)
+
+
+# ----- Lemma A.2 -------------------------------------------------------------------------------
+LEMMA_A2_FORMULAS = (
+    NamedFormula("hypothesis", "n >= 4*k**2*d**2", (_N, _D, _K), equation="Lemma A.2",
+                 description="the sample size condition"),
+    NamedFormula("lower", "1", _BOUND_SYMBOLS, equation="Lemma A.2",
+                 description="lower bound on alpha_{n,d,k}"),
+    NamedFormula("upper", "1 + 4*k*d/sqrt(n)", _BOUND_SYMBOLS, equation="Lemma A.2",
+                 description="upper bound on alpha_{n,d,k}"),
+)
+
+
+def _identity_alpha(k: int, eigs, n: int) -> list[Fraction]:
+    return moment_eigenvalues(k, eigs, n)
+
+
+def lemma_a2_symbolic(ctx: Context) -> TierResult:
+    """E[(W/n)^k] = alpha I at Sigma = I, alpha exact; the bounds on the grid, then for every real
+    n above the hypothesis: (alpha - 1)^2 n <= 16 k^2 d^2 is a polynomial inequality in n."""
+    r = _moment_symbolic(ctx, _identity_alpha, "the bound on alpha", identity_only=True)
+    steps = [step("Moments at the identity", r"\mathbb E[W^k] = \alpha_{n,d,k}\, n^k I,\quad "
+                  r"\alpha_{n,d,2} = 1 + \tfrac{d+1}{n}",
+                  "E[W^k] from the Wishart engine at Sigma = I: a polynomial in n and d times I."),
+             step("Grid", "", "alpha exact (rational), the bounds in 40-digit arithmetic and "
+                  "exactly near the boundary, at every n of the grid the hypothesis admits.")]
+    r.steps = steps
+    return r
+
+
+LEMMA_A2 = Claim(
+    id="gatmiry2024.lemma_a2",
+    title="Moments of the Gaussian covariance at Sigma = I",
+    paper=PAPER,
+    statement=r"For $n\ge4k^2d^2$ and $x_i\sim\mathcal N(0,I)$, $\mathbb E[(\frac1n\sum_i "
+              r"x_ix_i^\top)^k]=\alpha_{n,d,k}I$ with $1\le\alpha_{n,d,k}\le1+\frac{4kd}{\sqrt n}$.",
+    assumptions=("x_i ~ N(0, I_d) i.i.d.", "n >= 4 k^2 d^2"),
+    formulas=LEMMA_A2_FORMULAS,
+    checks={"symbolic": lemma_a2_symbolic},
+    setting=MOMENT_SETTING,
+    notes="The display prints E[(1/n) sum x_i x_i^T] without the power k.",
+)
+
+# ----- Lemma 4.2 and its restatement A.5 --------------------------------------------------------
+LEMMA42_FORMULAS = (
+    NamedFormula("hypothesis", "n > d", (_N, _D, _K, _L), equation="Sec. 3.2",
+                 description="the paper's standing assumption (the lemma states none)"),
+    NamedFormula("delta", "(8*L*d/sqrt(n))**(1/(2*L))", (_N, _D, _L, _K), equation="Sec. 3.5",
+                 description="delta := (8 L d / sqrt(n))^{1/(2L)}"),
+    NamedFormula("lower", "lambda_j**k - delta**k*lambda_1**k", _BOUND_SYMBOLS,
+                 equation="Lemma 4.2", description="lower bound on alpha^(j)"),
+    NamedFormula("upper", "lambda_j**k + delta**k*lambda_1**k", _BOUND_SYMBOLS,
+                 equation="Lemma 4.2", description="upper bound on alpha^(j)"),
+)
+HYPOTHESIS_A2 = "n >= 4*k**2*d**2"
+
+
+def lemma42_symbolic(ctx: Context) -> TierResult:
+    r = _moment_symbolic(ctx, moment_eigenvalues, "the bound on alpha^(j)", readings=True)
+    r.steps = [step("Eigenvalues", r"\mathbb E[(W/n)^k] = \sum_{s,\mu,e} c\, n^{e-k} p_\mu "
+                    r"\tilde\Sigma^s \Rightarrow \alpha^{(j)} = \sum c\, n^{e-k} p_\mu \lambda_j^s",
+                    "E[W^k] is a polynomial in Sigma~ with non-negative coefficients (Wishart "
+                    "engine), so it has Sigma~'s eigenvectors, alpha^(j) >= lambda_j^k, and "
+                    "alpha^(j) - lambda_j^k <= lambda_1^k (alpha(I) - 1): the flat spectrum is the "
+                    "worst case of the upper bound."),
+               step("Grid and readings of delta", "",
+                    "Every case the hypothesis admits is checked (40-digit arithmetic, exact near "
+                    "the boundary); the same grid is run with each of the paper's definitions of "
+                    "delta.")]
+    return r
+
+
+def _moment_numeric(ctx: Context, k_max: int = 4) -> TierResult:
+    """E[(W/n)^k] from the engine against Monte Carlo of sampled Wishart matrices."""
+    rng = ctx.rng("moment-mc")
+    d, n = 3, _size(ctx, MOMENT_SETTING, "n")
+    eigs = (Fraction(1), Fraction(1, 2), Fraction(1, 5))
+    U = np.array(cayley_orthogonal(d, rng).tolist(), dtype=float)
+    S = U @ np.diag([float(v) for v in eigs]) @ U.T
+    samples = ctx.budget.mc_samples
+    gen = np.random.default_rng(ctx.seed_for("moment-mc-draws"))
+    rows, ok = [], True
+    comps = k_max * d
+    sums = np.zeros((k_max, d))
+    sq = np.zeros((k_max, d))
+    done = 0
+    chol = np.linalg.cholesky(S)
+    while done < samples:
+        m = min(20_000, samples - done)
+        X = chol @ gen.standard_normal((m, d, n))
+        Wn = X @ np.swapaxes(X, 1, 2) / n
+        P = np.eye(d)[None].repeat(m, 0)
+        for k in range(k_max):
+            P = P @ Wn
+            vals = np.einsum("ij,mjk,ki->mi", U.T, P, U)  # u_j^T (W/n)^k u_j
+            sums[k] += vals.sum(0)
+            sq[k] += (vals ** 2).sum(0)
+        done += m
+    for k in range(1, k_max + 1):
+        exact = moment_eigenvalues(k, eigs, n)
+        for j in range(d):
+            mean = sums[k - 1, j] / samples
+            se = math.sqrt(max(sq[k - 1, j] / samples - mean ** 2, 0) / samples)
+            est = Estimate(mean, se, samples)
+            agree = est.agrees(float(exact[j]), 0.999, comps)
+            ok &= agree
+            rows.append({"k": k, "j": j + 1, "exact": float(exact[j]), "mean": mean, "se": se,
+                         "z": est.z_score(float(exact[j]))})
+    return combine([Finding("moments_vs_monte_carlo", bool(ok), {
+        "n": n, "d": d, "eigenvalues": [str(v) for v in eigs], "samples": samples,
+        "comparisons": comps, "rows": rows}, None if ok else {"rows": rows, "seed": ctx.seed},
+        "" if ok else "an exact moment eigenvalue is outside its Monte Carlo interval")])
+
+
+LEMMA4_2 = Claim(
+    id="gatmiry2024.lemma4_2",
+    title="Moment controls: eigenvalues of E[(S~)^k] within delta^k lambda_1^k of lambda_j^k",
+    paper=PAPER,
+    statement=r"For $\tilde x_i\sim\mathcal N(0,\tilde\Sigma)$, $\tilde\Sigma=\sum_j\lambda_ju_ju_j^\top$ "
+              r"($\lambda_1\ge\dots\ge\lambda_d$) and $1\le k\le2L$, $\mathbb E[(\frac1n\sum_i\tilde "
+              r"x_i\tilde x_i^\top)^k]=\sum_j\alpha^{(j)}_{n,d,k}u_ju_j^\top$ with $\lambda_j^k-\delta^k"
+              r"\lambda_1^k\le\alpha^{(j)}_{n,d,k}\le\lambda_j^k+\delta^k\lambda_1^k$.",
+    assumptions=("x~_i ~ N(0, Sigma~) i.i.d.", "delta = (8 L d / sqrt(n))^{1/(2L)} (Sec. 3.5)",
+                 "n > d (Sec. 3.2); the lemma states no condition on n"),
+    formulas=LEMMA42_FORMULAS,
+    checks={"symbolic": lemma42_symbolic, "numeric": _moment_numeric},
+    setting=MOMENT_SETTING,
+    correction=Correction(
+        description="add Lemma A.2's sample-size condition n >= 4 k^2 d^2",
+        reason="without a condition on n the bound fails at small n (e.g. d = 1, L = 2, k = 4: "
+               "E[chi^2_n^4]/n^4 = 1 + 12/n + 44/n^2 + 48/n^3 exceeds 1 + 16/sqrt(n) for n <= 3)",
+        formulas={"hypothesis": HYPOTHESIS_A2}),
+)
+
+LEMMA_A5_FORMULAS = (
+    NamedFormula("hypothesis", "n > d", (_N, _D, _K, _L), equation="Sec. 3.2",
+                 description="the paper's standing assumption (the lemma states none)"),
+    NamedFormula("delta", "4*k*d/sqrt(n)", (_N, _D, _L, _K), equation="proof of Lemma A.5",
+                 description="delta = 4 k d / sqrt(n), the value the proof ends with"),
+    NamedFormula("lower", "lambda_j**k - delta*lambda_1**k", _BOUND_SYMBOLS, equation="Lemma A.5",
+                 description="lower bound on alpha^(j) (delta, not delta^k)"),
+    NamedFormula("upper", "lambda_j**k + delta*lambda_1**k", _BOUND_SYMBOLS, equation="Lemma A.5",
+                 description="upper bound on alpha^(j)"),
+)
+
+
+def lemma_a5_symbolic(ctx: Context) -> TierResult:
+    r = _moment_symbolic(ctx, moment_eigenvalues, "the bound on alpha^(j)", readings=True)
+    r.steps = lemma42_symbolic.__wrapped__ if False else [
+        step("Eigenvalues", r"\alpha^{(j)} = \sum c\, n^{e-k} p_\mu \lambda_j^s",
+             "As for Lemma 4.2, with delta lambda_1^k in place of delta^k lambda_1^k.")]
+    return r
+
+
+LEMMA_A5 = Claim(
+    id="gatmiry2024.lemma_a5",
+    title="Restatement of Lemma 4.2 (bound delta lambda_1^k)",
+    paper=PAPER,
+    statement=r"$\mathbb E[(\frac1n\sum_i\tilde x_i\tilde x_i^\top)^k]=\sum_j\alpha^{(j)}_{n,d,k}u_j"
+              r"u_j^\top$ with $\lambda_j^k-\delta\lambda_1^k\le\alpha^{(j)}_{n,d,k}\le\lambda_j^k+"
+              r"\delta\lambda_1^k$ ($\delta$ undefined in the statement; the proof ends with "
+              r"$4kd/\sqrt n$).",
+    assumptions=("x~_i ~ N(0, Sigma*) i.i.d.", "n > d (Sec. 3.2)"),
+    formulas=LEMMA_A5_FORMULAS,
+    checks={"symbolic": lemma_a5_symbolic, "numeric": _moment_numeric},
+    setting=MOMENT_SETTING,
+    correction=Correction(
+        description="add Lemma A.2's sample-size condition n >= 4 k^2 d^2",
+        reason="the proof runs Lemma A.2's argument, which needs it; without it the bound fails "
+               "at small n",
+        formulas={"hypothesis": HYPOTHESIS_A2}),
+    notes="The proof's lower bound n^k alpha >= n^k lambda_j^k (1 - 4kd/sqrt(n)) is a third "
+          "variant; alpha^(j) >= lambda_j^k always holds (non-negative coefficients).",
+)
+
+# ----- Lemma 4.3 and its restatement A.7 --------------------------------------------------------
+LEMMA43_FORMULAS = (
+    NamedFormula("hypothesis", "n > d", (_N, _D, _K, _L), equation="Sec. 3.2",
+                 description="the paper's standing assumption (the lemma states none)"),
+    NamedFormula("delta", "(8*L*d/sqrt(n))**(1/(2*L))", (_N, _D, _L, _K), equation="Sec. 3.5",
+                 description="delta := (8 L d / sqrt(n))^{1/(2L)}"),
+    NamedFormula("lower", "(1 - lambda_j)**k - delta**k*(lambda_1 + 1)**k", _BOUND_SYMBOLS,
+                 equation="Lemma 4.3", description="lower bound on beta_i"),
+    NamedFormula("upper", "(1 - lambda_j)**k + delta**k*(lambda_1 + 1)**k", _BOUND_SYMBOLS,
+                 equation="Lemma 4.3", description="upper bound on beta_i"),
+)
+_BETA_SCALES = (Fraction(1, 4), Fraction(1), Fraction(2), Fraction(4))
+
+
+def _eigvec_finding(ctx: Context, k_max: int = 3) -> Finding:
+    """E[(I - A^{1/2} S A^{1/2})^k] by Isserlis equals the Wishart polynomial in
+    Sigma~ = A^{1/2} Sigma* A^{1/2} (so it has Sigma~'s eigenvectors), tested against a probe C."""
+    letters = formula_letters()
+    B, S, C = letters["A_half"], letters["Sigma"], matrix("C", symmetric=True)
+    inst = root_instances(ctx, dims=(2,))[0]
+    Cv = sympy.Matrix([[1, sympy.Rational(1, 3)], [sympy.Rational(1, 3), -2]])
+    env = inst.env({"C": Cv})
+    cov = inst.B * env["Sigma"] * inst.B
+    rows, ok = [], True
+    from moments.tensor import identity as _identity
+    for k in range(1, k_max + 1):
+        M = _identity("d")
+        for _ in range(k):
+            M = M @ (_identity("d") - B @ S @ B)
+        iss = _exact_value(expectation((M @ C).trace()).simplify(), env, N)
+        wis = sympy.Integer(0)
+        for j in range(k + 1):
+            Ej = sympy.eye(2) if j == 0 else sympy.Matrix(wishart.evaluate_wishart(
+                wishart.moment(j), sigma=cov, n=N, mode="exact")) if False else None
+            if j == 0:
+                Ej = sympy.eye(2)
+            else:
+                Ej = sympy.zeros(2, 2)
+                for (s_, mu, e), c in wishart.moment(j).terms.items():
+                    term = c * N ** e * cov ** s_
+                    for part in mu:
+                        term = term * (cov ** part).trace()
+                    Ej += term
+                Ej = Ej / N ** j
+            wis += math.comb(k, j) * (-1) ** j * (Ej * Cv).trace()
+        diff = sympy.cancel(iss - wis)
+        rows.append({"k": k, "difference_in_n": str(diff)})
+        ok &= diff == 0
+    return Finding("eigenvectors", bool(ok), {"probe": "tr(E[(I - A^{1/2} Sigma A^{1/2})^k] C)",
+                                              "instance": inst.as_dict(), "rows": rows},
+                   None if ok else {"rows": rows}, "" if ok else "Isserlis and Wishart disagree")
+
+
+def lemma43_symbolic(ctx: Context) -> TierResult:
+    r = _moment_symbolic(ctx, centred_eigenvalues, "the bound on beta_i", scales=_BETA_SCALES,
+                         readings=True)
+    f = _eigvec_finding(ctx)
+    r2 = combine([f])
+    if r2.status == "fail":
+        return r2
+    r.evidence["eigenvectors"] = r2.evidence["eigenvectors"]
+    r.steps = [step("Change of covariance", r"A^{1/2}\Sigma A^{1/2}\sim \tfrac1n W_d(n, A^{1/2}"
+                    r"\Sigma_*A^{1/2})",
+                    "So E[(I - A^{1/2} Sigma A^{1/2})^k] = sum_j C(k,j)(-1)^j E[(W~/n)^j], a "
+                    "polynomial in Sigma~ = A^{1/2} Sigma* A^{1/2} (checked against Isserlis on "
+                    "the formula for k <= 3); beta_i = sum_j C(k,j)(-1)^j alpha^(j)(lambda_i)."),
+               step("Grid", "", "The bounds at every case the hypothesis admits, spectra with "
+                    "lambda_1 in {1/4, 1, 2, 4}, and with each reading of delta.")]
+    return r
+
+
+LEMMA4_3 = Claim(
+    id="gatmiry2024.lemma4_3",
+    title="Eigenvalue approximation: E[(I - A^{1/2} Sigma A^{1/2})^k] near (1 - lambda_i)^k",
+    paper=PAPER,
+    statement=r"With $A^{1/2}\Sigma^*A^{1/2}=\sum_i\lambda_iu_iu_i^\top$ and $k\le2L$, "
+              r"$\mathbb E[(I-A^{1/2}\Sigma A^{1/2})^k]=\sum_i\beta_i^{(k)}u_iu_i^\top$ with "
+              r"$(1-\lambda_i)^k-\delta^k(\lambda_1+1)^k\le\beta_i^{(k)}\le(1-\lambda_i)^k+\delta^k"
+              r"(\lambda_1+1)^k$.",
+    assumptions=("x_i ~ N(0, Sigma*), A symmetric positive definite",
+                 "delta = (8 L d / sqrt(n))^{1/(2L)} (Sec. 3.5)", "n > d (Sec. 3.2)"),
+    formulas=LEMMA43_FORMULAS,
+    checks={"symbolic": lemma43_symbolic},
+    setting=MOMENT_SETTING,
+    correction=Correction(
+        description="add Lemma A.2's sample-size condition n >= 4 k^2 d^2",
+        reason="the bound inherits Lemma 4.2's failure at small n",
+        formulas={"hypothesis": HYPOTHESIS_A2}),
+    notes="The decomposition sums i = 1..n (for d); the lemma's preamble speaks of A^{1/2} E[(I - "
+          "Sigma A)^k] A^{-1/2}, a similar matrix with the same eigenvalues.",
+)
+
+LEMMA_A7_FORMULAS = (
+    NamedFormula("hypothesis", "n > d", (_N, _D, _K, _L), equation="Sec. 3.2",
+                 description="the paper's standing assumption (the lemma states none)"),
+    NamedFormula("delta", "(4*k*d/sqrt(n))**(1/k)", (_N, _D, _L, _K), equation="Lemma A.7",
+                 description="delta^k = 4 k d / sqrt(n)"),
+    NamedFormula("lower", "(1 - lambda_j)**k - delta**k*(lambda_1 + 1)**k", _BOUND_SYMBOLS,
+                 equation="Lemma A.7",
+                 description="lower bound on the eigenvalue of E[(I - A^{1/2} Sigma A^{1/2})^k] "
+                             "(the lemma writes (lambda_i - 1)^k for (A^{1/2} Sigma A^{1/2} - I)^k)"),
+    NamedFormula("upper", "(1 - lambda_j)**k + delta**k*(lambda_1 + 1)**k", _BOUND_SYMBOLS,
+                 equation="Lemma A.7", description="upper bound"),
+)
+
+LEMMA_A7 = Claim(
+    id="gatmiry2024.lemma_a7",
+    title="Restatement of Lemma 4.3 (delta^k = 4kd / sqrt(n))",
+    paper=PAPER,
+    statement=r"$\mathbb E[(A^{1/2}\Sigma A^{1/2}-I)^k]=\sum_i\beta_i^{(k)}u_iu_i^\top$ with "
+              r"$(\lambda_i-1)^k-\delta^k(\lambda_1+1)^k\le\beta_i^{(k)}\le(\lambda_i-1)^k+\delta^k"
+              r"(\lambda_1+1)^k$, $\delta^k=\frac{4kd}{\sqrt n}$ (checked in the equivalent form "
+              r"for $(I-A^{1/2}\Sigma A^{1/2})^k$, both sides times $(-1)^k$).",
+    assumptions=LEMMA4_3.assumptions[:1] + ("delta^k = 4 k d / sqrt(n)", "n > d (Sec. 3.2)"),
+    formulas=LEMMA_A7_FORMULAS,
+    checks={"symbolic": lambda ctx: _moment_symbolic(ctx, centred_eigenvalues,
+                                                     "the bound on beta_i", scales=_BETA_SCALES)},
+    setting=MOMENT_SETTING,
+    correction=Correction(
+        description="add Lemma A.2's sample-size condition n >= 4 k^2 d^2",
+        reason="the proof goes through Lemma 4.2, which needs it",
+        formulas={"hypothesis": HYPOTHESIS_A2}),
+    notes="The statement opens with E[A^{-1/2}(A^{1/2} Sigma A^{1/2} - I)^k A^{1/2}] and then "
+          "writes E[(A^{1/2} Sigma A^{1/2} - I)^k]; the second is the one with eigenvectors u_i.",
+)
+
+CLAIMS = [PROP3_1, LEMMA4_1, COR_A4, LEMMA_A3, LEMMA_A6, THM_A1, LEMMA_A2, LEMMA4_2, LEMMA_A5,
+          LEMMA4_3, LEMMA_A7]
