@@ -157,7 +157,34 @@ def a_star(n: int, d: int, L: int) -> sympy.Expr:
 
 
 def a_star_float(n: int, d: int, L: int) -> float:
-    return float(sympy.N(a_star(n, d, L), 30))
+    return float(a_star_rational(n, d, L))
+
+
+@lru_cache(maxsize=None)
+def a_star_rational(n: int, d: int, L: int, digits: int = 120) -> sympy.Rational:
+    """A rational within 10^-digits of a*, certified: f' is strictly increasing and changes sign
+    between a - 10^-digits and a + 10^-digits (exact rational evaluation).  Values at it decide
+    signs that are far larger than the derivative times 10^-digits."""
+    fp = scalar_poly(L, n, d).diff(a_sym)
+    coeffs = [int(c.p) * mpmath.mpf(1) / int(c.q) if False else c for c in fp.all_coeffs()]
+    with mpmath.workdps(digits + 20):
+        mc = [mpmath.mpf(int(c.p)) / int(c.q) for c in coeffs]
+        x = mpmath.mpf(1)
+        lo, hi = mpmath.mpf(0), mpmath.mpf(1)
+        while mpmath.polyval(mc, hi) < 0:  # f'(0) < 0 < f'(large)
+            hi *= 2
+        for _ in range(60):  # bisection to a good start, then Newton
+            mid = (lo + hi) / 2
+            if mpmath.polyval(mc, mid) < 0:
+                lo = mid
+            else:
+                hi = mid
+        x = mpmath.findroot(lambda t: mpmath.polyval(mc, t), (lo + hi) / 2)
+        q = sympy.Rational(mpmath.nstr(x, digits + 10, strip_zeros=False))
+    eps = sympy.Rational(1, 10 ** digits)
+    if not (fp.eval(q - eps) < 0 < fp.eval(q + eps)):
+        return sympy.Rational(str(sympy.N(a_star(n, d, L), digits)))
+    return q
 
 
 def value(expr, digits: int = 40) -> mpmath.mpf:
@@ -214,15 +241,20 @@ def hessian_perp(L: int) -> sympy.Expr:
     return 2 * c2
 
 
+@lru_cache(maxsize=None)
+def hessian_perp_poly(L: int, n: int, d: int) -> sympy.Poly:
+    """``hessian_perp`` at concrete n, d: a polynomial in a with rational coefficients."""
+    return sympy.Poly(sympy.expand(hessian_perp(L).subs({N: n, D: d})), a_sym)
+
+
 def hessian_at_scalar(a, n: int, d: int, L: int) -> tuple[sympy.Expr, sympy.Expr]:
     """(h_I, h_perp): the Hessian eigenvalues of L(., 0) at a I along I/sqrt(d) and along the
-    traceless directions (multiplicity d(d+1)/2 - 1), exactly."""
+    traceless directions (multiplicity d(d+1)/2 - 1), exactly at ``a``."""
     f = scalar_poly(L, n, d)
-    h_I = f.diff(a_sym).diff(a_sym).as_expr().subs(a_sym, a) / d
+    h_I = f.diff(a_sym).diff(a_sym).eval(a) / d
     if d == 1:
-        return sympy.nsimplify(h_I), sympy.nan
-    h_p = hessian_perp(L).subs({N: n, D: d, a_sym: a})
-    return h_I, h_p
+        return h_I, sympy.nan
+    return h_I, hessian_perp_poly(L, n, d).eval(a)
 
 
 # ==============================================================================================
