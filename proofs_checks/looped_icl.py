@@ -141,9 +141,23 @@ def scalar_loss(L: int) -> sympy.Expr:
 
 
 @lru_cache(maxsize=None)
+def _trace_power_terms(k: int) -> tuple:
+    """E tr W^k as ((i, j, c), ...) meaning sum c n^i d^j (exact integer arithmetic later)."""
+    return tuple((i, j, sympy.Rational(c)) for (i, j), c in
+                 sympy.Poly(sympy.expand(trace_power(k)), N, D).as_dict().items())
+
+
+@lru_cache(maxsize=None)
 def scalar_poly(L: int, n: int, d: int) -> sympy.Poly:
-    """f(a) at concrete n, d as an exact polynomial in a."""
-    return sympy.Poly(sympy.expand(scalar_loss(L).subs({N: n, D: d})), a_sym)
+    """f(a) at concrete n, d as an exact polynomial in a: the coefficient of a^k is
+    binom(2L, k) (-1/n)^k E tr W^k (evaluated in integers; sympy substitution is slow at large
+    n, d)."""
+    n, d = sympy.Integer(n), sympy.Integer(d)
+    coeffs = {}
+    for k in range(2 * L + 1):
+        moment = sum((c * n ** i * d ** j for i, j, c in _trace_power_terms(k)), sympy.Integer(0))
+        coeffs[(k,)] = sympy.binomial(2 * L, k) * (-1) ** k * moment / n ** k
+    return sympy.Poly.from_dict(coeffs, a_sym, domain="QQ")
 
 
 @lru_cache(maxsize=None)
