@@ -99,6 +99,9 @@ class NamedFormula:
             known = ", ".join(s.name for s in self.symbols) or "none"
             raise UsageError(f"formula {self.name}: {text!r} uses symbols this claim does not have: "
                              f"{names} (allowed: {known})")
+        mismatch = shape_error(expr)
+        if mismatch:
+            raise UsageError(f"formula {self.name}: {text!r} is ill-typed: {mismatch}")
         is_matrix = isinstance(expr, (MatrixExpr, sympy.MatrixBase))
         if self.shape is None and is_matrix:
             raise UsageError(f"formula {self.name} is a scalar, but {text!r} is a matrix")
@@ -123,6 +126,41 @@ class NamedFormula:
             "shape": list(self.shape) if self.shape else None,
             "symbols": [s.as_dict() for s in self.symbols],
         }
+
+
+def _same_dim(a, b) -> bool:
+    return a == b or sympy.simplify(sympy.sympify(a) - sympy.sympify(b)) == 0
+
+
+def _shape_str(m) -> str:
+    return f"{m.shape[0]}x{m.shape[1]}"
+
+
+def shape_error(expr: sympy.Basic) -> str:
+    """The first shape mismatch in a matrix expression, or "" (sympy builds ``X*X`` for a d x n
+    ``X``, or ``w - w.T``, without complaint; a formula must be well-typed for every size)."""
+    for node in sympy.preorder_traversal(expr):
+        if not isinstance(node, MatrixExpr) and not isinstance(node, (sympy.Trace,
+                                                                      sympy.Determinant)):
+            continue
+        mats = [a for a in node.args if isinstance(a, MatrixExpr)]
+        if isinstance(node, (sympy.MatAdd, sympy.HadamardProduct)):
+            for a in mats[1:]:
+                if not all(_same_dim(x, y) for x, y in zip(a.shape, mats[0].shape)):
+                    return (f"{formula_str(mats[0])} ({_shape_str(mats[0])}) and {formula_str(a)} "
+                            f"({_shape_str(a)}) are added")
+        elif isinstance(node, sympy.MatMul):
+            for a, b in zip(mats, mats[1:]):
+                if not _same_dim(a.shape[1], b.shape[0]):
+                    return (f"{formula_str(a)} ({_shape_str(a)}) times {formula_str(b)} "
+                            f"({_shape_str(b)})")
+        elif isinstance(node, (sympy.MatPow, sympy.Inverse, sympy.Trace, sympy.Determinant)):
+            base = node.args[0]
+            if isinstance(base, MatrixExpr) and not _same_dim(*base.shape):
+                what = {sympy.Trace: "trace of", sympy.Determinant: "determinant of"}.get(
+                    type(node), "power of")
+                return f"{what} the non-square {formula_str(base)} ({_shape_str(base)})"
+    return ""
 
 
 def _free(expr: sympy.Basic) -> set:
@@ -196,12 +234,47 @@ def formula_value(expr: sympy.Basic, values: Mapping[str, Any]) -> Any:
             subs[sym] = value
     out = expr.xreplace(subs) if subs else expr
     if isinstance(out, MatrixExpr):
+        try:  # bottom-up with explicit matrices: as_explicit() sums entries symbolically (slow)
+            return sympy.ImmutableMatrix(_explicit(out))
+        except Exception:  # noqa: BLE001 - symbolic shapes or an unknown node: sympy's own way
+            pass
         out = out.doit()
         if isinstance(out, MatrixExpr):
             out = out.as_explicit()
     elif isinstance(out, sympy.Basic):
         out = out.doit()
     return out
+
+
+def _explicit(node: sympy.Basic) -> sympy.MatrixBase:
+    """An explicit Matrix for a matrix expression whose symbols are all replaced by values."""
+    from sympy.matrices.expressions.special import Identity, OneMatrix, ZeroMatrix
+
+    if isinstance(node, sympy.MatrixBase):
+        return sympy.Matrix(node)
+    if isinstance(node, (Identity, ZeroMatrix, OneMatrix)):
+        rows, cols = int(node.rows), int(node.cols)
+        return {Identity: sympy.eye, ZeroMatrix: sympy.zeros, OneMatrix: sympy.ones}[
+            type(node)](*((rows,) if isinstance(node, Identity) else (rows, cols)))
+    if isinstance(node, sympy.MatMul):
+        coeff, out = sympy.Integer(1), None
+        for a in node.args:
+            if isinstance(a, (MatrixExpr, sympy.MatrixBase)):
+                m = _explicit(a)
+                out = m if out is None else out * m
+            else:
+                coeff *= a.doit()
+        return out * coeff
+    if isinstance(node, sympy.MatAdd):
+        terms = [_explicit(a) for a in node.args]
+        return sum(terms[1:], terms[0])
+    if isinstance(node, sympy.Transpose):
+        return _explicit(node.arg).T
+    if isinstance(node, sympy.Inverse):
+        return _explicit(node.arg).inv()
+    if isinstance(node, sympy.MatPow):
+        return _explicit(node.base) ** node.exp
+    raise TypeError(f"no explicit rule for {type(node).__name__}")
 
 
 def compile_formula(expr: sympy.Basic, sizes: Mapping[str, int]):
