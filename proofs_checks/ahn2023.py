@@ -49,7 +49,8 @@ THM1_SETTING = LinearICLSetting(
 _N = FormulaSymbol("n", description="number of in-context examples")
 _D = FormulaSymbol("d", description="dimension of the covariates")
 _U = FormulaSymbol("U", "matrix", ("d", "d"), "orthogonal eigenvectors, Sigma = U Lambda U^T")
-_LAM = FormulaSymbol("Lambda", "matrix", ("d", "d"), "diag(lambda_1..lambda_d), the eigenvalues")
+_LAM = FormulaSymbol("Lambda", "matrix", ("d", "d"), "diag(lambda_1..lambda_d), the eigenvalues",
+                     symmetric=True)  # diagonal, so Lambda^T = Lambda is the same statement
 _GAMMA = FormulaSymbol("gamma", description="the rescaling factor applied to b")
 
 THM1_FORMULAS = (
