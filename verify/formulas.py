@@ -86,7 +86,16 @@ class NamedFormula:
         text = self.text if text is None else text
         if text in self._cache:
             return self._cache[text]
-        expr = parse_in(text, self.locals(), what=f"formula {self.name}")
+        try:
+            expr = parse_in(text, self.locals(), what=f"formula {self.name}")
+        except UsageError:
+            unknown = [] if _FORBIDDEN.search(text) else _unknown_names(text, self.locals())
+            if not unknown:
+                raise
+            # e.g. a vector the formula does not declare, read as a scalar next to matrices
+            known = ", ".join(s.name for s in self.symbols) or "none"
+            raise UsageError(f"formula {self.name}: {text!r} uses symbols this claim does not "
+                             f"have: {', '.join(unknown)} (allowed: {known})") from None
         self._check_type(expr, text)
         self._cache[text] = expr
         return expr
@@ -99,6 +108,9 @@ class NamedFormula:
             known = ", ".join(s.name for s in self.symbols) or "none"
             raise UsageError(f"formula {self.name}: {text!r} uses symbols this claim does not have: "
                              f"{names} (allowed: {known})")
+        if expr.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo):
+            raise UsageError(f"formula {self.name}: {text!r} is not finite (it contains "
+                             f"{'nan' if expr.has(sympy.nan) else 'an infinity'})")
         mismatch = shape_error(expr)
         if mismatch:
             raise UsageError(f"formula {self.name}: {text!r} is ill-typed: {mismatch}")
@@ -191,6 +203,26 @@ def parse_in(text: str, local: Mapping[str, Any], what: str = "expression") -> s
     if not isinstance(expr, sympy.Basic):
         raise UsageError(f"{what}: {text!r} is not a sympy expression")
     return expr
+
+
+def _unknown_names(text: str, local: Mapping[str, Any]) -> list[str]:
+    """Names in ``text`` that are neither the formula's symbols nor sympy's (nor attributes)."""
+    import io
+    import keyword
+    import tokenize
+
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return []
+    out, previous = [], None
+    for tok in tokens:
+        if (tok.type == tokenize.NAME and tok.string not in local and previous != "."
+                and not keyword.iskeyword(tok.string) and not hasattr(sympy, tok.string)
+                and tok.string not in out):
+            out.append(tok.string)
+        previous = tok.string
+    return out
 
 
 class FormulaPrinter(StrPrinter):
