@@ -196,9 +196,10 @@ def _transpose(expr: sympy.Basic) -> Iterator[Candidate]:
                    lambda p=path, n=node: _replace(expr, p, sympy.Transpose(n)))
 
 
-def generate(formula: NamedFormula) -> tuple[list[Mutant], list[Invalid]]:
-    """Every distinct mutant of ``formula`` that reads back, and the ill-typed ones."""
-    original = formula.parse()
+def generate(formula: NamedFormula, base: str | None = None) -> tuple[list[Mutant], list[Invalid]]:
+    """Every distinct mutant of ``formula`` (of the text ``base``, default the paper's) that
+    reads back, and the ill-typed ones."""
+    original = formula.parse(base)
     symbols = [s.sympy() for s in formula.symbols]
     candidates = [*_constant(original), *_swap(original, symbols), *_terms(original),
                   *_transpose(original)]
@@ -233,17 +234,26 @@ def _one_line(exc: Exception) -> str:
 
 
 # ---------------------------------------------------------------------------------- equivalence
-SIZE_ASSIGNMENTS = ({"d": 2, "n": 3}, {"d": 3, "n": 5}, {"d": 4, "n": 2})
 DRAWS = 2          # random instances per size assignment
 VALUE_RANGE = 20   # integer entries in [-VALUE_RANGE, VALUE_RANGE]
+# three assignments of distinct small sizes, so that a swapped size (n for d) shows
+_SIZE_PATTERNS = ((2, 3, 4, 5, 6, 7, 8, 9, 10), (3, 5, 2, 6, 4, 7, 9, 8, 10),
+                  (4, 2, 5, 3, 7, 6, 8, 10, 9))
 
 
-def _sizes(assignment: dict) -> dict:
-    out = dict(assignment)
-    extra = iter(range(6, 6 + len(SIZE_NAMES)))
-    for name in SIZE_NAMES:
-        out.setdefault(name, next(extra))
-    return out
+def size_assignments(formula: NamedFormula) -> list[dict]:
+    """Concrete sizes for the size names the formula uses (as scalars or in shapes)."""
+    used = {s.name for s in formula.symbols if s.kind == "scalar" and s.name in SIZE_NAMES}
+    for s in formula.symbols:
+        if s.kind == "matrix":
+            used |= {x for x in s.shape if not x.isdigit()}
+    used |= {x for x in (formula.shape or ()) if not x.isdigit()}
+    order = [n for n in SIZE_NAMES if n in used] + sorted(used - set(SIZE_NAMES))
+    return [dict(zip(order, pattern)) for pattern in _SIZE_PATTERNS]
+
+
+def _where(assignment: dict) -> str:
+    return "(" + ", ".join(f"{k}={v}" for k, v in assignment.items()) + ")"
 
 
 def _draw(formula: NamedFormula, sizes: dict, rng: np.random.Generator, assume: bool) -> dict:
@@ -288,8 +298,8 @@ def _differs(a, b) -> bool:
 def _compare(formula, original, mutant, rng, assume: bool) -> tuple[int, dict | None]:
     """(instances compared, the first instance where they differ or None)."""
     compared = 0
-    for assignment in SIZE_ASSIGNMENTS:
-        sizes = _sizes(assignment)
+    for sizes in size_assignments(formula):
+        assignment = sizes
         for _ in range(DRAWS):
             for _attempt in range(5):  # redraw when an inverse is singular
                 values = _draw(formula, sizes, rng, assume)
@@ -321,7 +331,7 @@ def _symbolic_proof(formula, original, mutant, assume: bool) -> str:
     """The difference expanded with symbolic entries at the smallest sizes (no inverses)."""
     if original.has(sympy.Inverse) or mutant.has(sympy.Inverse):
         return ""
-    sizes = _sizes(SIZE_ASSIGNMENTS[0])
+    sizes = size_assignments(formula)[0]
     values = dict(sizes)
     for s in formula.symbols:
         if s.kind == "matrix":
@@ -340,16 +350,17 @@ def _symbolic_proof(formula, original, mutant, assume: bool) -> str:
             return ""
     except Exception:  # noqa: BLE001 - the proof is an illustration; the sampling decided
         return ""
-    where = ", ".join(f"{k}={v}" for k, v in SIZE_ASSIGNMENTS[0].items())
+    where = _where(sizes)
     sym = [s.name for s in formula.symbols if assume and s.symmetric]
     entries = "symbolic entries" + (f" ({', '.join(sym)} symmetric)" if sym else "")
-    return f"; with {entries} at {where} the difference expands to 0"
+    return f"; with {entries} at sizes {where} the difference expands to 0"
 
 
-def equivalence(formula: NamedFormula, mutant_text: str, seed: int = 0) -> Equivalence:
-    """Is the mutant the same statement as the original formula (as an identity, or under the
-    claim's declared assumptions)?"""
-    original, mutant = formula.parse(), formula.parse(mutant_text)
+def equivalence(formula: NamedFormula, mutant_text: str, seed: int = 0,
+                base: str | None = None) -> Equivalence:
+    """Is the mutant the same statement as the original formula (the text ``base``, default the
+    paper's), as an identity or under the claim's declared assumptions?"""
+    original, mutant = formula.parse(base), formula.parse(mutant_text)
     diff_text = f"({formula_str(mutant)}) - ({formula_str(original)})"
     try:
         if _is_matrix(original) or _is_matrix(mutant):
@@ -362,8 +373,7 @@ def equivalence(formula: NamedFormula, mutant_text: str, seed: int = 0) -> Equiv
         pass
     rng = np.random.default_rng([seed, 0x6D75])
     compared, witness = _compare(formula, original, mutant, rng, assume=False)
-    sizes = ", ".join("(" + ", ".join(f"{k}={v}" for k, v in a.items()) + ")"
-                      for a in SIZE_ASSIGNMENTS)
+    sizes = ", ".join(_where(a) for a in size_assignments(formula)) or "(no sizes)"
     if witness is None:
         if compared == 0:
             return Equivalence("none", "could not evaluate the formulas at any instance")

@@ -8,6 +8,10 @@ survive, so each one is listed with the simplification or the exact evaluation t
 A killed mutant that is equivalent to the original is a false alarm (a check refutes a true
 statement) and fails the run like a surviving non-equivalent mutant does.
 
+A mutant's tiers run cheapest first (numeric, symbolic, train); once one refutes it the verdict
+is ``refuted`` whatever the others say, so the rest are skipped (``--every-tier`` runs them all,
+to see which tiers kill which mutants).  Survivors and equivalent mutants always run every tier.
+
 Default tiers are symbolic,numeric and the default budget is quick: the symbolic tier decides
 the formulas exactly and the numeric tier re-checks them in float64 and against Monte Carlo; the
 train tier compares trained weights with the same formulas, so it can only kill what the exact
@@ -63,9 +67,13 @@ class Outcome:
             where = ""
             if eq.witness:
                 w = eq.witness
-                at = f" entry {tuple(w['entry'])}" if "entry" in w else ""
-                where = (f"; it differs from the original at sizes {w['sizes']}{at}: "
-                         f"{w['original']} vs {w['mutant']} (values {w['values']})")
+                at = f", entry {tuple(w['entry'])}" if "entry" in w else ""
+                scalars = {k: v for k, v in w["values"].items()
+                           if k not in w["sizes"] and not v.startswith("[")}
+                point = ", ".join(f"{k}={v}" for k, v in {**w["sizes"], **scalars}.items())
+                where = (f"; it differs from the original at ({point}){at}: "
+                         f"{_cut(w['original'])} vs {_cut(w['mutant'])} (the instance is in "
+                         f"--json)")
             return f"the checks did not refute it (verdict {self.verdict}; {self.reason}){where}"
         return self.reason
 
@@ -101,15 +109,20 @@ class FormulaReport:
 
 @dataclass
 class ClaimReport:
+    """A claim's mutants, or why it was skipped.  ``mutated`` is ``as printed`` or, for a
+    corrected claim, ``corrected`` (the documented correction is the formula under test)."""
+
     claim: str
     baseline: str
     baseline_reason: str
     formulas: list[FormulaReport]
+    mutated: str = "as printed"
+    skipped: str | None = None
 
     def as_dict(self) -> dict:
         return {"claim": self.claim, "baseline_verdict": self.baseline,
-                "baseline_reason": self.baseline_reason,
-                "formulas": [f.as_dict() for f in self.formulas]}
+                "baseline_reason": self.baseline_reason, "mutated": self.mutated,
+                "skipped": self.skipped, "formulas": [f.as_dict() for f in self.formulas]}
 
 
 def totals(reports: list[ClaimReport]) -> dict:
@@ -120,34 +133,54 @@ def totals(reports: list[ClaimReport]) -> dict:
     out["kill_rate"] = out["killed"] / out["mutants"] if out["mutants"] else None
     out["kill_rate_non_equivalent"] = (killed_non_eq / out["non_equivalent"]
                                        if out["non_equivalent"] else None)
-    out["baselines_pass"] = all(r.baseline in ("verified", "corrected") for r in reports)
+    out["claims_mutated"] = sum(1 for r in reports if r.skipped is None)
+    out["claims_skipped"] = sum(1 for r in reports if r.skipped is not None)
     return out
 
 
 def mutate_claim(claim: Claim, options: dict, formulas: list[str] | None = None,
                  progress: bool = False, every_tier: bool = False) -> ClaimReport:
-    """Check the claim as printed (the baseline), then every mutant of every named formula."""
+    """Check the claim as printed (the baseline), then every mutant of every named formula.
+
+    Mutants only say something about the checks of a formula that passes them: a claim that is
+    refuted or inconclusive as printed is skipped; for a corrected claim the corrected formulas
+    are the base that is mutated (the other formulas as printed)."""
     from .runner import check_claim
 
+    def skipped(verdict: str, reason: str, why: str) -> ClaimReport:
+        return ClaimReport(claim.id, verdict, reason, [], skipped=why)
+
+    if not claim.formulas:
+        return skipped("-", "", "it has no named formulas to mutate")
+    if not set(options["tiers"]) & set(claim.tiers):
+        return skipped("-", "", f"it has no {' or '.join(options['tiers'])} tier")
     base = check_claim(claim, **options)
+    fixed: dict[str, str] = {}
+    if base.verdict == "corrected":
+        fixed = dict(claim.correction.formulas)
+    elif base.verdict != "verified":
+        return skipped(base.verdict, base.reason, f"it is {base.verdict} as printed, so its "
+                       f"mutants say nothing about its checks")
     reports = []
     for f in claim.formulas:
         if formulas and f.name not in formulas:
             continue
-        mutants, invalid = generate(f)
+        mutants, invalid = generate(f, fixed.get(f.name))
         report = FormulaReport(claim.id, f.name, invalid=invalid)
         for i, m in enumerate(mutants, 1):
             if progress:
                 print(f"  {claim.id} {f.name} {i}/{len(mutants)}: {m.text}", file=sys.stderr,
                       flush=True)
-            eq = equivalence(f, m.text, seed=options.get("seed", 0))
-            report.outcomes.append(_check_mutant(claim, f.name, m, eq, options, every_tier))
+            eq = equivalence(f, m.text, seed=options.get("seed", 0), base=fixed.get(f.name))
+            report.outcomes.append(_check_mutant(claim, fixed, f.name, m, eq, options,
+                                                 every_tier))
         reports.append(report)
-    return ClaimReport(claim.id, base.verdict, base.reason, reports)
+    return ClaimReport(claim.id, base.verdict, base.reason, reports,
+                       mutated="corrected" if fixed else "as printed")
 
 
-def _check_mutant(claim: Claim, name: str, m: Mutant, eq: Equivalence, options: dict,
-                  every_tier: bool) -> Outcome:
+def _check_mutant(claim: Claim, fixed: dict, name: str, m: Mutant, eq: Equivalence,
+                  options: dict, every_tier: bool) -> Outcome:
     """Run the tiers cheapest first; once one refutes the mutant the verdict is ``refuted``
     whatever the others say, so they are skipped unless ``every_tier``."""
     from .runner import check_claim
@@ -156,7 +189,8 @@ def _check_mutant(claim: Claim, name: str, m: Mutant, eq: Equivalence, options: 
     tiers = sorted(options["tiers"], key=lambda t: TIER_COST.get(t, len(TIER_COST)))
     results, last = {}, None
     for tier in tiers:
-        last = check_claim(claim, overrides={name: m.text}, **{**options, "tiers": [tier]})
+        last = check_claim(claim, overrides={**fixed, name: m.text},
+                           **{**options, "tiers": [tier]})
         results.update(last.tiers)
         if last.verdict == "refuted" and not every_tier:
             break
@@ -169,6 +203,10 @@ def _check_mutant(claim: Claim, name: str, m: Mutant, eq: Equivalence, options: 
     else:
         reason = _not_refuted(verdict, results)
     return Outcome(m, verdict, failed, eq, reason, seconds)
+
+
+def _cut(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _not_refuted(verdict: str, results: dict) -> str:
@@ -201,9 +239,12 @@ def table(reports: list[ClaimReport]) -> str:
            f"{t['killed'] - t['false_alarms']}/{t['non_equivalent']} non-equivalent mutants killed"
            f" ({_rate(t['killed'] - t['false_alarms'], t['non_equivalent'])})"]
     for r in reports:
-        if r.baseline not in ("verified", "corrected"):
-            out.append(f"\n{r.claim}: the claim as printed is {r.baseline} ({r.baseline_reason}); "
-                       f"its kill rate says nothing about its checks")
+        if r.skipped:
+            out.append(f"\n{r.claim}: not mutated: {r.skipped}"
+                       + (f" ({r.baseline_reason})" if r.baseline_reason else ""))
+        elif r.mutated == "corrected":
+            out.append(f"\n{r.claim}: corrected as printed; its documented correction is the "
+                       f"formula under test")
     for heading, status in (("Surviving non-equivalent mutants (weak checks)", "survived"),
                             ("False alarms (equivalent mutants refuted)", "false_alarm"),
                             ("Equivalent mutants (survive, as they must)", "equivalent")):
@@ -272,5 +313,5 @@ def cmd_mutate(args) -> int:
                           "claims": [r.as_dict() for r in reports], "totals": t}, indent=2))
     else:
         print(table(reports))
-    ok = t["baselines_pass"] and t["survived"] == 0 and t["false_alarms"] == 0
+    ok = t["survived"] == 0 and t["false_alarms"] == 0
     return EXIT_OK if ok else EXIT_FAILED

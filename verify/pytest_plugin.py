@@ -13,7 +13,8 @@ pytest's rootdir), one line per claim::
 are read too).  An item fails when the computed verdict differs from the expected one, or when
 the file has no entry for the claim; the failure shows the verdict's reason, counterexample, each
 tier's status and the command that reproduces it.  Items are named ``FILE::CLAIM_ID``, so ``-k``
-selects claims.
+selects claims.  The expected verdicts are those of the tiers you run (``--icl-tier``); a claim
+that has none of them is skipped.
 
 Registered through the ``pytest11`` entry point, the plugin is loaded by every pytest run where
 the package is installed; without ``--icl-claims`` it adds nothing and imports nothing heavy.
@@ -191,6 +192,10 @@ class ClaimItem(pytest.Item):
         from verify.runner import check_claim
 
         s = self.settings
+        if not set(s.tiers) & set(self.claim.tiers):
+            # nothing would run: its verdict under these tiers says nothing about the claim
+            pytest.skip(f"{self.claim.id} has no {' or '.join(s.tiers)} tier "
+                        f"(its tiers: {', '.join(self.claim.tiers)})")
         v = check_claim(self.claim, tiers=s.tiers, budget=s.budget, device=s.device, seed=s.seed)
         self.config.stash[_COMPUTED][self.claim.id] = v.verdict
         self.user_properties.append(("verdict", v.verdict))
