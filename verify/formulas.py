@@ -81,13 +81,28 @@ class NamedFormula:
                 raise ValueError(f"{size} is a size name and cannot be a matrix")
         return out
 
-    def parse(self, text: str | None = None) -> sympy.Basic:
-        """Read ``text`` (default: the paper's) in this formula's symbols, type-checked."""
+    def parse(self, text: str | None = None, strict: bool = False) -> sympy.Basic:
+        """Read ``text`` (default: the paper's) in this formula's symbols, type-checked.
+
+        ``strict`` also rejects a text that is not well-typed (the command line's ``--set``
+        and mutants); without it an ill-typed formula is left to the claim's checks, which may
+        report it (a printed formula that does not type-check is an erratum, e.g. yang2024
+        eq. (33))."""
         text = self.text if text is None else text
-        if text in self._cache:
-            return self._cache[text]
+        cached = text in self._cache
+        expr = self._cache[text] if cached else self._read(text)
+        if strict:
+            mismatch = shape_error(expr)
+            if mismatch:
+                raise UsageError(f"formula {self.name}: {text!r} is ill-typed: {mismatch}")
+        if not cached:
+            self._check_type(expr, text)
+            self._cache[text] = expr
+        return expr
+
+    def _read(self, text: str) -> sympy.Basic:
         try:
-            expr = parse_in(text, self.locals(), what=f"formula {self.name}")
+            return parse_in(text, self.locals(), what=f"formula {self.name}")
         except UsageError:
             unknown = [] if _FORBIDDEN.search(text) else _unknown_names(text, self.locals())
             if not unknown:
@@ -96,9 +111,6 @@ class NamedFormula:
             known = ", ".join(s.name for s in self.symbols) or "none"
             raise UsageError(f"formula {self.name}: {text!r} uses symbols this claim does not "
                              f"have: {', '.join(unknown)} (allowed: {known})") from None
-        self._check_type(expr, text)
-        self._cache[text] = expr
-        return expr
 
     def _check_type(self, expr: sympy.Basic, text: str) -> None:
         allowed = set(self.locals().values())
@@ -108,16 +120,9 @@ class NamedFormula:
             known = ", ".join(s.name for s in self.symbols) or "none"
             raise UsageError(f"formula {self.name}: {text!r} uses symbols this claim does not have: "
                              f"{names} (allowed: {known})")
-        # a user's formula (--set, a mutant) must be finite and well-typed; the paper's own is
-        # left to the claim's checks: a printed formula that does not type-check is an erratum
-        # to report (e.g. yang2024 eq. (33)), not bad input
-        if text != self.text:
-            if expr.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo):
-                raise UsageError(f"formula {self.name}: {text!r} is not finite (it contains "
-                                 f"{'nan' if expr.has(sympy.nan) else 'an infinity'})")
-            mismatch = shape_error(expr)
-            if mismatch:
-                raise UsageError(f"formula {self.name}: {text!r} is ill-typed: {mismatch}")
+        if text != self.text and expr.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo):
+            raise UsageError(f"formula {self.name}: {text!r} is not finite (it contains "
+                             f"{'nan' if expr.has(sympy.nan) else 'an infinity'})")
         is_matrix = isinstance(expr, (MatrixExpr, sympy.MatrixBase))
         if self.shape is None and is_matrix:
             raise UsageError(f"formula {self.name} is a scalar, but {text!r} is a matrix")

@@ -214,7 +214,7 @@ def generate(formula: NamedFormula, base: str | None = None) -> tuple[list[Mutan
         if text in seen:
             continue
         try:
-            parsed = formula.parse(text)
+            parsed = formula.parse(text, strict=True)
         except UsageError as exc:
             seen.add(text)
             invalid.append(Invalid(formula.name, operator, change, text, str(exc)))
