@@ -24,7 +24,7 @@ claim declares symmetric).  Otherwise ``none``, with the instance where they dif
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Iterator
 
 import numpy as np
