@@ -29,6 +29,14 @@ def run_pytest(tmp_path, *args, timeout=600):
     return proc.returncode, proc.stdout + proc.stderr
 
 
+def run_inprocess(capsys, tmp_path, *args):
+    """pytest in this process (no interpreter start-up): for the plugin's failure reports."""
+    code = pytest.main(["-p", "verify.pytest_plugin", "-p", "no:cacheprovider",
+                        f"--rootdir={tmp_path}", *args, str(tmp_path)])
+    out, err = capsys.readouterr()
+    return int(code), out + err
+
+
 def test_without_icl_claims_the_plugin_does_nothing(tmp_path):
     (tmp_path / "test_plain.py").write_text(
         "import sys\n"
@@ -58,13 +66,13 @@ def test_real_registry_matches_the_repos_expected_verdicts(tmp_path):
         assert f"{c.id} PASSED" in out
 
 
-def test_changed_or_missing_verdicts_fail_and_print_the_evidence(tmp_path):
+def test_changed_or_missing_verdicts_fail_and_print_the_evidence(capsys, tmp_path):
     expected = tmp_path / "mine.toml"
     expected.write_text('[ahn2023]\nlemma2 = {verdict = "refuted", '
                         'note = "pretend the lemma was known to fail"}\n')
-    code, out = run_pytest(tmp_path, "--icl-claims", "--icl-paper", "ahn2023", "--icl-budget",
-                           "quick", "--icl-tier", "numeric", f"--icl-expected={expected}",
-                           str(tmp_path))
+    code, out = run_inprocess(capsys, tmp_path, "--icl-claims", "--icl-paper", "ahn2023",
+                              "--icl-budget", "quick", "--icl-tier", "numeric",
+                              f"--icl-expected={expected}")
     assert code == 1, out
     assert "2 failed" in out
     # a changed verdict: what changed, each tier, and how to reproduce it
@@ -124,7 +132,7 @@ def test_bad_plugin_options_are_usage_errors(tmp_path, given, needle):
     assert "\n" not in str(info.value) and str(info.value).startswith("icl-verify: ")
 
 
-def test_bad_option_exits_with_pytests_usage_status(tmp_path):
-    code, out = run_pytest(tmp_path, "--icl-claims", "--icl-budget", "huge", str(tmp_path))
+def test_bad_option_exits_with_pytests_usage_status(capsys, tmp_path):
+    code, out = run_inprocess(capsys, tmp_path, "--icl-claims", "--icl-budget", "huge")
     assert code == 4 and "ERROR: icl-verify: --icl-budget 'huge': budgets are" in out
     assert "Traceback" not in out
