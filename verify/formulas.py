@@ -283,6 +283,11 @@ def formula_value(expr: sympy.Basic, values: Mapping[str, Any]) -> Any:
         if isinstance(out, MatrixExpr):
             out = out.as_explicit()
     elif isinstance(out, sympy.Basic):
+        if out.has(MatrixExpr):  # a scalar of matrices (traces): bottom-up as well
+            try:
+                return _explicit_scalar(out)
+            except Exception:  # noqa: BLE001 - fall back to sympy's way
+                pass
         out = out.doit()
     return out
 
@@ -316,6 +321,19 @@ def _explicit(node: sympy.Basic) -> sympy.MatrixBase:
     if isinstance(node, sympy.MatPow):
         return _explicit(node.base) ** node.exp
     raise TypeError(f"no explicit rule for {type(node).__name__}")
+
+
+def _explicit_scalar(node: sympy.Basic) -> sympy.Basic:
+    """A scalar expression whose traces/determinants of substituted matrices are evaluated."""
+    if isinstance(node, sympy.Trace):
+        return _explicit(node.arg).trace()
+    if isinstance(node, sympy.Determinant):
+        return _explicit(node.arg).det()
+    if isinstance(node, MatrixExpr):
+        raise TypeError("a matrix inside a scalar expression")
+    if not node.args or not node.has(MatrixExpr):
+        return node
+    return node.func(*[_explicit_scalar(a) for a in node.args])
 
 
 def compile_formula(expr: sympy.Basic, sizes: Mapping[str, int]):

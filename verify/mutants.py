@@ -272,27 +272,44 @@ def _draw(formula: NamedFormula, sizes: dict, rng: np.random.Generator, assume: 
     return values
 
 
+class _Unevaluable(ValueError):
+    """The formula has no exact number at this instance (a pole, or a form sympy leaves)."""
+
+
+def _number(v) -> sympy.Expr:
+    v = sympy.nsimplify(sympy.sympify(v))
+    if not getattr(v, "is_number", False) or v.has(sympy.zoo, sympy.nan, sympy.oo):
+        raise _Unevaluable(f"not a finite number: {v}")
+    return v
+
+
 def _value(expr: sympy.Basic, values: dict):
+    """The exact value at an instance: a Matrix of numbers or a number."""
     out = formula_value(expr, values)
     if isinstance(out, sympy.MatrixBase):
-        out = sympy.Matrix(out).applyfunc(sympy.nsimplify)
-        if any(v.has(sympy.zoo, sympy.nan, sympy.oo) for v in out):
-            raise ZeroDivisionError("not finite")
-        return out
-    out = sympy.nsimplify(sympy.sympify(out))
-    if out.has(sympy.zoo, sympy.nan, sympy.oo):
-        raise ZeroDivisionError("not finite")
-    return out
+        return sympy.Matrix(out).applyfunc(_number)
+    if isinstance(out, MatrixExpr):
+        raise _Unevaluable("sympy left a matrix expression unevaluated")
+    return _number(out)
+
+
+def _as_matrix(v, shape) -> sympy.Matrix | None:
+    if isinstance(v, sympy.MatrixBase):
+        return sympy.Matrix(v)
+    if v == 0:
+        return sympy.zeros(*shape)
+    return sympy.Matrix([[v]]) if tuple(shape) == (1, 1) else None
 
 
 def _differs(a, b) -> bool:
+    """Exact comparison of two values (a zero scalar equals a zero matrix)."""
     if _is_matrix(a) or _is_matrix(b):
-        a = a if _is_matrix(a) else sympy.zeros(*b.shape) * a
-        b = b if _is_matrix(b) else sympy.zeros(*a.shape) * b
-        if a.shape != b.shape:
+        shape = a.shape if _is_matrix(a) else b.shape
+        a, b = _as_matrix(a, shape), _as_matrix(b, shape)
+        if a is None or b is None or a.shape != b.shape:
             return True
-        return any(sympy.simplify(x - y) != 0 for x, y in zip(a, b))
-    return sympy.simplify(a - b) != 0
+        return any(x != y for x, y in zip(a, b))
+    return a != b
 
 
 def _compare(formula, original, mutant, rng, assume: bool) -> tuple[int, dict | None]:
@@ -305,8 +322,8 @@ def _compare(formula, original, mutant, rng, assume: bool) -> tuple[int, dict | 
                 values = _draw(formula, sizes, rng, assume)
                 try:
                     a, b = _value(original, values), _value(mutant, values)
-                except (ZeroDivisionError, ValueError, NonInvertibleMatrixError):
-                    continue
+                except (ZeroDivisionError, ValueError, TypeError, NonInvertibleMatrixError):
+                    continue  # a pole, a singular inverse, or a form sympy cannot evaluate
                 break
             else:
                 continue
@@ -320,7 +337,7 @@ def _witness(formula, values, assignment, a, b) -> dict:
     shown = {k: (str(v.tolist()) if isinstance(v, sympy.MatrixBase) else str(v))
              for k, v in values.items() if k in {s.name for s in formula.symbols}}
     if _is_matrix(a) and _is_matrix(b) and a.shape == b.shape:
-        idx = next(i for i, (x, y) in enumerate(zip(a, b)) if sympy.simplify(x - y) != 0)
+        idx = next(i for i, (x, y) in enumerate(zip(a, b)) if x != y)
         entry = divmod(idx, a.shape[1])
         return {"sizes": assignment, "values": shown, "entry": list(entry),
                 "original": str(a[entry]), "mutant": str(b[entry])}
@@ -346,7 +363,10 @@ def _symbolic_proof(formula, original, mutant, assume: bool) -> str:
             values[s.name] = sympy.Symbol(s.name)
     try:
         a, b = formula_value(original, values), formula_value(mutant, values)
-        if _differs(a, b):
+        shape = a.shape if _is_matrix(a) else getattr(b, "shape", (1, 1))
+        a, b = _as_matrix(a, shape), _as_matrix(b, shape)
+        if a is None or b is None or a.shape != b.shape or any(
+                sympy.expand(x - y) != 0 for x, y in zip(a, b)):
             return ""
     except Exception:  # noqa: BLE001 - the proof is an illustration; the sampling decided
         return ""
@@ -365,9 +385,11 @@ def equivalence(formula: NamedFormula, mutant_text: str, seed: int = 0,
     try:
         if _is_matrix(original) or _is_matrix(mutant):
             simplified = sympy.simplify((mutant - original).doit())
-        else:
+        elif not (original.has(MatrixExpr) or mutant.has(MatrixExpr)):
             simplified = sympy.simplify(mutant - original)
-        if simplified == 0 or isinstance(simplified, ZeroMatrix):
+        else:  # a scalar of matrix expressions (traces): simplify is slow there; sample
+            simplified = None
+        if simplified is not None and (simplified == 0 or isinstance(simplified, ZeroMatrix)):
             return Equivalence("simplification", f"simplify({diff_text}) = 0")
     except Exception:  # noqa: BLE001 - sympy may fail to simplify a matrix expression; sample
         pass
