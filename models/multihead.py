@@ -65,11 +65,13 @@ def fast_prediction(E: torch.Tensor, P: torch.Tensor, Q: torch.Tensor) -> torch.
     y_q + (1/C) sum_h b_h^T (E M E^T) Q_h z_q, with b_h the last row of P_h and z_q E's last column.
     """
     C = E.shape[-1] - 1
+    H, D = Q.shape[0], Q.shape[-1]
     ctx = E[..., :C]
     G = ctx @ ctx.mT
     zq = E[..., :, C]
-    upd = torch.einsum("hi,bij,hjk,bk->b", P[:, -1, :], G, Q, zq)
-    return E[..., -1, C] + upd / C
+    bG = (G.mT @ P[:, -1, :].T).mT  # (..., H, d+1): b_h^T G
+    Qz = (zq @ Q.reshape(H * D, D).T).reshape(*zq.shape[:-1], H, D)  # (..., H, d+1): Q_h z_q
+    return E[..., -1, C] + (bG * Qz).sum((-2, -1)) / C
 
 
 class MultiHeadLSA(torch.nn.Module):

@@ -171,7 +171,13 @@ def factorisation_defect(guess: str = "zero") -> Poly:
     """E[phi phi'] - E[(p^T G q)(pp^T G qq)] E[(r^T z_q)(rr^T z_q)]: zero iff the Gram matrix of
     the lifted features is the Kronecker product of a context and a query Gram matrix."""
     L = lifted(guess)
-    return (L.full - L.ctx * L.query).simplify()
+    return reduced(L.full - L.ctx * L.query)
+
+
+def reduced(poly: Poly) -> Poly:
+    """``poly`` with every coefficient cancelled and zero terms dropped (cheaper than simplify)."""
+    terms = {k: sympy.cancel(c) for k, c in poly.terms.items()}
+    return Poly({k: c for k, c in terms.items() if c != 0}, poly.letters, poly.rows, poly.cols)
 
 
 # ----------------------------------------------------------------------------------------------

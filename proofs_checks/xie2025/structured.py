@@ -133,10 +133,29 @@ def _free_part(free: list, shape: str) -> str:
     raise ValueError(f"unexpected matrix form {free}")
 
 
+def limit_inf(expr: sympy.Expr, C: sympy.Symbol) -> sympy.Expr:
+    """lim_{C -> oo} of a rational function of C (sympy.oo or -oo if it diverges)."""
+    num, den = sympy.fraction(sympy.cancel(sympy.together(expr)))
+    dn, dd = sympy.degree(num, C), sympy.degree(den, C)
+    if num == 0:
+        return sympy.Integer(0)
+    if dn < dd:
+        return sympy.Integer(0)
+    ratio = sympy.LC(sympy.Poly(num, C)) / sympy.LC(sympy.Poly(den, C))
+    if dn == dd:
+        return sympy.factor(ratio)
+    return sympy.oo * sympy.sign(ratio)
+
+
 def leading(expr: sympy.Expr, C: sympy.Symbol) -> tuple[sympy.Expr, sympy.Expr, sympy.Expr]:
     """(limit as C -> oo, k, a) with expr - limit ~ a C^k: the exact leading behaviour in C."""
     expr = sympy.cancel(sympy.together(expr))
-    lim = sympy.limit(expr, C, sympy.oo)
+    lim = limit_inf(expr, C)
+    if not lim.is_finite:
+        num, den = sympy.fraction(expr)
+        k = sympy.degree(num, C) - sympy.degree(den, C)
+        a = sympy.factor(sympy.LC(sympy.Poly(num, C)) / sympy.LC(sympy.Poly(den, C)))
+        return lim, sympy.Integer(k), a
     rest = sympy.cancel(expr - lim)
     if rest == 0:
         return lim, sympy.Integer(0), sympy.Integer(0)
@@ -144,3 +163,12 @@ def leading(expr: sympy.Expr, C: sympy.Symbol) -> tuple[sympy.Expr, sympy.Expr, 
     k = sympy.degree(num, C) - sympy.degree(den, C)
     a = sympy.factor(sympy.LC(sympy.Poly(num, C)) / sympy.LC(sympy.Poly(den, C)))
     return lim, sympy.Integer(k), a
+
+
+def leading_text(expr: sympy.Expr, C: sympy.Symbol) -> str:
+    """'L + a C^k + ...' as text: the limit and the exact leading correction."""
+    lim, k, a = leading(expr, C)
+    if a == 0:
+        return sympy.sstr(lim)
+    head = "" if lim == 0 else f"{sympy.sstr(lim)} + "
+    return f"{head}({sympy.sstr(a)})*C^({k}) + o(C^({k}))"
