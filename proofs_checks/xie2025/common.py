@@ -15,6 +15,8 @@ from moments.poly import Poly
 
 from . import derive
 from moments.wick import expectation
+from verify.claim import TierResult
+from verify.evidence import Finding, combine, jsonable
 
 from .setting import C_SYM, D_SYM, Instance, symbolic_prompt, w_star_letter
 from .structured import value_at
@@ -180,3 +182,10 @@ def gd_risk_star(d, C) -> sympy.Expr:
 
 def as_float(x) -> float:
     return float(sympy.N(x, 30))
+
+
+def finish(findings: Sequence[Finding], extra: dict | None = None,
+           steps: list | None = None) -> TierResult:
+    """``verify.evidence.combine`` with the extra evidence made JSON-safe (exact numbers as
+    strings, sympy booleans as bools)."""
+    return combine(findings, jsonable(extra or {}), steps)

@@ -13,11 +13,11 @@ import sympy
 from models.multihead import head_products
 from moments.montecarlo import z_critical
 from verify.claim import Claim, Context, TierResult
-from verify.evidence import Finding, combine, step
+from verify.evidence import Finding, step
 from verify.formulas import FormulaSymbol, NamedFormula, formula_value
 
 from . import derive
-from .common import as_float, heads_risk, mc_heads_risk
+from .common import as_float, finish, heads_risk, mc_heads_risk
 from .gd_claims import EQ7, eq7_numbers
 from .saturated import lifted_problem
 from .setting import C_SYM, D_SYM, S_SYM, SETTING, symbolic_dims
@@ -140,7 +140,7 @@ def lemma1_symbolic(ctx: Context) -> TierResult:
              f"Exact in C at d = {d0}, w* = 2 (1, ..., 1), with the risk-minimising step size; "
              "positive for every C >= 1."),
     ]
-    return combine(findings, {"setting": "y_q = 0, w* = 2 (1, ..., 1)"}, steps=steps)
+    return finish(findings, {"setting": "y_q = 0, w* = 2 (1, ..., 1)"}, steps=steps)
 
 
 def lemma1_numeric(ctx: Context) -> TierResult:
@@ -166,7 +166,7 @@ def lemma1_numeric(ctx: Context) -> TierResult:
         rows.append({"point": label, "exact": exact[label], "z": est.z_score(exact[label]),
                      **est.as_dict(level, 3)})
     defect = exact["midpoint"] - (exact["theta_1"] + exact["theta_2"]) / 2
-    return combine([Finding("risks_vs_monte_carlo", ok, {"comparisons": rows},
+    return finish([Finding("risks_vs_monte_carlo", ok, {"comparisons": rows},
                             None if ok else {"instance": inst.as_dict(), "rows": rows,
                                              "seed": ctx.seed},
                             "" if ok else "the derived risks are outside the Monte Carlo "
@@ -224,7 +224,7 @@ def lemma2_symbolic(ctx: Context) -> TierResult:
     F = ctx.formulas
     w = _yq_witness(F)
     if w is None:
-        return combine([Finding("not_convex_in_parameters", None, {},
+        return finish([Finding("not_convex_in_parameters", None, {},
                                 reason="the named point is not built from I and w*")])
     defect = w["_defect"]
     rows = []
@@ -252,7 +252,7 @@ def lemma2_symbolic(ctx: Context) -> TierResult:
     extra = {"proof_note": "App. B.4 writes W E = E_w 'by using X w = y'; the context labels are "
                            "y = X w_hat with the task vector, not with the trainable w, so W E has "
                            "w^T X^T where E_w has y^T (the lemma holds nonetheless, by this pair)"}
-    return combine(findings, extra, steps=steps)
+    return finish(findings, extra, steps=steps)
 
 
 def lemma2_numeric(ctx: Context) -> TierResult:
@@ -261,7 +261,7 @@ def lemma2_numeric(ctx: Context) -> TierResult:
     d = inst.d
     w = _yq_witness(F)
     if w is None:
-        return combine([Finding("risks_vs_monte_carlo", None, {}, reason="no structured point")])
+        return finish([Finding("risks_vs_monte_carlo", None, {}, reason="no structured point")])
     subs = {D_SYM: d, S_SYM: inst.s, C_SYM: inst.C}
     t_star = w["_t"].subs(subs)
     pt = _thm4_point_numbers(F, d, inst.w_star_exact)
@@ -286,7 +286,7 @@ def lemma2_numeric(ctx: Context) -> TierResult:
         agree = est.agrees(ex, level, 3)
         ok &= agree
         rows.append({"point": label, "exact": ex, "z": est.z_score(ex), **est.as_dict(level, 3)})
-    return combine([Finding("risks_vs_monte_carlo", ok, {"comparisons": rows},
+    return finish([Finding("risks_vs_monte_carlo", ok, {"comparisons": rows},
                             None if ok else {"instance": inst.as_dict(), "rows": rows,
                                              "seed": ctx.seed},
                             "" if ok else "the derived risks are outside the Monte Carlo "

@@ -9,9 +9,10 @@ from models.lsa import mask_matrix, readout
 from models.multihead import head_products, multihead_forward, multihead_prediction, sample_tasks
 from moments.wick import canonical
 from verify.claim import Claim, Context, Correction, TierResult
-from verify.evidence import Finding, combine, step
+from verify.evidence import Finding, step
 from verify.formulas import FormulaSymbol, NamedFormula, compile_formula, formula_value
 
+from .common import finish
 from .setting import C_SYM, SETTING, prompt_with_guess, symbolic_prompt, w_star_letter
 from .translate import to_mat
 
@@ -113,7 +114,7 @@ def eq8_symbolic(ctx: Context) -> TierResult:
         step("Difference with (8)", r"f_{\mathsf{LSA}}(E) - f_8 = " + (diff.latex() or "0"),
              "Canonical forms of both sides; zero iff eq. (8) holds for every prompt."),
     ]
-    return combine([Finding("forward_pass_equals_eq8", ok, {
+    return finish([Finding("forward_pass_equals_eq8", ok, {
         "difference": str(diff), "difference_latex": diff.latex() or "0",
         "exact_in": "d and C (symbolic)"}, ce,
         "" if ok else "the forward pass with the weights (7) differs from eq. (8)")],
@@ -163,7 +164,7 @@ def eq8_numeric(ctx: Context) -> TierResult:
     tol = 1e-10
     ok = rel <= tol
     b = int(np.abs(model - paper).argmax())
-    return combine([Finding("torch_forward_pass_vs_eq8", ok, {
+    return finish([Finding("torch_forward_pass_vs_eq8", ok, {
         "max_relative_difference": rel, "tolerance": tol, "prompts": 64, "eta": eta,
         "why_tolerance": "float64 forward pass against float64 evaluation of eq. (8)"},
         None if ok else {"instance": inst.as_dict(), "prompt": b, "forward_pass": float(model[b]),
@@ -255,7 +256,7 @@ def eq9_symbolic(ctx: Context) -> TierResult:
              r",\qquad f_9 - \langle x_q, w_1\rangle = " + (d2.latex() or "0"),
              "Canonical forms; both zero means the forward pass is one GD step from w*."),
     ]
-    return combine(findings, {"method": "canonical forms, symbolic d and C"}, steps=steps)
+    return finish(findings, {"method": "canonical forms, symbolic d and C"}, steps=steps)
 
 
 def eq9_numeric(ctx: Context) -> TierResult:
@@ -298,7 +299,7 @@ def eq9_numeric(ctx: Context) -> TierResult:
                                         "max_relative_difference": r2},
                 "" if r2 <= tol else "eq. (9) differs from one GD step on L_ls"),
     ]
-    return combine(findings, {"instance": inst.as_dict(), "prompts": 64, "eta": eta})
+    return finish(findings, {"instance": inst.as_dict(), "prompts": 64, "eta": eta})
 
 
 EQ9 = Claim(
@@ -423,7 +424,7 @@ def lemma3_symbolic(ctx: Context) -> TierResult:
     ]
     extra = {"note": "App. B.2 writes W_3 E = E_w 'by using Xw = y'; for the context columns "
                      "this needs y = X w with the trainable w, which prompts do not satisfy"}
-    return combine(findings, extra, steps=steps)
+    return finish(findings, extra, steps=steps)
 
 
 def lemma3_numeric(ctx: Context) -> TierResult:
@@ -450,7 +451,7 @@ def lemma3_numeric(ctx: Context) -> TierResult:
     tol = 1e-9
     ok = rel <= tol
     b = int((yq_lsa - ltb).abs().argmax())
-    return combine([Finding("torch_yq_lsa_vs_ltb", ok, {
+    return finish([Finding("torch_yq_lsa_vs_ltb", ok, {
         "max_relative_difference": rel, "tolerance": tol, "prompts": 64,
         "why_tolerance": "float64, with W_1^{-1} of condition number O(10)"},
         None if ok else {"instance": inst.as_dict(), "prompt": b, "yq_lsa": float(yq_lsa[b]),

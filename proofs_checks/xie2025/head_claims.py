@@ -9,11 +9,11 @@ import sympy
 
 from moments.montecarlo import z_critical
 from verify.claim import Claim, Context, Correction, TierResult
-from verify.evidence import Finding, combine, step
+from verify.evidence import Finding, step
 from verify.formulas import FormulaSymbol, NamedFormula
 
 from . import derive, saturated as sat
-from .common import (as_float, float_heads, gd_risk_star, heads_from_bA, heads_risk,
+from .common import (as_float, finish, float_heads, gd_risk_star, heads_from_bA, heads_risk,
                      mc_heads_risk)
 from .setting import C_SYM, D_SYM, SETTING, symbolic_dims
 from .training import budget_steps, head_sweep, restarts_for, train_sampled
@@ -189,7 +189,7 @@ def thm1_symbolic(ctx: Context) -> TierResult:
         "Least squares in T (K_ctx, K_q, c evaluated from the probe polynomials), exact in C; "
         "the d+1 heads b_h = e_h, A_h = T*[h] attain it (exact risk from the pairwise "
         "decomposition), and so do d+2 heads (head 1 split in two halves)."))
-    return combine(findings, {"method": "exact polynomial identities, exact least squares in T"},
+    return finish(findings, {"method": "exact polynomial identities, exact least squares in T"},
                    steps=steps)
 
 
@@ -217,7 +217,7 @@ def thm1_numeric(ctx: Context) -> TierResult:
         ok &= agree
         rows.append({"point": label, "exact": exact, "z": est.z_score(exact),
                      **est.as_dict(level, m)})
-    return combine([Finding("derived_risk_vs_monte_carlo", ok, {"comparisons": rows},
+    return finish([Finding("derived_risk_vs_monte_carlo", ok, {"comparisons": rows},
                             None if ok else {"instance": inst.as_dict(), "rows": rows,
                                              "seed": ctx.seed},
                             "" if ok else "the derived risk is outside the Monte Carlo interval")],
@@ -274,7 +274,7 @@ def thm1_train(ctx: Context) -> TierResult:
                             {"instance": inst.as_dict(), **bad[0]} if bad else None,
                             "sampled training beat the saturated optimum" if bad else
                             "evidence only: Adam on sampled prompts approaches R*"))
-    return combine(findings, {"instance": inst.as_dict(), "optimal_loss": R_star})
+    return finish(findings, {"instance": inst.as_dict(), "optimal_loss": R_star})
 
 
 THM1 = Claim(
@@ -342,7 +342,7 @@ def fig2_symbolic(ctx: Context) -> TierResult:
         gd = gd_risk_star(d, C_SYM)
         gap = sympy.factor(sympy.cancel(sol.R_star - gd))
         pos = all(gap.subs(C_SYM, c) > 0 for c in (1, 2, 10, 1000))
-        gap_ok &= bool(pos) and sympy.limit(gap * C_SYM, C_SYM, sympy.oo) > 0
+        gap_ok &= bool(pos) and bool(sympy.limit(gap * C_SYM, C_SYM, sympy.oo) > 0)
         gap_rows.append({"d": d, "R_star": str(sol.R_star), "R_GD": str(gd), "gap": str(gap)})
     findings.append(Finding("saturation_point", ok_all, {"dims": rows}, ce,
                             "" if ok_all else "the optimal risk stops improving at a different "
@@ -365,7 +365,7 @@ def fig2_symbolic(ctx: Context) -> TierResult:
                       + sympy.latex(sympy.factor(sol.R_star - gd_risk_star(d0, C_SYM))),
                       "R_GD* = d(d+1)/(C+d+1) is the GD baseline with the best step size "
                       "(derived in xie2025.fig5)."))
-    return combine(findings, {"setting": "y_q = 0, w* = 2 (1, ..., 1) (Table 1, head experiment)",
+    return finish(findings, {"setting": "y_q = 0, w* = 2 (1, ..., 1) (Table 1, head experiment)",
                               "exact_in": "C (symbolic)"}, steps=steps)
 
 
@@ -376,7 +376,7 @@ def fig2_numeric(ctx: Context) -> TierResult:
     R_star = as_float(sol.R_star)
     u = _isotropic_coordinate(sol)
     if u is None:
-        return combine([Finding("d_head_model", None, {}, reason="no isotropic coordinate")])
+        return finish([Finding("d_head_model", None, {}, reason="no isotropic coordinate")])
     heads = sat.heads_with_isotropic_vector([sol.S(k) for k in sol.problem.ks], u, d)
     P, Q = float_heads(heads)
     est = mc_heads_risk(P, Q, inst, ctx.budget.mc_samples, ctx.seed_for("fig2-mc"))
@@ -387,7 +387,7 @@ def fig2_numeric(ctx: Context) -> TierResult:
     exact_paper = None
     if ctx.budget.name == "paper" or (d, inst.C) == (10, 10):
         exact_paper = str(sol.R_star)
-    return combine([Finding("d_heads_monte_carlo", ok, {"comparisons": [row]},
+    return finish([Finding("d_heads_monte_carlo", ok, {"comparisons": [row]},
                             None if ok else {"instance": inst.as_dict(), "row": row,
                                              "seed": ctx.seed},
                             "" if ok else "the d-head model's Monte Carlo risk is not R*")],
@@ -424,7 +424,7 @@ def fig2_train(ctx: Context) -> TierResult:
     findings.append(Finding("sampled_prompt_training", True, {
         "runs": sampled, "R_star": R_star, "adam_steps": cfg["adam"]},
         reason="evidence only: the paper's protocol (Adam, fresh prompts) at this budget"))
-    return combine(findings, {"instance": inst.as_dict(), "optimal_loss": R_star})
+    return finish(findings, {"instance": inst.as_dict(), "optimal_loss": R_star})
 
 
 FIG2 = Claim(

@@ -23,7 +23,7 @@ INIT_SCALE = 0.1
 def budget_steps(budget: str) -> dict:
     """L-BFGS iterations on the exact risk; Adam steps, batch and learning rate on sampled prompts
     (the paper: 5000 Adam steps, batch 2048, lr 5e-4; a GPU budget)."""
-    return {"quick": {"lbfgs": 100, "adam": 150, "batch": 256, "lr": 0.02},
+    return {"quick": {"lbfgs": 100, "adam": 100, "batch": 256, "lr": 0.02},
             "default": {"lbfgs": 300, "adam": 1500, "batch": 1024, "lr": 0.005},
             }.get(budget, {"lbfgs": 600, "adam": 5000, "batch": 2048, "lr": 5e-4})
 
