@@ -48,7 +48,8 @@ def _positive_for_C_at_least_1(expr) -> bool:
 def _minimise_quadratic(R: sympy.Expr, x: sympy.Symbol) -> tuple[sympy.Expr, sympy.Expr]:
     """(argmin, min) of a quadratic in x with a positive leading coefficient (exact)."""
     poly = sympy.Poly(sympy.expand(sympy.numer(sympy.together(R))), x)
-    den = sympy.denom(sympy.together(R))
+    if poly.degree() <= 0:  # the ray does not move the risk (e.g. no attention at all)
+        return sympy.Integer(0), sympy.factor(sympy.cancel(R))
     if poly.degree() != 2:
         raise ValueError(f"risk along the ray is not quadratic in {x}")
     a, b, _ = poly.all_coeffs()

@@ -22,12 +22,12 @@ from .setting import (BETA, C_SYM, D_SYM, SETTING, Instance, symbolic_dims, symb
                       w_star_letter)
 from .stationary_claims import train_yq_exact
 from .structured import leading_text, value_at
-from .training import budget_steps, head_sweep, restarts_for, train_exact, train_yq_sampled
+from .training import (budget_steps, head_sweep, loss_tol, restarts_for, train_exact,
+                       train_yq_sampled)
 from .translate import to_mat
 
 PAPER = "xie2025"
 SIGMA = sympy.Symbol("sigma", real=True)
-LOSS_TOL = 1e-6
 
 
 def _fit_and_compare(formula, derived: sympy.Expr, var: sympy.Symbol, slope: sympy.Symbol,
@@ -171,6 +171,7 @@ def _zero_inst(inst: Instance) -> Instance:
 
 
 def fig3_train(ctx: Context) -> TierResult:
+    tol = loss_tol(ctx.device)
     inst = SETTING.instance(ctx.budget.name, ctx.sizes)
     d = inst.d
     steps = budget_steps(ctx.budget.name)["lbfgs"]
@@ -187,9 +188,9 @@ def fig3_train(ctx: Context) -> TierResult:
         rows.append({"w_entry": c, "s": d * c * c, "trained_risk": res.best, "R_star": R,
                      "trained_gap_to_GD": res.best - R_gd, "relative_gap_to_R*": gap,
                      "curve": res.runs[0]["curve"] if res.runs else []})
-        if gap < -LOSS_TOL and bad is None:
+        if gap < -tol and bad is None:
             bad = {"w_entry": c, "trained_risk": res.best, "R_star": R}
-        if abs(gap) > LOSS_TOL:
+        if abs(gap) > tol:
             missed.append(c)
     ev = {"runs": rows, "R_GD": R_gd, "heads": d + 1}
     if bad:
@@ -294,6 +295,7 @@ def fig4_numeric(ctx: Context) -> TierResult:
 
 
 def fig4_train(ctx: Context) -> TierResult:
+    tol = loss_tol(ctx.device)
     inst = SETTING.instance(ctx.budget.name, ctx.sizes)
     d = inst.d
     steps = budget_steps(ctx.budget.name)["lbfgs"]
@@ -309,9 +311,9 @@ def fig4_train(ctx: Context) -> TierResult:
         gap = (res.best - R) / R
         rows.append({"offset": label, "trained_risk": res.best, "R_star": R,
                      "relative_gap_to_R*": gap, "curve": res.runs[0]["curve"] if res.runs else []})
-        if gap < -LOSS_TOL and bad is None:
+        if gap < -tol and bad is None:
             bad = {"offset": label, "trained_risk": res.best, "R_star": R}
-        if abs(gap) > LOSS_TOL:
+        if abs(gap) > tol:
             missed.append(label)
     ev = {"runs": rows, "R_GD": as_float(gd_risk_star(d, inst.C)), "heads": d + 1}
     if bad:
@@ -480,6 +482,7 @@ def fig5_numeric(ctx: Context) -> TierResult:
 
 
 def fig5_train(ctx: Context) -> TierResult:
+    tol = loss_tol(ctx.device)
     F = ctx.formulas
     inst = SETTING.instance(ctx.budget.name, ctx.sizes)
     d, C = inst.d, inst.C
@@ -491,11 +494,11 @@ def fig5_train(ctx: Context) -> TierResult:
     findings = []
     ev = {"trained_risk": res["risk"], "R_GD": R_gd, "relative_gap": gap, "status": res["status"],
           "trained_v": res["v"].tolist(), "curve": res["curve"]}
-    if gap < -LOSS_TOL:
+    if gap < -tol:
         findings.append(Finding("exact_risk_training", False, ev, {"instance": inst.as_dict(),
                                                                     **ev},
                                 "y_q-LSA trained below the one-step GD risk"))
-    elif gap > LOSS_TOL:
+    elif gap > tol:
         findings.append(Finding("exact_risk_training", None, ev, reason="L-BFGS did not reach the "
                                 "GD risk; more restarts would decide"))
     else:
@@ -508,7 +511,7 @@ def fig5_train(ctx: Context) -> TierResult:
     risk = float(heads_risk(list(P), list(Q), "linear", {"w_star": inst.w_star.reshape(-1, 1),
                                                          "v": v.reshape(-1, 1)},
                             {"C": C, "d": d, "beta": 0.0}))
-    bad = risk < R_gd * (1 - LOSS_TOL)
+    bad = risk < R_gd * (1 - tol)
     findings.append(Finding("sampled_prompt_training", not bad, {
         "exact_risk_of_trained_weights": risk, "R_GD": R_gd, **metrics,
         "runs": [{"exact_risk": risk, **summary}]},

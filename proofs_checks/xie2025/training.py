@@ -85,6 +85,20 @@ def head_sweep(d: int, C: int, w_entry: int, budget: str, restarts: int, seed: i
     return {H: train_exact(inst, H, restarts, steps, seed + H, device) for H in range(1, top + 1)}
 
 
+def loss_tol(device: str = "auto") -> float:
+    """Relative tolerance for "training reached the exact optimum": 1e-6 in float64 (L-BFGS on
+    the exact risk gets to ~1e-10), 1e3 eps in lower precision (float32 on cuda)."""
+    rt = runtime(device)
+    return 1e-6 if rt.dtype == torch.float64 else 1e3 * rt.eps
+
+
+def grad_tol(device: str = "auto") -> float:
+    """Gradient norm below which a trained point counts as stationary: 1e-4 in float64 (L-BFGS
+    stops near 1e-6 in the flat directions of over-parametrised heads), 1e5 eps otherwise."""
+    rt = runtime(device)
+    return 1e-4 if rt.dtype == torch.float64 else 1e5 * rt.eps
+
+
 def restarts_for(budget) -> int:
     """Restarts of the exact-risk runs (all batched): 3 at the quick budget (every restart of the
     sweep lands on the same value there), the budget's number otherwise."""
