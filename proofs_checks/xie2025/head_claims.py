@@ -123,21 +123,20 @@ THM1_FORMULAS = (
 
 
 def _class_saturation(H: int, d: int, rng: np.random.Generator) -> tuple[bool, dict]:
-    """Whether H heads realise every T (and H-1 do not): exact, at dimension d."""
-    ev: dict = {"d": d, "named_H": H}
-    # H >= d+1: realise a random rational T with the construction of App. A.1
+    """Whether H is the smallest number of heads that realises every T, exactly at dimension d.
+
+    d+1 heads: the construction of App. A.1 (b_h = e_h, A_h = T[h]) rebuilds a random rational T.
+    d heads: they realise sym T only if the S_k = sym T[:, :, k] share an isotropic vector
+    (u ⟂ span(b_h)); T with S_k = I for every k has none, since I is positive definite."""
     T = [[[sympy.Rational(int(rng.integers(-5, 6)), int(rng.integers(1, 4))) for _ in range(d + 1)]
           for _ in range(d + 1)] for _ in range(d + 1)]
-    heads = sat.heads_for_tensor(T, d)
-    built = sat.head_tensor(heads, d)
+    built = sat.head_tensor(sat.heads_for_tensor(T, d), d)
     realised = all(built[i][j][k] == T[i][j][k] for i in range(d + 1) for j in range(d + 1)
                    for k in range(d + 1))
-    ev["d_plus_1_heads_realise_random_T"] = realised
-    # d heads cannot realise S_k = I for all k: I has no isotropic vector (u^T I u = |u|^2)
-    ev["d_heads_miss_T_with_S_k=I"] = "S_k = I_{d+1} is definite: no totally isotropic vector, " \
-                                      "so no common subspace for fewer than d+1 heads"
-    derived = d + 1 if realised else None
-    ev["derived_H_sat"] = derived
+    identity_pd = bool(sympy.eye(d + 1).is_positive_definite)
+    derived = d + 1 if realised and identity_pd else None
+    ev = {"d": d, "named_H": H, "d_plus_1_heads_realise_a_random_T": realised,
+          "T_with_S_k=I_has_no_isotropic_vector": identity_pd, "derived_H_sat": derived}
     return H == derived, ev
 
 
