@@ -6,4 +6,5 @@ to the module that declares ``CLAIMS``.
 
 PAPER_MODULES = {
     "ahn2023": "proofs_checks.ahn2023",
+    "xie2025": "proofs_checks.xie2025",
 }

@@ -54,9 +54,13 @@ class FormulaSymbol:
 
 
 def _dim(s: str):
+    """A shape entry: an integer, a size name, or an expression in size names (``d+1``)."""
     if s.isdigit():
         return int(s)
-    return size_symbol(s)
+    if s.isidentifier():
+        return size_symbol(s)
+    names = set(re.findall(r"[A-Za-z_]\w*", s))
+    return sympy.sympify(s, locals={n: size_symbol(n) for n in names})
 
 
 _FORBIDDEN = re.compile(r"__|\bimport\b|\blambda\b|\bexec\b|\beval\b|\bopen\b|;")
