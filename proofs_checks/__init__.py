@@ -6,4 +6,5 @@ to the module that declares ``CLAIMS``.
 
 PAPER_MODULES = {
     "ahn2023": "proofs_checks.ahn2023",
+    "yang2024": "proofs_checks.yang2024",
 }
