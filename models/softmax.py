@@ -352,3 +352,52 @@ def sampled_loss(model: SoftmaxICL, dictionary: Dictionary, tasks: Tasks) -> tor
     """Per-task loss (1/2K) sum_k (yhat_k - y_k)^2 (the integrand of eq. (9)), shape (B,)."""
     yhat = model(dictionary.V_all, tasks.prompt_labels)
     return 0.5 * ((yhat - tasks.y) ** 2).mean(-1)
+
+
+# ----------------------------------------------------------------------------- deeper model
+
+
+@dataclass(frozen=True)
+class DeepConfig:
+    """A standard post-norm transformer encoder (Vaswani et al.) on the K token embeddings of E
+    (Sec. 4, Figs. 2(b), 5): ``layers`` layers, ``H`` heads, width ``d_model``, MLP ``d_ff``."""
+
+    d: int
+    K: int
+    N: int
+    H: int
+    layers: int = 4
+    d_model: int = 256
+    d_ff: int = 512
+
+    def __post_init__(self) -> None:
+        if self.d_model % self.H:
+            raise ValueError(f"d_model = {self.d_model} is not divisible by H = {self.H}")
+
+
+class DeepICL(torch.nn.Module):
+    """Reads the columns (v_k; y_k or 0) of E (eqs. (2), (4)) as a sequence of K tokens and predicts
+    every label; trained on sampled tasks since its population loss has no closed form."""
+
+    def __init__(self, config: DeepConfig, generator=None, dtype=torch.float32, device="cpu") -> None:
+        super().__init__()
+        c = config
+        self.config = c
+        if generator is not None:
+            seed = int(torch.randint(0, 2**31 - 1, (1,), generator=generator, device=generator.device))
+            torch.manual_seed(seed)
+        self.embed = torch.nn.Linear(c.d + 2, c.d_model)  # (v_k, y_k, 1{k <= N})
+        layer = torch.nn.TransformerEncoderLayer(c.d_model, c.H, c.d_ff, dropout=0.0, batch_first=True)
+        self.encoder = torch.nn.TransformerEncoder(layer, c.layers, enable_nested_tensor=False)
+        self.readout = torch.nn.Linear(c.d_model, 1)
+        self.to(dtype=dtype, device=device)
+
+    def forward(self, V_all: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Predictions (B, K) for prompt labels y (B, N)."""
+        B = y.shape[0]
+        K, N = self.config.K, self.config.N
+        labels = torch.cat([y, y.new_zeros(B, K - N)], dim=1)
+        flag = torch.cat([y.new_ones(N), y.new_zeros(K - N)])
+        tokens = torch.cat([V_all.T.unsqueeze(0).expand(B, K, -1), labels.unsqueeze(-1),
+                            flag.view(1, K, 1).expand(B, K, 1)], dim=-1)
+        return self.readout(self.encoder(self.embed(tokens))).squeeze(-1)
