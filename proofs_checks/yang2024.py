@@ -1312,9 +1312,15 @@ EQ35_FORMULAS = (
 
 
 def _is_zero_expr(x) -> bool:
+    """Exact zero test; a non-zero value at a random rational point settles it quickly."""
     x = sympy.expand(x)
     if x == 0:
         return True
+    syms = sorted(x.free_symbols, key=str)
+    for seed in (1, 2):
+        point = {s: sympy.Rational((7 * i + 3 * seed) % 11 - 5, 3 + (i + seed) % 4) for i, s in enumerate(syms)}
+        if abs(sympy.N(x.subs(point), 30)) > 1e-20:
+            return False
     return sympy.simplify(x) == 0
 
 
