@@ -23,21 +23,20 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import sympy
 import torch
-from sympy.matrices.expressions.matexpr import MatrixExpr
 
 from models.device import runtime
 from models.softmax import (Dictionary, SoftmaxConfig, SoftmaxICL, TaskLaw, attention_weights,
                             coefficient_matrix, full_prediction, head_matrix, predict,
                             random_dictionary, sample_tasks, softmax_columns)
 from models.trainers import optimise
-from moments.montecarlo import Estimate, estimate, z_critical
+from moments.montecarlo import estimate, z_critical
 from moments.poly import Poly
 from moments.tensor import Mat, gaussian_matrix, gaussian_vector, identity, matrix, vector
 from moments.wick import canonical, expectation
 from verify.claim import Claim, Context, Correction, TierResult
 from verify.errors import UsageError
 from verify.evidence import Finding, combine, step
-from verify.formulas import FormulaSymbol, NamedFormula, compile_formula, formula_value
+from verify.formulas import FormulaSymbol, NamedFormula
 
 PAPER = "yang2024"
 TAU_SYM = sympy.Symbol("tau", positive=True)
@@ -891,12 +890,13 @@ def random_model(inst: Instance, gen: torch.Generator, w_scale: float = 0.5) -> 
 
 
 def _mc_loss(inst: Instance, Ahat: torch.Tensor, law: TaskLaw, samples: int, seed: int,
-             model: SoftmaxICL | None = None, chunk: int = 20_000) -> np.ndarray:
+             model: SoftmaxICL | None = None) -> np.ndarray:
     """Per-task losses (1/2K) sum_k (yhat_k - y_k)^2 with yhat from the torch model (8)."""
     gen = torch.Generator().manual_seed(seed)
     out = []
     done = 0
     D = inst.dictionary
+    chunk = max(100, 4_000_000 // (inst.m * inst.K))   # the noise eps is (chunk, m, K)
     while done < samples:
         b = min(chunk, samples - done)
         tasks = sample_tasks(law, D, b, gen)
@@ -1514,12 +1514,12 @@ def lemma1_numeric(ctx: Context) -> TierResult:
     worst, bad, why = 0.0, None, ""
     for trial in range(3):
         Q = 1.5 * torch.randn(inst.d, inst.d, generator=gen, dtype=torch.float64)
-        for k in range(inst.K):
+        for k in range(min(inst.K, 12)):      # a sample of tokens keeps the paper budget cheap
             vk = D.V_all[:, k]
             jac = torch.autograd.functional.jacobian(
                 lambda q: torch.softmax(V.T @ q @ vk, 0), Q)          # (N, d, d)
             s = torch.softmax(V.T @ Q @ vk, 0)
-            for j in range(inst.N):
+            for j in range(min(inst.N, 8)):
                 try:
                     paper = np.asarray(float_value(F["ds_dQ"], {
                         "s_jk": float(s[j]), "v_j": V[:, [j]].numpy(), "V": V.numpy(),
@@ -1831,7 +1831,7 @@ def eq26_numeric(ctx: Context) -> TierResult:
         sizes["N"] += 1
     sizes["K"] = max(sizes["K"], sizes["N"] + 1)
     findings = []
-    for tau in (1e-6, 1e-9):
+    for tau in (1e-4, 1e-6):
         inst = make_instance(ctx, "eq26", sizes, tau)
         fq = float_quadratic(inst)
         vals = _float_matrix_values(inst)
@@ -1842,10 +1842,11 @@ def eq26_numeric(ctx: Context) -> TierResult:
                                     str(exc)))
             continue
         err = float(np.abs(lim - fq.A).max())
-        tol = 1e3 * tau * max(1.0, float(np.abs(fq.A).max()))
-        ok = err <= tol
+        scale = max(1.0, float(np.abs(fq.A).max()))
+        tol = 1e3 * tau * scale + 1e2 * float(np.linalg.cond(fq.G)) * np.finfo(float).eps * scale
+        ok = bool(err <= tol)
         findings.append(Finding(f"A_at_tau_{tau:g}", ok, {
-            "max_abs_difference": err, "tolerance": tol, "why_tolerance": "A(tau) - A(0) = O(tau)",
+            "max_abs_difference": err, "tolerance": tol, "why_tolerance": "A(tau) - A(0) = O(tau), plus rounding of a solve with cond(Z^T Z + m tau I)",
             "sizes": dict(inst.sizes)},
             None if ok else {"instance": inst.as_dict(), "max_abs_difference": err,
                              "block": "prompt columns" if np.abs(lim - fq.A)[:, :inst.N].max() >= err
@@ -2117,25 +2118,25 @@ def prop1_numeric(ctx: Context) -> TierResult:
         ctx.budget.name, ctx.sizes)["N"]))
     base = SETTING.resolve(ctx.budget.name, ctx.sizes)
     N = base["N"]
-    trials = {"quick": 20, "default": 100}.get(ctx.budget.name, 200)
+    dictionaries, draws = {"quick": (2, 10), "default": (5, 20)}.get(ctx.budget.name, (4, 25))
+    trials = dictionaries * draws
     rows, fail = [], None
     for H in sorted({max(1, H_min - 1), max(1, H_min), max(1, H_min) + 1, 2 * N}):
         full_rank, min_sv, log_zeta = 0, math.inf, []
-        for t in range(trials):
-            sizes = {**base, "H": H}
-            inst = make_instance(ctx, f"prop1-{H}-{t}", sizes)
+        for r in range(dictionaries):            # Prop. 1: a fixed dictionary, random Q^(0)
+            inst = make_instance(ctx, f"prop1-{H}-{r}", {**base, "H": H})
             dyn = dynamics(inst)
-            gen = torch.Generator().manual_seed(ctx.seed_for("prop1-init", H, t))
-            Q = init_Q(inst, gen, beta=1.0)
-            B = dyn.B(Q)
-            sv = torch.linalg.svdvals(B)                  # (K, min(N, H))
-            rel = (sv[:, -1] / sv[:, 0]).min().item() if H >= N else 0.0
-            rank_ok = H >= N and rel > 1e-10
-            full_rank += int(rank_ok)
-            min_sv = min(min_sv, rel)
-            if rank_ok:
-                log_zeta.append(math.log10(dyn.zeta(Q)))
-        row = {"H": H, "N": N, "trials": trials, "full_row_rank": full_rank,
+            for t in range(draws):
+                gen = torch.Generator().manual_seed(ctx.seed_for("prop1-init", H, r, t))
+                B = dyn.B(init_Q(inst, gen, beta=1.0))
+                sv = torch.linalg.svdvals(B)                  # (K, min(N, H))
+                rel = (sv[:, -1] / sv[:, 0]).min().item() if H >= N else 0.0
+                rank_ok = H >= N and rel > 1e-10
+                full_rank += int(rank_ok)
+                min_sv = min(min_sv, rel)
+                if rank_ok:
+                    log_zeta.append(math.log10(float((sv[:, -1] ** 2).min())))
+        row = {"H": H, "N": N, "trials": trials, "dictionaries": dictionaries, "full_row_rank": full_rank,
                "min_relative_singular_value": min_sv,
                "log10_zeta0_range": [min(log_zeta), max(log_zeta)] if log_zeta else None}
         rows.append(row)
@@ -2380,16 +2381,16 @@ def _bounds_numeric(ctx: Context, which: str) -> TierResult:
                 alpha = max(float(al.abs().max()), float(al2.abs().max()))
                 dQh = (Q - Q2).flatten(1).norm(dim=1)               # (H,)
                 dQ = float(dQh.norm())
-                rb, rd = 0.0, 0.0
-                for k in range(inst.K):
-                    for h in range(inst.H):
-                        lhs = float((B[k, :, h] - B2[k, :, h]).norm())
-                        rhs = float_value(F["b_lip"], {"Zbar_norm": dyn.Zbar_norm, "dQ_h": float(dQh[h])})
-                        rb = max(rb, lhs / rhs)
-                    lhs = float((delta[:, k] - delta2[:, k]).norm())
-                    rhs = float_value(F["delta_lip"], {"gamma": gamma, "H": inst.H, "alpha": alpha, "dQ": dQ,
-                                                       "dalpha_k": float((al[:, k] - al2[:, k]).norm())})
-                    rd = max(rd, lhs / rhs)
+                lhs_b = (B - B2).norm(dim=1)                         # (K, H): ||b_k^h - b_k^h'||
+                rhs_b = torch.tensor([float_value(F["b_lip"], {"Zbar_norm": dyn.Zbar_norm, "dQ_h": float(x)})
+                                      for x in dQh], dtype=torch.float64)
+                rb = float((lhs_b / rhs_b).max())
+                lhs_d = (delta - delta2).norm(dim=0)                 # (K,)
+                dal = (al - al2).norm(dim=0)                         # (K,)
+                rhs_d = torch.tensor([float_value(F["delta_lip"], {
+                    "gamma": gamma, "H": inst.H, "alpha": alpha, "dQ": dQ, "dalpha_k": float(x)})
+                    for x in dal], dtype=torch.float64)
+                rd = float((lhs_d / rhs_d).max())
                 ratios = {"b_lip": rb, "delta_lip": rd}
             for name, r in ratios.items():
                 if r > worst.get(name, 0.0):
@@ -2433,8 +2434,6 @@ LEMMA9 = Claim(
 # ==============================================================================================
 # Lemma 10: smoothness of the loss, L of eq. (61)
 # ==============================================================================================
-_Nf = _N
-_Kf = _K
 L61_TEXT = ("2*((1/K)*(2*gamma*Zbar_norm**2*(2*gamma*H*alpha + A_norm))**2 + gamma**4/K**2*H**2*Zbar_norm**4)"
             " + 8*gamma*fbar_max*Zbar_norm*Max(1, (2*sqrt(K)*alpha)**2)*((alpha*gamma*H)**2"
             " + 4*N*(alpha*gamma*H + A_norm)**2)")
@@ -2442,7 +2441,7 @@ L61_CORRECTED = ("2*((1/K)*(2*gamma*Zbar_norm**2*(2*gamma*H*alpha + A_norm))**2 
                  " + 16*gamma**2*fbar_max**2*Zbar_norm**2/K*Max(1, (2*sqrt(K)*alpha)**2)*((alpha*gamma*H)**2"
                  " + 4*N*(alpha*gamma*H + A_norm)**2)")
 LEMMA10_FORMULAS = (
-    NamedFormula("L_sq", L61_TEXT, (_gam, _alp, _H, _Kf, _Nf, _Zbn, _fbar, _An), equation="(61)",
+    NamedFormula("L_sq", L61_TEXT, (_gam, _alp, _H, _K, _N, _Zbn, _fbar, _An), equation="(61)",
                  description="L^2, the square of the smoothness constant of l in xi"),
 )
 LEMMA10_SIZES = {"quick": {"K": 6, "d": 3, "m": 2, "N": 3, "H": 3},
@@ -2876,7 +2875,6 @@ def _test_prompts(inst: Instance, law: TaskLaw, count: int, seed: int, dtype, de
     return tasks.prompt_labels.to(dtype=dtype, device=device)
 
 
-IN_DOMAIN = TaskLaw(tau=0.0)       # tau is replaced per instance
 OOD = {"mean": 1.0, "std": 2.0}    # Sec. 4: lambda ~ N(1_m, 4 I_m)
 
 
@@ -3166,12 +3164,13 @@ def expected_gap_poly() -> Poly:
     return expectation(My.T @ My).simplify()
 
 
-def _gap_matrix(Zhat: np.ndarray, N: int, tau: float) -> tuple[np.ndarray, np.ndarray]:
+def _gap_matrix(Zhat: torch.Tensor, N: int, tau: float) -> tuple[torch.Tensor, torch.Tensor]:
     """M with yhat* - yhat_best = (0; M y): M = (Z^Q)^T[(ZZ^T + m tau I)^{-1} - (ZZ^T + N tau I)^{-1}]Z."""
     m = Zhat.shape[0]
     Z, ZQ = Zhat[:, :N], Zhat[:, N:]
     S = Z @ Z.T
-    M = ZQ.T @ (np.linalg.solve(S + m * tau * np.eye(m), Z) - np.linalg.solve(S + N * tau * np.eye(m), Z))
+    eye = torch.eye(m, dtype=Zhat.dtype)
+    M = ZQ.T @ (torch.linalg.solve(S + m * tau * eye, Z) - torch.linalg.solve(S + N * tau * eye, Z))
     return M, Z
 
 
@@ -3186,7 +3185,7 @@ def fig3_numeric(ctx: Context) -> TierResult:
     Ns = list(g["N"])
     gaps = np.zeros((R, len(Ns)))
     for r in range(R):
-        Zhat = rng.standard_normal((g["m"], g["K"]))
+        Zhat = torch.tensor(rng.standard_normal((g["m"], g["K"])))
         for i, N in enumerate(Ns):
             M, Z = _gap_matrix(Zhat, N, g["tau"])
             gaps[r, i] = float(poly.evaluate({"M": M, "Z": Z}, {"m": g["m"], "N": N, "tau": g["tau"]})) / g["K"]
@@ -3194,14 +3193,14 @@ def fig3_numeric(ctx: Context) -> TierResult:
     se = gaps.std(0, ddof=1) / math.sqrt(R)
     i0 = Ns.index(g["m"])
     # Monte Carlo cross-check of the derived expectation at one N
-    Zhat = rng.standard_normal((g["m"], g["K"]))
+    Zhat = torch.tensor(rng.standard_normal((g["m"], g["K"])))
     Nc = 80
     M, Z = _gap_matrix(Zhat, Nc, g["tau"])
-    D = Dictionary(torch.zeros(2, g["K"], dtype=torch.float64), torch.tensor(Zhat), Nc)
+    D = Dictionary(torch.zeros(2, g["K"], dtype=torch.float64), Zhat, Nc)
     gen = torch.Generator().manual_seed(ctx.seed_for("fig3-mc"))
-    n = min(ctx.budget.mc_samples, 4000)
+    n = min(ctx.budget.mc_samples, 2000 if ctx.budget.name == "quick" else 20_000)
     samples = np.concatenate([
-        (((sample_tasks(TaskLaw(g["tau"]), D, 500, gen).prompt_labels.numpy() @ M.T) ** 2).sum(-1) / g["K"])
+        (((sample_tasks(TaskLaw(g["tau"]), D, 500, gen).prompt_labels @ M.T) ** 2).sum(-1) / g["K"]).numpy()
         for _ in range(n // 500)])
     exact = float(poly.evaluate({"M": M, "Z": Z}, {"m": g["m"], "N": Nc, "tau": g["tau"]})) / g["K"]
     mc = _mc_compare("derived_expectation_vs_monte_carlo", samples, {"derived": exact}, 1, ["derived"],
@@ -3288,7 +3287,7 @@ FIG3 = Claim(
     assumptions=("representations z_k ~ N(0, I_m); lambda ~ N(0, I_m); the gap in expectation over "
                  "lambda and the noise, averaged over representation matrices",),
     formulas=(),
-    checks={"numeric": fig3_numeric, "train": small_threads(fig3_train)},
+    checks={"numeric": small_threads(fig3_numeric), "train": small_threads(fig3_train)},
     setting=SETTING,
 )
 
@@ -3373,7 +3372,8 @@ def fig5_train(ctx: Context) -> TierResult:
     D = inst.dictionary.to(dtype=dtype, device=rt.device)
     law = TaskLaw(inst.tau)
     fq = float_quadratic(inst)
-    test = sample_tasks(law, inst.dictionary, 4000, torch.Generator().manual_seed(ctx.seed_for("fig5-test")))
+    test = sample_tasks(law, inst.dictionary, 1000 if ctx.budget.name == "paper" else 4000,
+                        torch.Generator().manual_seed(ctx.seed_for("fig5-test")))
     y_test = test.prompt_labels.to(dtype=dtype, device=rt.device)
     t_test = test.y.to(dtype=dtype, device=rt.device)
     trivial = float((0.5 * test.y ** 2).mean())
@@ -3382,7 +3382,6 @@ def fig5_train(ctx: Context) -> TierResult:
         cfg = DeepConfig(inst.d, inst.K, inst.N, H, layers=4, d_model=fb["d_model"], d_ff=fb["d_ff"])
         model = DeepICL(cfg, generator=torch.Generator().manual_seed(ctx.seed_for("fig5-model", H)),
                         dtype=dtype, device=rt.device)
-        gen = rt.generator(ctx.seed_for("fig5-data", H))
         data_gen = torch.Generator().manual_seed(ctx.seed_for("fig5-data", H))
 
         def loss_fn():
@@ -3393,12 +3392,13 @@ def fig5_train(ctx: Context) -> TierResult:
         start = time.perf_counter()
         res = optimise(loss_fn, model.parameters(), method="adam", steps=fb["steps"], lr=1e-3, grad_tol=0.0)
         seconds = time.perf_counter() - start
-        with torch.no_grad():
-            test_loss = float((0.5 * (model(D.V_all, y_test) - t_test) ** 2).mean())
+        with torch.no_grad():   # in chunks: attention over K tokens is (batch, H, K, K)
+            sq = [(0.5 * (model(D.V_all, y_test[i:i + 100]) - t_test[i:i + 100]) ** 2).sum()
+                  for i in range(0, y_test.shape[0], 100)]
+            test_loss = float(sum(sq)) / t_test.numel()
         rows.append({"H": H, "status": res.status, "test_loss": test_loss,
                      "excess_over_trivial_excess": (test_loss - fq.L_star) / (trivial - fq.L_star),
                      "seconds_per_step": seconds / max(1, res.steps), "curve": res.summary(10)["curve"]})
-        del gen
     small = [r for r in rows if r["H"] < inst.N]
     ok = bool(small) and all(r["status"] != "diverged" and r["excess_over_trivial_excess"] <= 0.25 for r in small)
     return combine([Finding("few_heads_converge", ok, {
