@@ -168,11 +168,14 @@ def cmd_check(args) -> int:
     claims = select_claims(args)
     options = run_options(args)
     overrides = dict(_key_value(s, "--set") for s in args.set)
-    for name in overrides:
+    for name, text in overrides.items():
         if not any(name in {f.name for f in c.formulas} for c in claims):
             known = sorted({f.name for c in claims for f in c.formulas})
             raise UsageError(f"--set {name}: no selected claim has a formula {name!r} "
                              f"(formulas: {', '.join(known) or 'none'})")
+        for c in claims:  # an ill-typed --set is bad input here (shape errors sympy lets by)
+            if name in {f.name for f in c.formulas}:
+                c.formula(name).parse(text, strict=True)
     verdicts = []
     progress = not args.json and sys.stderr.isatty()
     for claim in claims:

@@ -36,7 +36,7 @@ def combine(findings: Iterable[Finding], extra: dict | None = None,
 
 
 def _combine(findings: list, extra: dict | None) -> TierResult:
-    evidence = dict(extra or {})
+    evidence = jsonable(dict(extra or {}))  # NaN/inf would print as invalid JSON
     for f in findings:
         entry = {"ok": f.ok, **jsonable(f.evidence)}
         if f.reason:

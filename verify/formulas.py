@@ -54,9 +54,13 @@ class FormulaSymbol:
 
 
 def _dim(s: str):
+    """A shape entry: an integer, a size name, or an expression in size names (``d+1``)."""
     if s.isdigit():
         return int(s)
-    return size_symbol(s)
+    if s.isidentifier():
+        return size_symbol(s)
+    names = set(re.findall(r"[A-Za-z_]\w*", s))
+    return sympy.sympify(s, locals={n: size_symbol(n) for n in names})
 
 
 _FORBIDDEN = re.compile(r"__|\bimport\b|\blambda\b|\bexec\b|\beval\b|\bopen\b|;")
@@ -81,15 +85,36 @@ class NamedFormula:
                 raise ValueError(f"{size} is a size name and cannot be a matrix")
         return out
 
-    def parse(self, text: str | None = None) -> sympy.Basic:
-        """Read ``text`` (default: the paper's) in this formula's symbols, type-checked."""
+    def parse(self, text: str | None = None, strict: bool = False) -> sympy.Basic:
+        """Read ``text`` (default: the paper's) in this formula's symbols, type-checked.
+
+        ``strict`` also rejects a text that is not well-typed (the command line's ``--set``
+        and mutants); without it an ill-typed formula is left to the claim's checks, which may
+        report it (a printed formula that does not type-check is an erratum, e.g. yang2024
+        eq. (33))."""
         text = self.text if text is None else text
-        if text in self._cache:
-            return self._cache[text]
-        expr = parse_in(text, self.locals(), what=f"formula {self.name}")
-        self._check_type(expr, text)
-        self._cache[text] = expr
+        cached = text in self._cache
+        expr = self._cache[text] if cached else self._read(text)
+        if strict:
+            mismatch = shape_error(expr)
+            if mismatch:
+                raise UsageError(f"formula {self.name}: {text!r} is ill-typed: {mismatch}")
+        if not cached:
+            self._check_type(expr, text)
+            self._cache[text] = expr
         return expr
+
+    def _read(self, text: str) -> sympy.Basic:
+        try:
+            return parse_in(text, self.locals(), what=f"formula {self.name}")
+        except UsageError:
+            unknown = [] if _FORBIDDEN.search(text) else _unknown_names(text, self.locals())
+            if not unknown:
+                raise
+            # e.g. a vector the formula does not declare, read as a scalar next to matrices
+            known = ", ".join(s.name for s in self.symbols) or "none"
+            raise UsageError(f"formula {self.name}: {text!r} uses symbols this claim does not "
+                             f"have: {', '.join(unknown)} (allowed: {known})") from None
 
     def _check_type(self, expr: sympy.Basic, text: str) -> None:
         allowed = set(self.locals().values())
@@ -99,6 +124,9 @@ class NamedFormula:
             known = ", ".join(s.name for s in self.symbols) or "none"
             raise UsageError(f"formula {self.name}: {text!r} uses symbols this claim does not have: "
                              f"{names} (allowed: {known})")
+        if text != self.text and expr.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo):
+            raise UsageError(f"formula {self.name}: {text!r} is not finite (it contains "
+                             f"{'nan' if expr.has(sympy.nan) else 'an infinity'})")
         is_matrix = isinstance(expr, (MatrixExpr, sympy.MatrixBase))
         if self.shape is None and is_matrix:
             raise UsageError(f"formula {self.name} is a scalar, but {text!r} is a matrix")
@@ -123,6 +151,41 @@ class NamedFormula:
             "shape": list(self.shape) if self.shape else None,
             "symbols": [s.as_dict() for s in self.symbols],
         }
+
+
+def _same_dim(a, b) -> bool:
+    return a == b or sympy.simplify(sympy.sympify(a) - sympy.sympify(b)) == 0
+
+
+def _shape_str(m) -> str:
+    return f"{m.shape[0]}x{m.shape[1]}"
+
+
+def shape_error(expr: sympy.Basic) -> str:
+    """The first shape mismatch in a matrix expression, or "" (sympy builds ``X*X`` for a d x n
+    ``X``, or ``w - w.T``, without complaint; a formula must be well-typed for every size)."""
+    for node in sympy.preorder_traversal(expr):
+        if not isinstance(node, MatrixExpr) and not isinstance(node, (sympy.Trace,
+                                                                      sympy.Determinant)):
+            continue
+        mats = [a for a in node.args if isinstance(a, MatrixExpr)]
+        if isinstance(node, (sympy.MatAdd, sympy.HadamardProduct)):
+            for a in mats[1:]:
+                if not all(_same_dim(x, y) for x, y in zip(a.shape, mats[0].shape)):
+                    return (f"{formula_str(mats[0])} ({_shape_str(mats[0])}) and {formula_str(a)} "
+                            f"({_shape_str(a)}) are added")
+        elif isinstance(node, sympy.MatMul):
+            for a, b in zip(mats, mats[1:]):
+                if not _same_dim(a.shape[1], b.shape[0]):
+                    return (f"{formula_str(a)} ({_shape_str(a)}) times {formula_str(b)} "
+                            f"({_shape_str(b)})")
+        elif isinstance(node, (sympy.MatPow, sympy.Inverse, sympy.Trace, sympy.Determinant)):
+            base = node.args[0]
+            if isinstance(base, MatrixExpr) and not _same_dim(*base.shape):
+                what = {sympy.Trace: "trace of", sympy.Determinant: "determinant of"}.get(
+                    type(node), "power of")
+                return f"{what} the non-square {formula_str(base)} ({_shape_str(base)})"
+    return ""
 
 
 def _free(expr: sympy.Basic) -> set:
@@ -153,6 +216,26 @@ def parse_in(text: str, local: Mapping[str, Any], what: str = "expression") -> s
     if not isinstance(expr, sympy.Basic):
         raise UsageError(f"{what}: {text!r} is not a sympy expression")
     return expr
+
+
+def _unknown_names(text: str, local: Mapping[str, Any]) -> list[str]:
+    """Names in ``text`` that are neither the formula's symbols nor sympy's (nor attributes)."""
+    import io
+    import keyword
+    import tokenize
+
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return []
+    out, previous = [], None
+    for tok in tokens:
+        if (tok.type == tokenize.NAME and tok.string not in local and previous != "."
+                and not keyword.iskeyword(tok.string) and not hasattr(sympy, tok.string)
+                and tok.string not in out):
+            out.append(tok.string)
+        previous = tok.string
+    return out
 
 
 class FormulaPrinter(StrPrinter):
@@ -196,12 +279,65 @@ def formula_value(expr: sympy.Basic, values: Mapping[str, Any]) -> Any:
             subs[sym] = value
     out = expr.xreplace(subs) if subs else expr
     if isinstance(out, MatrixExpr):
+        try:  # bottom-up with explicit matrices: as_explicit() sums entries symbolically (slow)
+            return sympy.ImmutableMatrix(_explicit(out))
+        except Exception:  # noqa: BLE001 - symbolic shapes or an unknown node: sympy's own way
+            pass
         out = out.doit()
         if isinstance(out, MatrixExpr):
             out = out.as_explicit()
     elif isinstance(out, sympy.Basic):
+        if out.has(MatrixExpr):  # a scalar of matrices (traces): bottom-up as well
+            try:
+                return _explicit_scalar(out)
+            except Exception:  # noqa: BLE001 - fall back to sympy's way
+                pass
         out = out.doit()
     return out
+
+
+def _explicit(node: sympy.Basic) -> sympy.MatrixBase:
+    """An explicit Matrix for a matrix expression whose symbols are all replaced by values."""
+    from sympy.matrices.expressions.special import Identity, OneMatrix, ZeroMatrix
+
+    if isinstance(node, sympy.MatrixBase):
+        return sympy.Matrix(node)
+    if isinstance(node, (Identity, ZeroMatrix, OneMatrix)):
+        rows, cols = int(node.rows), int(node.cols)
+        return {Identity: sympy.eye, ZeroMatrix: sympy.zeros, OneMatrix: sympy.ones}[
+            type(node)](*((rows,) if isinstance(node, Identity) else (rows, cols)))
+    if isinstance(node, sympy.MatMul):
+        coeff, out = sympy.Integer(1), None
+        for a in node.args:
+            if isinstance(a, (MatrixExpr, sympy.MatrixBase)):
+                m = _explicit(a)
+                out = m if out is None else out * m
+            else:
+                coeff *= a.doit()
+        return out * coeff
+    if isinstance(node, sympy.MatAdd):
+        terms = [_explicit(a) for a in node.args]
+        return sum(terms[1:], terms[0])
+    if isinstance(node, sympy.Transpose):
+        return _explicit(node.arg).T
+    if isinstance(node, sympy.Inverse):
+        return _explicit(node.arg).inv()
+    if isinstance(node, sympy.MatPow):
+        return _explicit(node.base) ** node.exp
+    raise TypeError(f"no explicit rule for {type(node).__name__}")
+
+
+def _explicit_scalar(node: sympy.Basic) -> sympy.Basic:
+    """A scalar expression whose traces/determinants of substituted matrices are evaluated."""
+    if isinstance(node, sympy.Trace):
+        return _explicit(node.arg).trace()
+    if isinstance(node, sympy.Determinant):
+        return _explicit(node.arg).det()
+    if isinstance(node, MatrixExpr):
+        raise TypeError("a matrix inside a scalar expression")
+    if not node.args or not node.has(MatrixExpr):
+        return node
+    return node.func(*[_explicit_scalar(a) for a in node.args])
 
 
 def compile_formula(expr: sympy.Basic, sizes: Mapping[str, int]):

@@ -29,10 +29,16 @@ def run_tiers(claim: Claim, ctx: Context, tiers: Sequence[str]) -> dict[str, Tie
             result = TierResult("error", evidence={
                 "exception": f"{type(exc).__name__}: {exc}",
                 "where": f"{tb.filename.rsplit('/', 1)[-1]}:{tb.lineno}",
-            }, reason=f"the {tier} tier raised {type(exc).__name__}")
+            }, reason=f"the {tier} tier raised {type(exc).__name__}: {_first_line(exc)}")
         result.seconds = time.perf_counter() - start
         results[tier] = result
     return results
+
+
+def _first_line(exc: Exception, limit: int = 160) -> str:
+    lines = str(exc).strip().splitlines()
+    text = lines[0] if lines else ""
+    return text if len(text) <= limit else text[:limit] + " ..."
 
 
 def check_claim(claim: Claim, tiers: Sequence[str] = TIERS, budget: str = "quick",

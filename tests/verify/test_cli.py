@@ -59,6 +59,39 @@ BAD = [
     (["check", "ahn2023.thm1", "--device", "tpu"], "unknown device"),
     (["check", "ahn2023.thm1", "--seed", "-1"], "non-negative"),
     (["frobnicate"], "invalid choice"),
+    # formulas that read but are not well-typed or not finite
+    (["check", "ahn2023.thm1", "--set", "A_iso=1/0"], "not finite"),
+    (["check", "ahn2023.thm1", "--set", "b_y=nan"], "not finite"),
+    (["check", "ahn2023.lemma2", "--set", "R=(w - w_star.T)*X*X.T*(w - w_star)/(2*n)"],
+     "ill-typed"),
+    (["check", "ahn2023.lemma2", "--set", "prediction=-x_q*w"], "ill-typed"),
+    (["check", "ahn2023.lemma2", "--set", "R=trace(X)"], "ill-typed"),
+    (["check", "ahn2023.lemma2", "--set", "update=w + A*grad + x_q"], "does not have"),
+    (["check", "ahn2023.thm1", "--sigma", "diag:1,nan"], "--sigma"),
+    (["check", "ahn2023.thm1", "--sigma", "diag:"], "--sigma"),
+    (["check", "ahn2023.thm1", "--sigma", "[[1,0],[0,0]]"], "not positive definite"),
+    (["check", "ahn2023.thm1", "--size", "d=3", "--sigma", "diag:1,2"], "conflicts"),
+    (["check", "ahn2023.thm1", "--seed", "1e3"], "not an integer"),
+    (["check", "ahn2023.thm1", "--tier", ""], "tiers are"),
+    (["check", "ahn2023.thm1", "--tier", "symbolic,,magic"], "tiers are"),
+    (["check", "ahn2023.thm1", "ahn2023.nosuch1"], "unknown claim"),
+    # list and show
+    (["list", "--paper", "nobody2020"], "unknown paper"),
+    (["list", "--paper", "ahn", "--json"], "did you mean ahn2023"),
+    (["show"], "required: id"),
+    (["show", "ahn2023"], "unknown claim"),
+    # mutate shares the selection and run options, and validates before any work
+    (["mutate"], "name claims"),
+    (["mutate", "nosuch.claim"], "unknown claim"),
+    (["mutate", "--paper", "nobody2020"], "unknown paper"),
+    (["mutate", "ahn2023.thm1", "--formula", "nosuch"], "no selected claim has a formula"),
+    (["mutate", "ahn2023.thm1", "--tier", "magic"], "tiers are"),
+    (["mutate", "ahn2023.thm1", "--budget", "huge"], "budgets are"),
+    (["mutate", "ahn2023.thm1", "--device", "tpu"], "unknown device"),
+    (["mutate", "ahn2023.thm1", "--size", "n=0"], "impossible"),
+    (["mutate", "ahn2023.thm1", "--size", "q=3"], "has sizes"),
+    (["mutate", "ahn2023.thm1", "--sigma", "[[1,2],[2,1]]"], "not positive definite"),
+    (["mutate", "ahn2023.thm1", "--seed", "x"], "not an integer"),
 ]
 
 
@@ -71,11 +104,23 @@ def test_bad_input_exits_2_with_one_line(capsys, argv, needle):
     assert "Traceback" not in err
 
 
-def test_cuda_without_gpu_exits_2(capsys):
+@pytest.mark.parametrize("command", ["check", "mutate"])
+def test_cuda_without_gpu_exits_2(capsys, command):
     if torch.cuda.is_available():
         pytest.skip("a GPU is present")
-    code, _, err = run(capsys, "check", "ahn2023.lemma2", "--device", "cuda")
-    assert code == 2 and "no CUDA GPU" in err
+    code, _, err = run(capsys, command, "ahn2023.lemma2", "--device", "cuda")
+    assert code == 2 and "no CUDA GPU" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("where", ["under_a_file", "a_file"])
+def test_report_to_an_unwritable_out_exits_2(capsys, tmp_path, where):
+    pytest.importorskip("verify.report", reason="the report command is not in this checkout")
+    blocker = tmp_path / "not_a_directory"
+    blocker.write_text("")
+    out = blocker / "report" if where == "under_a_file" else blocker
+    code, _, err = run(capsys, "report", "ahn2023.thm1", "--out", str(out))
+    assert code == 2 and err.count("\n") == 1 and err.startswith("icl-verify: error:")
+    assert "--out" in err and str(out) in err and "Traceback" not in err
 
 
 def test_check_json_shape_and_wrong_constant_is_refuted(capsys):

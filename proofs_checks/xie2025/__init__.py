@@ -1,0 +1,13 @@
+"""xie2025: S. Xie, R. Yuan, S. Rossi, T. Hannagan, "The Initialization Determines Whether In-Context
+Learning Is Gradient Descent".
+
+Multi-head linear self-attention (eqs. (5)-(6)) and y_q-LSA (eqs. (11)-(12)) on in-context linear
+regression with a non-zero prior mean w ~ N(w*, I).
+"""
+from .gd_claims import EQ8, EQ9, LEMMA3
+from .head_claims import FIG2, THM1
+from .convexity_claims import LEMMA1, LEMMA2
+from .gap_claims import FIG3, FIG4, FIG5
+from .stationary_claims import THM2, THM4
+
+CLAIMS = [THM1, THM2, LEMMA1, EQ8, EQ9, THM4, LEMMA2, LEMMA3, FIG2, FIG3, FIG4, FIG5]

@@ -1,0 +1,191 @@
+"""Shared numeric machinery: the derived multi-head risk at concrete heads, Monte Carlo of the real
+forward pass, and the one-step GD baseline risk derived from its predictor."""
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any, Sequence
+
+import numpy as np
+import sympy
+import torch
+
+from models.multihead import embed, fast_prediction, sample_tasks
+from moments.montecarlo import Estimate, streaming_estimate
+from moments.poly import Poly
+
+from . import derive
+from moments.wick import expectation
+from verify.claim import TierResult
+from verify.evidence import Finding, combine, jsonable
+
+from .setting import C_SYM, D_SYM, Instance, symbolic_prompt, w_star_letter
+from .structured import value_at
+
+
+# ----------------------------------------------------------------------------------------------
+# The derived risk of H heads: R_0 + sum_h (R(b_h, A_h) - R_0) + sum_{h<h'} cross(h, h')
+# ----------------------------------------------------------------------------------------------
+def head_values(P: Any, Q: Any, d: int, tag: str = "") -> tuple[dict, dict]:
+    """Letters and scalars of ``derive.head_letters`` from P = W^P W^V and Q = (W^K)^T W^Q
+    ((d+1) x (d+1); numpy/torch arrays may carry leading batch axes; sympy matrices are exact)."""
+    if isinstance(P, sympy.MatrixBase):
+        env = {f"b_x{tag}": P[d, :d].T, f"A_xx{tag}": Q[:d, :d], f"a_xy{tag}": Q[:d, d],
+               f"a_yx{tag}": Q[d, :d].T}
+    else:
+        env = {f"b_x{tag}": P[..., d, :d][..., None], f"A_xx{tag}": Q[..., :d, :d],
+               f"a_xy{tag}": Q[..., :d, d][..., None], f"a_yx{tag}": Q[..., d, :d][..., None]}
+    return env, {f"b_y{tag}": P[..., d, d] if not isinstance(P, sympy.MatrixBase) else P[d, d],
+                 f"a_yy{tag}": Q[..., d, d] if not isinstance(Q, sympy.MatrixBase) else Q[d, d]}
+
+
+def heads_risk(Ps: Sequence, Qs: Sequence, guess: str, fixed: dict, scalars: dict,
+               exact: bool = False):
+    """The derived risk of the heads (P_h, Q_h) at fixed letters (w_star, v) and scalars (C, d,
+    beta); exact with sympy matrices."""
+    d = int(scalars["d"])
+    R1, X, R0 = derive.single_head_risk(guess), derive.cross_risk(guess), derive.base_risk(guess)
+    base = R0.evaluate(dict(fixed), scalars, exact=exact)
+    total = base
+    vals = [head_values(P, Q, d) for P, Q in zip(Ps, Qs)]
+    for env, sc in vals:
+        total = total + R1.evaluate({**fixed, **env}, {**scalars, **sc}, exact=exact) - base
+    for h in range(len(Ps)):
+        for g in range(h + 1, len(Ps)):
+            e1, s1 = head_values(Ps[h], Qs[h], d, "1")
+            e2, s2 = head_values(Ps[g], Qs[g], d, "2")
+            total = total + X.evaluate({**fixed, **e1, **e2}, {**scalars, **s1, **s2}, exact=exact)
+    return sympy.cancel(total) if exact else total
+
+
+def heads_from_bA(heads: Sequence[dict], d: int) -> tuple[list, list]:
+    """(P_h, Q_h) sympy matrices whose last row of P is b_h and Q = A_h."""
+    Ps, Qs = [], []
+    for hd in heads:
+        P = sympy.zeros(d + 1, d + 1)
+        P[d, :] = hd["b"].T
+        Ps.append(P)
+        Qs.append(sympy.Matrix(hd["A"]))
+    return Ps, Qs
+
+
+@lru_cache(maxsize=None)
+def compiled(guess: str) -> tuple:
+    return (derive.single_head_risk(guess).compile(), derive.cross_risk(guess).compile(),
+            derive.base_risk(guess))
+
+
+class HeadsLoss:
+    """The derived risk of S problems of H heads at once: P, Q of shape (S, H, d+1, d+1) -> (S,).
+
+    A ``compiled(env, scalars)`` callable for ``models.exact.ExactLoss``: the single-head terms are
+    evaluated on the S*H heads and the pairwise terms on the S*H(H-1)/2 pairs in one batch each.
+    """
+
+    def __init__(self, guess: str, d: int, C: int, fixed: dict, beta: float = 0.0) -> None:
+        self.R1, self.X, R0 = compiled(guess)
+        self.d, self.C, self.beta = d, C, beta
+        self.fixed = fixed
+        self.base = float(R0.evaluate({k: v.cpu().numpy() for k, v in fixed.items()},
+                                      {"C": C, "d": d, "beta": beta}))
+
+    def __call__(self, env: dict, scalars: dict) -> torch.Tensor:
+        P, Q = env["P"], env["Q"]
+        S, H = P.shape[:2]
+        d = self.d
+        sc = {"C": float(self.C), "d": float(d), "beta": float(self.beta)}
+        e, s = head_values(P.reshape(S * H, d + 1, d + 1), Q.reshape(S * H, d + 1, d + 1), d)
+        single = self.R1({**self.fixed, **e}, {**sc, **s}).reshape(S, H) - self.base
+        total = self.base + single.sum(1)
+        if H > 1:
+            i, j = torch.triu_indices(H, H, 1, device=P.device)
+            e1, s1 = head_values(P[:, i].reshape(-1, d + 1, d + 1), Q[:, i].reshape(-1, d + 1, d + 1),
+                                 d, "1")
+            e2, s2 = head_values(P[:, j].reshape(-1, d + 1, d + 1), Q[:, j].reshape(-1, d + 1, d + 1),
+                                 d, "2")
+            cross = self.X({**self.fixed, **e1, **e2}, {**sc, **s1, **s2}).reshape(S, -1)
+            total = total + cross.sum(1)
+        return total
+
+
+# ----------------------------------------------------------------------------------------------
+# Monte Carlo of the real forward pass
+# ----------------------------------------------------------------------------------------------
+def mc_heads_risk(P: np.ndarray, Q: np.ndarray, inst: Instance, samples: int, seed: int,
+                  guess: tuple | None = None, C: int | None = None) -> Estimate:
+    """E[(f_H-LSA(E) - y)^2] estimated on sampled prompts with the torch forward pass.
+
+    ``guess`` = (v, beta) sets y_q = v^T x_q + beta (default y_q = 0)."""
+    C = C or inst.C
+    gen = torch.Generator().manual_seed(seed)
+    Pt, Qt = torch.as_tensor(P, dtype=torch.float64), torch.as_tensor(Q, dtype=torch.float64)
+    w_star = inst.w_star_torch()
+
+    def draw(k):
+        t = sample_tasks(w_star, C, k, gen)
+        yq = _guess(t, guess)
+        err = fast_prediction(t.E(yq), Pt, Qt) - t.target
+        return (err ** 2).reshape(k, 1).numpy()
+
+    mean, se = streaming_estimate(draw, samples, chunk=20_000)
+    return Estimate(float(mean[0]), float(se[0]), samples)
+
+
+def _guess(t, guess):
+    if guess is None:
+        return None
+    v, beta = guess
+    return t.xq @ torch.as_tensor(v, dtype=t.xq.dtype) + float(beta)
+
+
+def float_heads(heads: Sequence[dict]) -> tuple[np.ndarray, np.ndarray]:
+    """Stacked float64 (P_h, Q_h) from exact {b, A} heads."""
+    d = heads[0]["A"].shape[0] - 1
+    P = np.zeros((len(heads), d + 1, d + 1))
+    Q = np.zeros((len(heads), d + 1, d + 1))
+    for h, hd in enumerate(heads):
+        P[h, d, :] = np.array(hd["b"].evalf(), dtype=float).ravel()
+        Q[h] = np.array(sympy.Matrix(hd["A"]).evalf(), dtype=float)
+    return P, Q
+
+
+# ----------------------------------------------------------------------------------------------
+# The one-step GD baseline (eq. (10), Sec. 5.2)
+# ----------------------------------------------------------------------------------------------
+ETA = sympy.Symbol("eta", positive=True)
+
+
+def gd_risk_poly() -> Poly:
+    """E[(x_q^T w_1 - y)^2] with w_1 = w* - (eta/C) X (X^T w* - y) (X the d x C data): the risk of
+    the one-step GD predictor started at the prior mean (Sec. 5.2), from the moment kernel."""
+    sp = symbolic_prompt("zero")
+    w0 = w_star_letter()
+    w1 = w0 - sp.X @ (sp.X.T @ w0 - sp.X.T @ sp.w) * (ETA / C_SYM)
+    err = sp.xq.T @ w1 - sp.target
+    return expectation(err * err)
+
+
+@lru_cache(maxsize=None)
+def gd_baseline() -> dict:
+    """R_GD(eta) exactly in (C, d, s), its minimiser eta* and minimum (the paper's GD baseline
+    with the best step size)."""
+    R = value_at(gd_risk_poly(), {"w_star": (1, "w")}).parts.get("1", 0)
+    R = sympy.factor(sympy.cancel(R))
+    crit = sympy.solve(sympy.diff(R, ETA), ETA)
+    eta_star = sympy.factor(crit[0]) if len(crit) == 1 else None
+    R_star = sympy.factor(sympy.cancel(R.subs(ETA, eta_star))) if eta_star is not None else None
+    return {"risk": R, "eta_star": eta_star, "risk_star": R_star}
+
+
+def gd_risk_star(d, C) -> sympy.Expr:
+    return gd_baseline()["risk_star"].subs({D_SYM: d, C_SYM: C})
+
+
+def as_float(x) -> float:
+    return float(sympy.N(x, 30))
+
+
+def finish(findings: Sequence[Finding], extra: dict | None = None,
+           steps: list | None = None) -> TierResult:
+    """``verify.evidence.combine`` with the extra evidence made JSON-safe (exact numbers as
+    strings, sympy booleans as bools)."""
+    return combine(findings, jsonable(extra or {}), steps)

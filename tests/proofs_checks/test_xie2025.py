@@ -1,0 +1,170 @@
+"""xie2025: each claim as printed comes out as computed; deliberately wrong formulas are refuted."""
+import json
+
+import pytest
+import sympy
+
+from verify.cli import main
+from verify.registry import by_paper, find
+from verify.runner import check_claim
+
+QUICK = {"budget": "quick", "seed": 0}
+
+
+def verdict(claim_id, tiers=("symbolic",), **overrides):
+    return check_claim(find(claim_id), tiers=tiers, overrides=overrides, **QUICK)
+
+
+# ---------------------------------------------------------------------- verdicts as computed
+AS_COMPUTED = {
+    "xie2025.thm1": "verified", "xie2025.thm2": "refuted", "xie2025.lemma1": "verified",
+    "xie2025.eq8": "corrected", "xie2025.eq9": "verified", "xie2025.thm4": "verified",
+    "xie2025.lemma2": "verified", "xie2025.lemma3": "corrected", "xie2025.fig2": "corrected",
+    "xie2025.fig3": "verified", "xie2025.fig4": "verified", "xie2025.fig5": "verified",
+}
+
+
+def test_every_claim_is_listed():
+    assert sorted(c.id for c in by_paper("xie2025")) == sorted(AS_COMPUTED)
+
+
+@pytest.mark.parametrize("claim_id", sorted(AS_COMPUTED))
+def test_symbolic_verdicts(claim_id):
+    v = verdict(claim_id)
+    assert v.verdict == AS_COMPUTED[claim_id], v.as_dict()
+
+
+def test_eq8_counterexample_and_correction():
+    v = verdict("xie2025.eq8", tiers=("symbolic", "numeric"))
+    ce = v.counterexample
+    assert ce["forward_pass"] != ce["paper_eq8"] and ce["sizes"] == {"d": 2, "C": 3}
+    assert v.correction_tiers["symbolic"].status == "pass"
+    assert v.correction_tiers["numeric"].status == "pass"
+
+
+def test_thm2_fails_in_the_limit_and_eq23():
+    v = verdict("xie2025.thm2")
+    ev = v.tiers["symbolic"].evidence
+    assert ev["gradient_vanishes_as_C_grows"]["ok"] is False
+    assert ev["gradient_vanishes_as_C_grows"]["gradient_norm2_limit"] == "0"
+    assert ev["eq21_weighted_gram"]["ok"] is True and ev["eq22_mean_gram"]["ok"] is True
+    assert ev["eq23_limit_of_EGG"]["ok"] is False and ev["eq27_finite_C"]["ok"] is False
+    assert ev["finite_C_stationary_point"]["stationary"] is True
+    assert v.counterexample["check"] == "gradient_vanishes_as_C_grows"
+
+
+def test_thm4_reports_the_leading_behaviour():
+    ev = verdict("xie2025.thm4").tiers["symbolic"].evidence
+    g = ev["gradient_limit_is_zero"]
+    assert g["gradient_norm2"] == "4*(d + 1)**2*(d**2 + d + s**2 + 2*s)/C**2"
+    assert g["risk_at_point"] == "d*(d + 1)/C"
+    assert ev["residual_is_order_1_over_C"]["ok"] is True
+
+
+def test_fig2_saturates_at_d_heads():
+    v = verdict("xie2025.fig2")
+    assert v.counterexample["derived_H_risk"] == 2 and v.counterexample["named_H_risk"] == 3
+    v = verdict("xie2025.fig2", H_risk="d")
+    assert v.verdict == "verified"
+
+
+def test_fig3_gap_is_exactly_linear():
+    ev = verdict("xie2025.fig3").tiers["symbolic"].evidence
+    rows = {r["d"]: r for r in ev["gap_against_norm"]["dims"]}
+    assert rows[2]["derived_gap"] == "s/(C + 1)"
+    assert rows[3]["derived_gap"] == "2*s/(3*C + 2)"
+
+
+# ---------------------------------------------------------------------- mutants are refuted
+_UMU = "(u_x + u*w_star).T*(u_x + u*w_star) + d*u**2*Identity(1)"
+_F8 = "y_q - eta/C*(w_star.T*X.T - y.T)*X*x_q"
+MUTANTS = {
+    "thm1 one head too few": ("xie2025.thm1", {"H_sat": "d"}),
+    "thm1 one head too many": ("xie2025.thm1", {"H_sat": "d + 2"}),
+    "lemma1 changed constant in A.4": ("xie2025.lemma1", {"uMu": _UMU.replace("d*u", "(d+1)*u")}),
+    "lemma1 witness without query weights": ("xie2025.lemma1", {
+        "W_Q": "ZeroMatrix(d+1, d+1)"}),
+    "eq8 flipped sign": ("xie2025.eq8", {"W_P": "-eta*Identity(d+1)",
+                                         "f8": _F8.replace("y_q -", "y_q +")}),
+    "eq8 dropped transpose": ("xie2025.eq8", {"W_P": "-eta*Identity(d+1)",
+                                              "f8": _F8.replace("X*x_q", "X.T.T*x_q*0")}),
+    "eq9 flipped sign": ("xie2025.eq9", {"f9": "(w_star + eta/C*X.T*(X*w_star - y)).T*x_q"}),
+    "eq9 loss without 1/2": ("xie2025.eq9", {"L_ls": "(X*w - y).T*(X*w - y)/C"}),
+    "thm4 changed constant": ("xie2025.thm4", {"b_y": "2"}),
+    "thm4 wrong guess": ("xie2025.thm4", {"v": "2*w_star"}),
+    "thm4 B.3 moment": ("xie2025.thm4", {
+        "EWwwW": "C*(C + 2)*w*w.T + C*trace(w*w.T)*Identity(d)"}),
+    "lemma2 b without its last entry": ("xie2025.lemma2", {"b_y": "0"}),
+    "lemma3 query weights without W_3": ("xie2025.lemma3", {
+        "WK_new": "W_K", "WV_new": "W_V", "WQ_new": "W_Q"}),
+    "fig2 one head too few": ("xie2025.fig2", {"H_risk": "d - 1"}),
+    "fig3 quadratic gap": ("xie2025.fig3", {"gap": "kappa*s**2"}),
+    "fig3 offset gap": ("xie2025.fig3", {"gap": "kappa*s + 1"}),
+    "fig4 quadratic in the guess norm": ("xie2025.fig4", {"gap_guess": "k_g*g2**2"}),
+    "fig4 linear in the bias": ("xie2025.fig4", {"gap_bias": "k_b*beta"}),
+    "fig5 GD started at zero": ("xie2025.fig5", {"w1": "eta/C*X.T*y"}),
+    "thm2 eq22 changed constant": ("xie2025.thm2", {"M_yy": "w_star.T*w_star + (d+1)*Identity(1)"}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MUTANTS))
+def test_mutants_are_refuted(name):
+    claim_id, overrides = MUTANTS[name]
+    v = verdict(claim_id, **overrides)
+    assert v.verdict == "refuted", (name, v.as_dict())
+    assert v.counterexample and v.counterexample["tier"] == "symbolic"
+
+
+def test_thm2_mutated_eq22_fails_its_own_finding():
+    v = verdict("xie2025.thm2", M_yy="w_star.T*w_star + (d+1)*Identity(1)")
+    assert v.tiers["symbolic"].evidence["eq22_mean_gram"]["ok"] is False
+
+
+def test_correct_variants_pass():
+    assert verdict("xie2025.eq8", W_P="-eta*Identity(d+1)").verdict == "verified"
+    assert verdict("xie2025.lemma3", WK_new="W_K", WV_new="W_V").verdict == "verified"
+
+
+# ---------------------------------------------------------------------- numeric tier, CLI
+def test_numeric_tiers_agree_with_monte_carlo():
+    for cid in ("xie2025.thm1", "xie2025.lemma1", "xie2025.fig4", "xie2025.fig5"):
+        v = check_claim(find(cid), tiers=("numeric",), **QUICK)
+        assert v.verdict == "verified", (cid, v.as_dict())
+
+
+def _cli(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_rejects_a_covariance_and_impossible_sizes(capsys):
+    code, _, err = _cli(capsys, "check", "xie2025.eq8", "--sigma", "diag:1,2", "--budget",
+                        "quick")
+    assert code == 2 and "--sigma must be identity" in err
+    code, _, err = _cli(capsys, "check", "xie2025.eq8", "--size", "q=3", "--budget", "quick")
+    assert code == 2 and "this setting has sizes" in err
+    code, _, err = _cli(capsys, "check", "xie2025.eq8", "--size", "d=40", "--budget", "quick")
+    assert code == 2 and "d <= 12" in err
+
+
+def test_cli_json_of_a_corrected_claim(capsys):
+    code, out, _ = _cli(capsys, "check", "xie2025.eq8", "--budget", "quick", "--json")
+    out = json.loads(out)
+    assert code == 0 and out[0]["verdict"] == "corrected"
+    assert out[0]["counterexample"]["tier"] == "symbolic"
+
+
+@pytest.mark.slow
+def test_every_tier_quick_budget():
+    for c in by_paper("xie2025"):
+        v = check_claim(c, **QUICK)
+        assert v.verdict == AS_COMPUTED[c.id], (c.id, v.as_dict())
+
+
+@pytest.mark.slow
+def test_sizes_change_the_instance():
+    v = check_claim(find("xie2025.thm4"), tiers=("numeric",), sizes={"d": 2, "C": 8},
+                    **QUICK)
+    assert v.tiers["numeric"].evidence["instance"]["d"] == 2
+    assert sympy.Integer(v.tiers["numeric"].evidence["instance"]["C"]) == 8

@@ -1,0 +1,181 @@
+"""yang2024: each claim comes out as computed; deliberately wrong formulas are refuted."""
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import proofs_checks.yang2024 as Y
+from moments.strategies import sizes
+from verify.claim import BUDGETS, Context
+from verify.cli import main
+from verify.registry import find
+from verify.runner import check_claim
+
+QUICK = {"budget": "quick", "seed": 0}
+
+
+def run(claim_id, tiers=("symbolic",), **overrides):
+    return check_claim(find(claim_id), tiers=tiers, overrides=overrides, **QUICK)
+
+
+# ---------------------------------------------------------------- claims as printed
+@pytest.mark.parametrize("claim_id,tiers", [
+    ("yang2024.eq8", ("symbolic", "numeric")), ("yang2024.eq35", ("symbolic", "numeric")),
+    ("yang2024.lemma1", ("symbolic", "numeric")), ("yang2024.lemma4", ("symbolic", "numeric")),
+    ("yang2024.eq34", ("symbolic", "numeric")), ("yang2024.eq27", ("symbolic", "numeric")),
+    ("yang2024.prop1", ("symbolic", "numeric")), ("yang2024.lemma6", ("symbolic", "numeric")),
+    ("yang2024.lemma7", ("symbolic", "numeric")), ("yang2024.lemma9", ("numeric",)),
+    ("yang2024.thm1", ("symbolic",)), ("yang2024.thm2", ("symbolic", "numeric")),
+])
+def test_true_statements_are_verified(claim_id, tiers):
+    v = run(claim_id, tiers)
+    assert v.verdict == "verified", v.as_dict()
+
+
+def test_lemma5_is_corrected_with_both_errata():
+    v = run("yang2024.lemma5", ("symbolic",))
+    assert v.verdict == "corrected", v.as_dict()
+    ev = v.tiers["symbolic"].evidence
+    assert ev["dimensions"]["ok"] is False                      # (33) adds z_k (m) to e_k (N)
+    assert ev["L_star_query"]["ok"] is False                    # c'_k misses m tau
+    assert ev["L_star_prompt"]["ok"] is True
+    assert "m*tau" in v.tiers["symbolic"].counterexample["ill_typed"]["delta_prompt"]["formula"]
+
+
+def test_eq36_L_star_misses_the_query_noise():
+    v = run("yang2024.eq36", ("symbolic",))
+    assert v.verdict == "corrected"
+    ce = v.tiers["symbolic"].counterexample
+    # paper - derived = -(K - N) m tau / (2K) = -(2 * 2 * 1/7) / 10 at the reported instance
+    assert ce["paper_minus_derived"] == "-2/35"
+
+
+def test_eq26_limit_is_not_pinv_zhat_for_N_above_m():
+    v = run("yang2024.eq26", ("symbolic", "numeric"))
+    assert v.verdict == "corrected"
+    assert v.tiers["symbolic"].evidence["noise_free_labels"]["ok"] is True
+
+
+def test_lemma10_printed_constant_is_too_small_for_large_gamma_alpha():
+    v = run("yang2024.lemma10", ("numeric",))
+    assert v.verdict == "corrected"
+    ce = v.tiers["numeric"].counterexample
+    assert ce["gradient_lipschitz_ratio"] > ce["paper_L"]
+
+
+def test_lemma2_sharp_constant_is_one():
+    v = run("yang2024.lemma2", ("symbolic",))
+    assert v.verdict == "verified"
+    assert v.tiers["symbolic"].evidence["sharp_constant"]["derived_sharp_constant"] == 1
+
+
+# ---------------------------------------------------------------- mutants
+L5_FIX = dict(Y.LEMMA5_CORRECTION.formulas)
+G = "(Z.T*Z + m*tau*Identity(N))"
+MUTANTS = {
+    "eq8 changed constant": ("yang2024.eq8", ("symbolic",), {"yhat_k": "2*y.T*C_k*omega_k"}),
+    "eq35 changed constant": ("yang2024.eq35", ("numeric",), {"yhat": "Transpose(Ahat)*y/2"}),
+    "lemma1 flipped sign": ("yang2024.lemma1", ("symbolic",), {"ds_dQ": "s_jk*(V - v_j*OneMatrix(1, N))*s_k*v_k.T"}),
+    "lemma1 wrong token": ("yang2024.lemma1", ("numeric",), {"ds_dQ": "s_jk*(v_j*OneMatrix(1, N) - V)*s_k*v_j.T"}),
+    "lemma2 C too small": ("yang2024.lemma2", ("symbolic",), {"C": "1/2"}),
+    "lemma4 m tau for tau": ("yang2024.lemma4", ("symbolic", "numeric"),
+                             {"rhs": "(y - Z.T*lam).T*(y - Z.T*lam)/(2*N) + m*tau/2*lam.T*lam"}),
+    "lemma4 dropped half": ("yang2024.lemma4", ("symbolic",),
+                            {"rhs": "(y - Z.T*lam).T*(y - Z.T*lam)/N + tau/2*lam.T*lam"}),
+    "lemma5 m tau -> tau": ("yang2024.lemma5", ("symbolic",), {**L5_FIX, "Zbar_sq": "Z.T*Z + tau*Identity(N)"}),
+    "lemma5 dropped transpose": ("yang2024.lemma5", ("symbolic",),
+                                 {**L5_FIX, "delta_prompt": f"Ahat_k - Inverse{G}*(Z*z_k + m*tau*e_k)"}),
+    "lemma5 constant": ("yang2024.lemma5", ("numeric",),
+                        {**L5_FIX, "c_query": L5_FIX["c_query"].replace("+ m*tau", "+ 2*m*tau")}),
+    "eq34 m tau -> tau": ("yang2024.eq34", ("symbolic",),
+                          {"A": "Inverse(Z.T*Z + tau*Identity(N))*(Z.T*Zhat + tau*J)"}),
+    "eq34 (66) without Z J": ("yang2024.eq34", ("numeric",),
+                              {"A_woodbury": "J + Z.T*Inverse(m*tau*Identity(m) + Z*Z.T)*Zhat"}),
+    "eq36 dropped 1/2K": ("yang2024.eq36", ("symbolic",),
+                          {"L_star": Y.EQ36.correction.formulas["L_star"],
+                           "L_excess": Y.EQ36_FORMULAS[0].text.replace("/(2*K)", "/K")}),
+    "eq27 ridge of (25)": ("yang2024.eq27", ("symbolic", "numeric"),
+                           {"lambda_hat": "Inverse(N*tau*Identity(m) + Z*Z.T)*Z*y"}),
+    "eq26 labels": ("yang2024.eq26", ("symbolic",), {**Y.EQ26_CORRECTION.formulas, "labels": "Transpose(Zhat)*y"}),
+    "prop1 N - 1 heads": ("yang2024.prop1", ("symbolic", "numeric"), {"H_min": "N - 1"}),
+    "lemma6 gamma squared": ("yang2024.lemma6", ("symbolic", "numeric"), {"gamma": "eta_w/eta_Q"}),
+    "lemma7 constant": ("yang2024.lemma7", ("numeric",), {"grad_bound": "2*sqrt(2)*gamma*alpha*fbar_max*sqrt(excess)/100"}),
+    "lemma8 constant": ("yang2024.lemma8", ("numeric",), {"b_lip": "Zbar_norm*dQ_h/100"}),
+    "lemma9 dropped term": ("yang2024.lemma9", ("numeric",), {"delta_bound": "A_norm"}),
+    "thm1 gamma exponent": ("yang2024.thm1", ("symbolic",), {"gamma_min": Y.THM1_FORMULAS[0].text.replace("-5/4", "-3/4")}),
+    "thm1 rate doubled": ("yang2024.thm1", ("symbolic",), {"rate": "1 - eta_w*zeta_0/K"}),
+    "thm1 eta_w": ("yang2024.thm1", ("symbolic",), {"eta_w": "gamma*eta_Q"}),
+    "thm2 noise level": ("yang2024.thm2", ("symbolic",), {"noise_level": "tau/N"}),
+    "thm2 T too small": ("yang2024.thm2", ("symbolic",), {"T_min": Y.THM2_FORMULAS[0].text.replace("(m*tau*epsilon)", "(m**2*tau*epsilon)")}),
+    "thm2 tail too low": ("yang2024.thm2", ("numeric",), {"tail": "N*tau*lam_sq/4"}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MUTANTS))
+def test_mutants_are_refuted(name):
+    claim_id, tiers, overrides = MUTANTS[name]
+    v = run(claim_id, tiers, **overrides)
+    assert v.verdict == "refuted", (name, v.as_dict())
+    assert v.counterexample
+
+
+@pytest.mark.parametrize("claim_id,fix", [
+    ("yang2024.lemma5", Y.LEMMA5_CORRECTION.formulas), ("yang2024.eq26", Y.EQ26_CORRECTION.formulas),
+    ("yang2024.eq33", Y.EQ33.correction.formulas),
+])
+def test_corrections_alone_are_verified(claim_id, fix):
+    v = run(claim_id, ("symbolic",), **fix)
+    assert v.verdict == "verified", v.as_dict()
+
+
+# ---------------------------------------------------------------- properties
+@settings(max_examples=6, derandomize=True, deadline=None)
+@given(sizes(max_n=4, max_d=3), st.integers(0, 2), st.integers(0, 10_000))
+def test_prop1_gaussian_heads_give_full_row_rank(nd, extra, seed):
+    """H >= N Gaussian heads on a random unit-norm dictionary: every B_k has rank N."""
+    N, dd = nd
+    d = dd + 1
+    inst = Y.Instance({"K": N + 3, "d": d, "m": 2, "N": N, "H": N + extra}, 0.2,
+                      Y.random_dictionary(N + 3, d, 2, N, torch.Generator().manual_seed(seed)), seed)
+    dyn = Y.dynamics(inst)
+    B = dyn.B(Y.init_Q(inst, torch.Generator().manual_seed(seed + 1)))
+    assert int(torch.linalg.matrix_rank(B).min()) == N
+
+
+def test_derived_loss_has_the_hessian_zbar_squared():
+    ctx = Context("t", {}, {}, BUDGETS["quick"])
+    inst = Y.make_instance(ctx)
+    fq = Y.float_quadratic(inst)
+    Z = inst.dictionary.Z.numpy()
+    assert abs(fq.G - (Z.T @ Z + inst.m * inst.tau * np.eye(inst.N))).max() < 1e-12
+
+
+# ---------------------------------------------------------------- command line
+def test_sigma_and_impossible_sizes_are_usage_errors(capsys):
+    assert main(["check", "yang2024.eq34", "--budget", "quick", "--sigma", "identity"]) == 2
+    assert main(["check", "yang2024.eq34", "--budget", "quick", "--size", "N=50"]) == 2
+    err = capsys.readouterr().err
+    assert "--sigma does not apply" in err and "N=50 > K=10" in err
+
+
+# ---------------------------------------------------------------- slow: the whole paper
+EXPECTED = {
+    "yang2024.eq8": "verified", "yang2024.eq35": "verified", "yang2024.lemma1": "verified",
+    "yang2024.lemma2": "verified", "yang2024.lemma4": "verified", "yang2024.lemma5": "corrected",
+    "yang2024.eq33": "corrected", "yang2024.eq34": "verified", "yang2024.eq36": "corrected",
+    "yang2024.eq26": "corrected", "yang2024.eq27": "verified", "yang2024.prop1": "verified",
+    "yang2024.lemma6": "verified", "yang2024.lemma7": "verified", "yang2024.lemma8": "verified",
+    "yang2024.lemma9": "verified", "yang2024.lemma10": "corrected", "yang2024.thm1": "verified",
+    "yang2024.thm2": "verified", "yang2024.fig2": "verified", "yang2024.fig3": "refuted",
+    "yang2024.fig4": "refuted", "yang2024.fig5": "verified",
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("claim_id", sorted(EXPECTED))
+def test_every_claim_quick(claim_id):
+    v = check_claim(find(claim_id), **QUICK)
+    assert v.verdict == EXPECTED[claim_id], v.as_dict()
+    for tier in v.tiers.values():
+        assert tier.status in ("pass", "fail", "skipped")

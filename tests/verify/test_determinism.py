@@ -1,0 +1,106 @@
+"""Determinism: the same command with the same seed prints the same JSON, timings aside.
+
+Each run is a fresh interpreter with a different PYTHONHASHSEED, so set and dict orders that
+depend on string hashing would show up as differences.
+"""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TIME_KEYS = {"seconds"}  # every wall-clock quantity in the output is under this key
+
+
+def strip_times(value):
+    if isinstance(value, dict):
+        return {k: strip_times(v) for k, v in value.items() if k not in TIME_KEYS}
+    if isinstance(value, list):
+        return [strip_times(v) for v in value]
+    return value
+
+
+def first_difference(a, b, path="$"):
+    if type(a) is not type(b):
+        return f"{path}: {a!r:.80} vs {b!r:.80}"
+    if isinstance(a, dict):
+        for k in sorted(set(a) | set(b)):
+            if k not in a or k not in b:
+                return f"{path}.{k}: only in one run"
+            found = first_difference(a[k], b[k], f"{path}.{k}")
+            if found:
+                return found
+    elif isinstance(a, list):
+        if len(a) != len(b):
+            return f"{path}: lengths {len(a)} vs {len(b)}"
+        for i, (x, y) in enumerate(zip(a, b)):
+            found = first_difference(x, y, f"{path}[{i}]")
+            if found:
+                return found
+    elif a != b:
+        return f"{path}: {a!r:.80} vs {b!r:.80}"
+    return ""
+
+
+# runs several CLI commands in one interpreter (one import of torch and sympy per run)
+_RUNNER = """
+import contextlib, io, json, sys
+from verify.cli import main
+outs = []
+for argv in json.loads(sys.argv[1]):
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        code = main(argv)
+    assert code in (0, 1), (argv, code)
+    outs.append(json.loads(buf.getvalue()))
+print(json.dumps(outs))
+"""
+
+
+def run_json(commands, hash_seed):
+    env = {**os.environ, "PYTHONHASHSEED": str(hash_seed),
+           "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.run([sys.executable, "-c", _RUNNER, json.dumps(commands)], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout)
+
+
+def assert_deterministic(commands):
+    first, second = (strip_times(run_json(commands, h)) for h in (1, 2))
+    assert first == second, first_difference(first, second)
+    return first
+
+
+def test_check_and_mutate_json_are_deterministic():
+    check, mutate = assert_deterministic([
+        # the exact tiers of one paper (bounded cost); the slow test runs every claim and tier
+        ["check", "--paper", "ahn2023", "--tier", "symbolic,numeric", "--budget", "quick",
+         "--seed", "3", "--device", "cpu", "--json"],
+        ["mutate", "ahn2023.lemma2", "--formula", "prediction", "--tier", "numeric",
+         "--seed", "3", "--json"],
+    ])
+    assert check and all(v["seed"] == 3 for v in check)
+    assert mutate["totals"]["mutants"] > 0
+
+
+@pytest.mark.slow
+def test_check_json_with_training_is_deterministic():
+    (out,) = assert_deterministic([["check", "--all", "--budget", "quick", "--seed", "3",
+                                    "--device", "cpu", "--json"]])
+    assert all("train" in v["tiers"] for v in out)
+
+
+def test_a_different_seed_changes_the_instance():
+    # the seed is not decorative: it picks the instance (and the Monte Carlo draws)
+    from verify.registry import find
+    from verify.runner import check_claim
+
+    a, b = (check_claim(find("ahn2023.lemma2"), tiers=("numeric",), budget="quick", seed=s)
+            for s in (0, 1))
+    ia = a.tiers["numeric"].evidence["instance"]
+    ib = b.tiers["numeric"].evidence["instance"]
+    assert ia != ib

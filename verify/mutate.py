@@ -1,0 +1,317 @@
+"""``icl-verify mutate``: mutation testing of the claims' checks.
+
+Every named formula is mutated automatically (``verify.mutants``); each mutant replaces its
+formula (exactly as ``--set NAME=MUTANT`` would) and the claim is checked again.  A mutant is
+*killed* when the claim comes out ``refuted``.  The kill rate that matters is over the mutants
+that are not equivalent to the original: an equivalent mutant says the same thing and must
+survive, so each one is listed with the simplification or the exact evaluation that shows it.
+A killed mutant that is equivalent to the original is a false alarm (a check refutes a true
+statement) and fails the run like a surviving non-equivalent mutant does.
+
+A mutant's tiers run cheapest first (numeric, symbolic, train); once one refutes it the verdict
+is ``refuted`` whatever the others say, so the rest are skipped (``--every-tier`` runs them all,
+to see which tiers kill which mutants).  Survivors and equivalent mutants always run every tier.
+
+Default tiers are symbolic,numeric and the default budget is quick: the symbolic tier decides
+the formulas exactly and the numeric tier re-checks them in float64 and against Monte Carlo; the
+train tier compares trained weights with the same formulas, so it can only kill what the exact
+tiers already kill, at a hundred times the cost.  ``--tier`` and ``--budget`` override both.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+
+from .claim import Claim
+from .errors import UsageError
+from .mutants import Equivalence, Invalid, Mutant, equivalence, generate
+
+DEFAULT_TIERS = "symbolic,numeric"
+DEFAULT_BUDGET = "quick"
+STATUSES = ("killed", "equivalent", "survived", "false_alarm")
+TIER_COST = {"numeric": 0, "symbolic": 1, "train": 2}  # the order mutants are checked in
+
+
+@dataclass
+class Outcome:
+    """A checked mutant: the verdict, which tiers refuted it, and whether it is equivalent."""
+
+    mutant: Mutant
+    verdict: str
+    killed_by: list[str]
+    equivalence: Equivalence
+    reason: str
+    seconds: float = 0.0
+
+    @property
+    def killed(self) -> bool:
+        return self.verdict == "refuted"
+
+    @property
+    def status(self) -> str:
+        if self.killed:
+            return "false_alarm" if self.equivalence.equivalent else "killed"
+        return "equivalent" if self.equivalence.equivalent else "survived"
+
+    def explanation(self) -> str:
+        """Why a mutant survived (or why its kill is a false alarm)."""
+        eq = self.equivalence
+        if self.status == "equivalent":
+            label = ("equivalent under the claim's assumptions" if eq.kind == "assumptions"
+                     else "equivalent to the original")
+            return f"{label}: {eq.detail}"
+        if self.status == "false_alarm":
+            return f"refuted although equivalent ({eq.detail}): {self.reason}"
+        if self.status == "survived":
+            where = ""
+            if eq.witness:
+                w = eq.witness
+                at = f", entry {tuple(w['entry'])}" if "entry" in w else ""
+                scalars = {k: v for k, v in w["values"].items()
+                           if k not in w["sizes"] and not v.startswith("[")}
+                point = ", ".join(f"{k}={v}" for k, v in {**w["sizes"], **scalars}.items())
+                where = (f"; it differs from the original at ({point}){at}: "
+                         f"{_cut(w['original'])} vs {_cut(w['mutant'])} (the instance is in "
+                         f"--json)")
+            return f"the checks did not refute it (verdict {self.verdict}; {self.reason}){where}"
+        return self.reason
+
+    def as_dict(self) -> dict:
+        return {"formula": self.mutant.formula, "operator": self.mutant.operator,
+                "change": self.mutant.change, "text": self.mutant.text, "status": self.status,
+                "verdict": self.verdict, "killed_by": self.killed_by,
+                "equivalence": self.equivalence.as_dict(),
+                "reason": self.reason if self.status == "killed" else self.explanation(),
+                "seconds": round(self.seconds, 3)}
+
+
+@dataclass
+class FormulaReport:
+    claim: str
+    formula: str
+    outcomes: list[Outcome] = field(default_factory=list)
+    invalid: list[Invalid] = field(default_factory=list)
+
+    def counts(self) -> dict:
+        by = {s: sum(1 for o in self.outcomes if o.status == s) for s in STATUSES}
+        return {"mutants": len(self.outcomes), "killed": by["killed"] + by["false_alarm"],
+                "equivalent": by["equivalent"] + by["false_alarm"], "invalid": len(self.invalid),
+                "survived": by["survived"], "false_alarms": by["false_alarm"],
+                "non_equivalent": by["killed"] + by["survived"]}
+
+    def as_dict(self) -> dict:
+        return {"formula": self.formula, **self.counts(),
+                "mutant_results": [o.as_dict() for o in self.outcomes],
+                "invalid_mutants": [{"operator": i.operator, "change": i.change, "text": i.text,
+                                     "error": i.error} for i in self.invalid]}
+
+
+@dataclass
+class ClaimReport:
+    """A claim's mutants, or why it was skipped.  ``mutated`` is ``as printed`` or, for a
+    corrected claim, ``corrected`` (the documented correction is the formula under test)."""
+
+    claim: str
+    baseline: str
+    baseline_reason: str
+    formulas: list[FormulaReport]
+    mutated: str = "as printed"
+    skipped: str | None = None
+
+    def as_dict(self) -> dict:
+        return {"claim": self.claim, "baseline_verdict": self.baseline,
+                "baseline_reason": self.baseline_reason, "mutated": self.mutated,
+                "skipped": self.skipped, "formulas": [f.as_dict() for f in self.formulas]}
+
+
+def totals(reports: list[ClaimReport]) -> dict:
+    keys = ("mutants", "killed", "equivalent", "invalid", "survived", "false_alarms",
+            "non_equivalent")
+    out = {k: sum(f.counts()[k] for r in reports for f in r.formulas) for k in keys}
+    killed_non_eq = out["killed"] - out["false_alarms"]
+    out["kill_rate"] = out["killed"] / out["mutants"] if out["mutants"] else None
+    out["kill_rate_non_equivalent"] = (killed_non_eq / out["non_equivalent"]
+                                       if out["non_equivalent"] else None)
+    out["claims_mutated"] = sum(1 for r in reports if r.skipped is None)
+    out["claims_skipped"] = sum(1 for r in reports if r.skipped is not None)
+    return out
+
+
+def mutate_claim(claim: Claim, options: dict, formulas: list[str] | None = None,
+                 progress: bool = False, every_tier: bool = False) -> ClaimReport:
+    """Check the claim as printed (the baseline), then every mutant of every named formula.
+
+    Mutants only say something about the checks of a formula that passes them: a claim that is
+    refuted or inconclusive as printed is skipped; for a corrected claim the corrected formulas
+    are the base that is mutated (the other formulas as printed)."""
+    from .runner import check_claim
+
+    def skipped(verdict: str, reason: str, why: str) -> ClaimReport:
+        return ClaimReport(claim.id, verdict, reason, [], skipped=why)
+
+    if not claim.formulas:
+        return skipped("-", "", "it has no named formulas to mutate")
+    if not set(options["tiers"]) & set(claim.tiers):
+        return skipped("-", "", f"it has no {' or '.join(options['tiers'])} tier")
+    base = check_claim(claim, **options)
+    fixed: dict[str, str] = {}
+    if base.verdict == "corrected":
+        fixed = dict(claim.correction.formulas)
+    elif base.verdict != "verified":
+        return skipped(base.verdict, base.reason, f"it is {base.verdict} as printed, so its "
+                       f"mutants say nothing about its checks")
+    reports = []
+    for f in claim.formulas:
+        if formulas and f.name not in formulas:
+            continue
+        mutants, invalid = generate(f, fixed.get(f.name))
+        report = FormulaReport(claim.id, f.name, invalid=invalid)
+        for i, m in enumerate(mutants, 1):
+            if progress:
+                print(f"  {claim.id} {f.name} {i}/{len(mutants)}: {m.text}", file=sys.stderr,
+                      flush=True)
+            eq = equivalence(f, m.text, seed=options.get("seed", 0), base=fixed.get(f.name))
+            report.outcomes.append(_check_mutant(claim, fixed, f.name, m, eq, options,
+                                                 every_tier))
+        reports.append(report)
+    return ClaimReport(claim.id, base.verdict, base.reason, reports,
+                       mutated="corrected" if fixed else "as printed")
+
+
+def _check_mutant(claim: Claim, fixed: dict, name: str, m: Mutant, eq: Equivalence,
+                  options: dict, every_tier: bool) -> Outcome:
+    """Run the tiers cheapest first; once one refutes the mutant the verdict is ``refuted``
+    whatever the others say, so they are skipped unless ``every_tier``."""
+    from .runner import check_claim
+    from .verdict import decide
+
+    tiers = sorted(options["tiers"], key=lambda t: TIER_COST.get(t, len(TIER_COST)))
+    results, last = {}, None
+    for tier in tiers:
+        last = check_claim(claim, overrides={**fixed, name: m.text},
+                           **{**options, "tiers": [tier]})
+        results.update(last.tiers)
+        if last.verdict == "refuted" and not every_tier:
+            break
+    verdict = decide(results)
+    failed = [t for t, r in results.items() if r.status == "fail"]
+    seconds = sum(r.seconds for r in results.values())
+    if verdict == "refuted":
+        first = results[failed[0]]
+        reason = f"{failed[0]}: {first.reason}"
+    else:
+        reason = _not_refuted(verdict, results)
+    return Outcome(m, verdict, failed, eq, reason, seconds)
+
+
+def _cut(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _not_refuted(verdict: str, results: dict) -> str:
+    return "; ".join(f"{t} {r.status}" + (f" ({r.reason})" if r.reason else "")
+                     for t, r in results.items())
+
+
+# ---------------------------------------------------------------------------------- output
+def _rate(killed: int, total: int) -> str:
+    return f"{100 * killed / total:.0f}%" if total else "-"
+
+
+def table(reports: list[ClaimReport]) -> str:
+    from .output import _table
+
+    rows = [["claim", "formula", "mutants", "killed", "equivalent", "invalid", "survived",
+             "kill rate (non-equivalent)"]]
+    for r in reports:
+        for f in r.formulas:
+            c = f.counts()
+            rows.append([r.claim, f.formula, str(c["mutants"]), str(c["killed"]),
+                         str(c["equivalent"]), str(c["invalid"]), str(c["survived"]),
+                         _rate(c["killed"] - c["false_alarms"], c["non_equivalent"])])
+    t = totals(reports)
+    rows.append(["total", "", str(t["mutants"]), str(t["killed"]), str(t["equivalent"]),
+                 str(t["invalid"]), str(t["survived"]),
+                 _rate(t["killed"] - t["false_alarms"], t["non_equivalent"])])
+    out = [_table(rows), "",
+           f"kill rate: {t['killed']}/{t['mutants']} mutants refuted; "
+           f"{t['killed'] - t['false_alarms']}/{t['non_equivalent']} non-equivalent mutants killed"
+           f" ({_rate(t['killed'] - t['false_alarms'], t['non_equivalent'])})"]
+    for r in reports:
+        if r.skipped:
+            out.append(f"\n{r.claim}: not mutated: {r.skipped}"
+                       + (f" ({r.baseline_reason})" if r.baseline_reason else ""))
+        elif r.mutated == "corrected":
+            out.append(f"\n{r.claim}: corrected as printed; its documented correction is the "
+                       f"formula under test")
+    for heading, status in (("Surviving non-equivalent mutants (weak checks)", "survived"),
+                            ("False alarms (equivalent mutants refuted)", "false_alarm"),
+                            ("Equivalent mutants (survive, as they must)", "equivalent")):
+        rows_ = [(r.claim, o) for r in reports for f in r.formulas for o in f.outcomes
+                 if o.status == status]
+        if rows_:
+            out.append(f"\n{heading}:")
+            for claim, o in rows_:
+                out.append(f"  {claim} {o.mutant.formula} = {o.mutant.text}")
+                out.append(f"      {o.mutant.operator}: {o.mutant.change}")
+                out.append(f"      {o.explanation()}")
+    invalid = sum(len(f.invalid) for r in reports for f in r.formulas)
+    if invalid:
+        out.append(f"\n{invalid} ill-typed mutants were not counted (--json lists them with the "
+                   f"shape error)")
+    return "\n".join(out)
+
+
+def register(sub) -> None:
+    from .cli import add_run_options, add_selection
+
+    p = sub.add_parser(
+        "mutate", help="mutation testing: mutate every named formula and check that the claim's "
+                       "checks refute each mutant",
+        description="Mutates each named formula (constants, symbol swaps, dropped terms, sign "
+                    "flips, transposes), checks each mutant, and reports the kill rate. Default "
+                    "tiers symbolic,numeric (the train tier is slow and decides the same "
+                    "formulas) and budget quick.")
+    add_selection(p)
+    add_run_options(p)
+    p.set_defaults(tier=DEFAULT_TIERS, budget=DEFAULT_BUDGET)
+    p.add_argument("--formula", action="append", default=[], metavar="NAME",
+                   help="only mutate this named formula (repeatable)")
+    p.add_argument("--every-tier", action="store_true",
+                   help="run every tier on every mutant (default: stop at the first tier that "
+                        "refutes it) to see which tiers kill which mutants")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_mutate)
+
+
+def cmd_mutate(args) -> int:
+    from .cli import EXIT_FAILED, EXIT_OK, run_options, select_claims
+
+    claims = select_claims(args)
+    options = run_options(args)
+    known = {f.name for c in claims for f in c.formulas}
+    for name in args.formula:
+        if name not in known:
+            raise UsageError(f"--formula {name}: no selected claim has a formula {name!r} "
+                             f"(formulas: {', '.join(sorted(known)) or 'none'})")
+    for c in claims:  # fail on sizes/sigma before spending minutes on mutants
+        if c.setting is not None and hasattr(c.setting, "validate"):
+            c.setting.validate(options["sizes"], options["sigma"])
+    progress = not args.json and sys.stderr.isatty()
+    reports = []
+    for c in claims:
+        if progress:
+            print(f"mutating {c.id} ...", file=sys.stderr, flush=True)
+        reports.append(mutate_claim(c, options, args.formula or None, progress,
+                                    args.every_tier))
+    t = totals(reports)
+    if args.json:
+        print(json.dumps({"tiers": options["tiers"], "every_tier": args.every_tier,
+                          "budget": options["budget"],
+                          "device": options["device"], "seed": options["seed"],
+                          "claims": [r.as_dict() for r in reports], "totals": t}, indent=2))
+    else:
+        print(table(reports))
+    ok = t["survived"] == 0 and t["false_alarms"] == 0
+    return EXIT_OK if ok else EXIT_FAILED
