@@ -1644,10 +1644,9 @@ def _named_at(F, name: str, n, d, L, **extra) -> sympy.Expr:
 def _condition(F, name: str, d: int, L: int) -> Callable[[int], bool]:
     """The named condition as a function of n: 60-digit arithmetic, exact when within 10^-40."""
     expr = F[name]
-    sub = {D: d, L_SYM: L}
-    if "delta" in F and name != "delta":
-        sub[sympy.Symbol("delta", positive=True)] = F["delta"]
-    expr = expr.subs(sub)
+    if "delta" in F and name != "delta":  # delta first: it is written in d and L
+        expr = expr.subs(sympy.Symbol("delta", positive=True), F["delta"])
+    expr = expr.subs({D: d, L_SYM: L})
     if isinstance(expr, sympy.logic.boolalg.BooleanAtom):
         return lambda n: bool(expr)
     lhs, rhs = expr.lhs, expr.rhs
