@@ -1106,6 +1106,16 @@ class BoundForms:
             slack = bound - vm if side == "upper" else vm - bound
             return slack, max(abs(bound), abs(vm), mpmath.mpf(10) ** (-digits))
 
+    def mp_bounds(self, c: BoundCase, j: int, digits: int = 30) -> tuple[str, str]:
+        """(lower, upper) at the case to ``digits`` digits, as text."""
+        with mpmath.workdps(digits + 10):
+            vals = [mpmath.mpf(c.n), mpmath.mpf(c.d), mpmath.mpf(c.L), mpmath.mpf(c.k),
+                    mpmath.mpf(c.eigs[j].numerator) / c.eigs[j].denominator,
+                    mpmath.mpf(c.eigs[0].numerator) / c.eigs[0].denominator]
+            delta = self._mp["delta"](*vals[:4]) if "delta" in self._mp else mpmath.mpf(0)
+            return tuple(mpmath.nstr(self._mp[side](*vals, delta), digits)
+                         for side in ("lower", "upper"))
+
     def hypothesis(self, ns: np.ndarray, d: int, L: int, k: int) -> np.ndarray:
         if self._hyp is None:
             return np.ones(len(ns), dtype=bool)
@@ -1223,19 +1233,23 @@ def bound_search(forms: BoundForms, quantity: Callable, dims: Sequence[int], loo
                                 c = BoundCase(d, L, k, ns[i], eigs)
                                 v = vals[i][j]
                                 slack_mp, scale_mp = forms.mp_slack(c, j, v, side)
-                                if slack_mp > scale_mp * mpmath.mpf(10) ** -50:
+                                tol = scale_mp * mpmath.mpf(10) ** -50
+                                if slack_mp > tol:
                                     continue
-                                elo, eup = forms.exact_bounds(c, j)
                                 ev = sympy.Rational(v.numerator, v.denominator)
-                                ok = li.exact_le(ev, eup) if side == "upper" else li.exact_le(elo, ev)
-                                if ok:
-                                    continue
+                                if slack_mp >= -tol:  # within 10^-50: decided exactly
+                                    elo, eup = forms.exact_bounds(c, j)
+                                    if (li.exact_le(ev, eup) if side == "upper"
+                                            else li.exact_le(elo, ev)):
+                                        continue
                                 bad[i] = True
                                 res.violations += 1
                                 if res.first is None:
+                                    lo_mp, up_mp = forms.mp_bounds(c, j)
                                     res.first = {**c.as_dict(), "j": j + 1, "side": side,
                                                  "quantity": str(ev), "quantity_float": float(ev),
-                                                 "lower": _q(elo), "upper": _q(eup)}
+                                                 "lower": lo_mp, "upper": up_mp,
+                                                 "slack_60_digits": mpmath.nstr(slack_mp, 15)}
                 last_bad = max((n for n, b in zip(ns, bad) if b), default=None)
                 after = [n for n in ns if last_bad is None or n > last_bad]
                 res.holds_from[f"d={d},L={L},k={k}"] = after[0] if after else None
@@ -2579,3 +2593,14 @@ LEMMA_A10 = Claim(
 
 CLAIMS = [PROP3_1, LEMMA4_1, COR_A4, LEMMA_A3, LEMMA_A6, THM_A1, LEMMA_A2, LEMMA4_2, LEMMA_A5,
           LEMMA4_3, LEMMA_A7, THM3_2, THM_A8, THM3_4, THM_A11, LEMMA_A10]
+
+
+# ==============================================================================================
+# Bench hook
+# ==============================================================================================
+def bench_exact_loss(L: int, n: int, d: int) -> tuple[Poly, float]:
+    """For bench/train.py: the exact population loss L(A, 0) of the looped model at Sigma* = I
+    (derived from the forward pass; a Poly in the letter ``A`` with coefficients in n, d:
+    ``poly.evaluate({"A": A}, {"n": n, "d": d})`` on numpy or torch, ``poly.compile()`` for
+    ``models.exact.ExactLoss``) and the optimal scalar a*(n, d, L) (A^opt = a* I, Thm. 3.2)."""
+    return li.exact_loss_isotropic(L), li.a_star_float(n, d, L)
