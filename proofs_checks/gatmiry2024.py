@@ -2591,8 +2591,324 @@ LEMMA_A10 = Claim(
     notes="The proof cites 'Lemma ??' twice (dangling references).",
 )
 
+# ==============================================================================================
+# Gradient flow: Theorem 3.3 and its restatement A.12
+# ==============================================================================================
+FLOW_SETTING = _setting({"n": 20, "d": 3, "L": 2})
+_FLOW_SYMBOLS = (_N, _D, _L, _DELTA, _XI)
+FLOW_XI = sympy.Rational(1, 10 ** 6)  # the target loss of the large-d scan (any xi << d works)
+CLOSE_XI = sympy.Rational(1, 10 ** 12)  # small enough that c < 1 in Thm. 3.3 (2) for L = 2, 3
+
+
+def _flow_named(F, name: str, n, d, L, xi) -> mpmath.mpf:
+    """A named formula of the section at (n, d, L, xi) in mpmath (delta from its own formula)."""
+    return _mp_value(_gd_expr(F, name), {**_gd_env(n, d, L), "xi": sympy.sympify(xi)})
+
+
+def _mp_coeffs(poly: sympy.Poly) -> list:
+    return [mpmath.mpf(int(c.p)) / int(c.q) for c in poly.all_coeffs()]
+
+
+def scalar_flow_time(L: int, n: int, d: int, xi, a0=0) -> tuple[mpmath.mpf, mpmath.mpf]:
+    """Time for the flow dA/dt = -grad_A L(A, 0) from A(0) = a0 I (Sigma* = I) to reach
+    L = xi, and the level a_xi where it does.  By orthogonal invariance A(t) = a(t) I with
+    da/dt = -f'(a)/d, so t = int_{a0}^{a_xi} d / (-f'(a)) da (f(a_xi) = xi, a0 <= a_xi < a*);
+    mpmath quadrature on the exact polynomial (30 digits)."""
+    f = li.scalar_poly(L, n, d)
+    fp = f.diff(li.a_sym)
+    with mpmath.workdps(30):
+        cf, cp = _mp_coeffs(f), _mp_coeffs(fp)
+        x = mpmath.mpf(xi)
+        lo, hi = mpmath.mpf(a0), _mp_a_star(L, n, d)
+        if mpmath.polyval(cf, lo) <= x:
+            return mpmath.mpf(0), lo
+        for _ in range(200):  # f decreases on [a0, a*]
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if mpmath.polyval(cf, mid) > x else (lo, mid)
+        a_xi = (lo + hi) / 2
+        t = mpmath.quad(lambda a: d / -mpmath.polyval(cp, a), [mpmath.mpf(a0), a_xi])
+    return t, a_xi
+
+
+def scalar_flow_position(L: int, n: int, d: int, t, a0=0) -> mpmath.mpf:
+    """a(t) of the scalar flow (A(0) = a0 I, a0 < a*): the root of
+    int_{a0}^{a} d / (-f'(b)) db = t (increasing in a, infinite at a*), by safeguarded Newton
+    (dt/da = d / (-f'(a))) at 30 digits."""
+    cp = _mp_coeffs(li.scalar_poly(L, n, d).diff(li.a_sym))
+    with mpmath.workdps(30):
+        t = mpmath.mpf(t)
+        lo, hi = mpmath.mpf(a0), _mp_a_star(L, n, d)
+        rate = lambda b: d / -mpmath.polyval(cp, b)  # noqa: E731
+        a, t_a = lo, mpmath.mpf(0)
+        for _ in range(200):
+            if abs(t_a - t) <= mpmath.mpf(10) ** -20 * max(1, t):
+                break
+            lo, hi = (a, hi) if t_a < t else (lo, a)
+            step_ = (t - t_a) / rate(a)
+            nxt = a + step_
+            if not lo < nxt < hi:
+                nxt = (lo + hi) / 2
+            t_a = t_a + mpmath.quad(rate, [a, nxt])
+            a = nxt
+        return a
+
+
+def _mp_a_star(L: int, n: int, d: int, digits: int = 30) -> mpmath.mpf:
+    """a*(n, d, L) by bisection on f' (strictly increasing) at ``digits`` digits; works at any n
+    (``looped_icl.a_star_rational`` certifies 120 digits and is slower at n = 10^100)."""
+    cp = _mp_coeffs(li.scalar_poly(L, n, d).diff(li.a_sym))
+    with mpmath.workdps(digits):
+        lo, hi = mpmath.mpf(0), mpmath.mpf(1)
+        while mpmath.polyval(cp, hi) < 0:
+            hi *= 2
+        for _ in range(int(digits * 3.4) + 10):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if mpmath.polyval(cp, mid) < 0 else (lo, mid)
+        return (lo + hi) / 2
+
+
+def scalar_flow_ivp(L: int, n: int, d: int, xi: float | None, t_end: float,
+                    a0: float = 0.0) -> dict:
+    """The same flow with scipy's solve_ivp (float64): the time the loss reaches xi (an event;
+    none when xi is None) and a(t_end)."""
+    from scipy.integrate import solve_ivp
+
+    f = np.array([float(c) for c in li.scalar_poly(L, n, d).all_coeffs()])
+    fp = np.polyder(f)
+    # in s = log(1 + t) the power-law approach a* - a ~ t^{-1/(2L-2)} takes O(1) steps per decade
+    hit = lambda s, y: np.polyval(f, y[0]) - xi  # noqa: E731
+    sol = solve_ivp(lambda s, y: [-np.expm1(s) * np.polyval(fp, y[0]) / d
+                                  - np.polyval(fp, y[0]) / d], (0.0, np.log1p(t_end)), [a0],
+                    method="LSODA", events=hit if xi is not None else None, rtol=1e-10,
+                    atol=1e-13)
+    t_hit = float(np.expm1(sol.t_events[0][0])) if xi is not None and len(sol.t_events[0]) \
+        else None
+    return {"t_hit": t_hit, "a_at_t_end": float(sol.y[0, -1]), "status": sol.status,
+            "rhs_evaluations": int(sol.nfev)}
+
+
+@dataclass(frozen=True)
+class FlowForm:
+    with_closeness: bool  # Thm. 3.3 (2): (1 - c) A^opt <= A(t) <= (1 + c) A^opt
+
+
+def _flow_case(F, L: int, n: int, d: int, xi) -> dict:
+    """At the scalar start A(0) = 0: the true hitting time vs the named time bound."""
+    t_true, a_xi = scalar_flow_time(L, n, d, xi)
+    with mpmath.workdps(30):
+        bound = _flow_named(F, "time", n, d, L, xi)
+        return {"t_true": t_true, "t_bound": bound, "ok": t_true <= bound, "a_xi": a_xi}
+
+
+def flow_large_d_scan(F, loops: Sequence[int], n: int = GD_N, xi=FLOW_XI, d_max: int = 2 ** 20):
+    """Per L, the smallest d at which the flow from A(0) = 0 has not reached xi by the named
+    time (bisection: t_true / t_bound grows like d^{(L-1)/L} at large n)."""
+    rows, first = {}, None
+    for L in loops:
+        if not _holds(_gd_expr(F, "hypothesis"), {**_gd_env(n, d_max, L), "xi": xi}):
+            rows[f"L={L}"] = {"hypothesis_fails_at_d_max": True}
+            continue
+        if _flow_case(F, L, n, d_max, xi)["ok"]:
+            rows[f"L={L}"] = {"smallest_failing_d": None, "checked_up_to_d": d_max}
+            continue
+        lo, hi = 1, d_max
+        if not _flow_case(F, L, n, 1, xi)["ok"]:
+            hi = 1
+        while lo + 1 < hi:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if not _flow_case(F, L, n, mid, xi)["ok"] else (mid, hi)
+        c = _flow_case(F, L, n, hi, xi)
+        row = {"smallest_failing_d": hi, "t_true": mpmath.nstr(c["t_true"], 15),
+               "t_bound": mpmath.nstr(c["t_bound"], 15)}
+        if hi > 1:
+            prev = _flow_case(F, L, n, hi - 1, xi)
+            row["at_d_minus_1"] = {"t_true": mpmath.nstr(prev["t_true"], 15),
+                                   "t_bound": mpmath.nstr(prev["t_bound"], 15)}
+        rows[f"L={L}"] = row
+        if first is None or hi < first["d"]:
+            ivp = scalar_flow_ivp(L, n, hi, float(xi), 4 * float(c["t_true"]))
+            first = {"L": L, "d": hi, "n": _n_text(n), "xi": str(xi), "A0": "0",
+                     "Sigma_star": "I_d", "t_to_reach_xi_quadrature": mpmath.nstr(c["t_true"], 20),
+                     "t_to_reach_xi_solve_ivp": ivp["t_hit"],
+                     "named_time_bound": mpmath.nstr(c["t_bound"], 20),
+                     "loss_at_named_time": _loss_at_time(L, n, hi, float(c["t_bound"]))}
+    return rows, first
+
+
+def _loss_at_time(L: int, n: int, d: int, t: float) -> float:
+    a = scalar_flow_position(L, n, d, t)
+    with mpmath.workdps(30):
+        return float(mpmath.polyval(_mp_coeffs(li.scalar_poly(L, n, d)), a))
+
+
+def _closeness_finding(F, loops: Sequence[int], dims: Sequence[int], n: int = GD_N,
+                       xi=FLOW_XI) -> Finding:
+    """Thm. 3.3 (2) at the named time: (1 - c) a* <= a(t) <= (1 + c) a* (A(0) = 0)."""
+    rows, bad = [], None
+    for L in loops:
+        for d in dims:
+            with mpmath.workdps(30):
+                t = float(_flow_named(F, "time", n, d, L, xi))
+                c = _flow_named(F, "c", n, d, L, xi)
+            a_t = scalar_flow_position(L, n, d, t)
+            a_opt = _mp_a_star(L, n, d)
+            ok = (1 - c) * a_opt <= a_t <= (1 + c) * a_opt
+            row = {"L": L, "d": d, "t": t, "a_t": float(a_t), "a_star": float(a_opt),
+                   "c": float(c), "ok": bool(ok)}
+            rows.append(row)
+            if not ok and bad is None:
+                bad = row
+    return Finding("closeness_at_the_named_time", bad is None, {"n": _n_text(n), "xi": str(xi),
+                   "rows": rows}, bad, "" if bad is None else "A(t) is outside (1 +- c) A^opt")
+
+
+def _flow_steps() -> list:
+    return [step("Scalar flow", r"A(0)=a_0I\Rightarrow A(t)=a(t)I,\quad \dot a=-\frac{f'(a)}{d},"
+                 r"\quad t_\xi=\int_{a_0}^{a_\xi}\frac{d\,da}{-f'(a)}",
+                 "L(., 0) is invariant under A -> O A O^T at Sigma* = I, so the flow from a I stays "
+                 "on the line; f is the exact loss on it (Wishart moments in n and d)."),
+            step("Large n", r"\dot x=-2Lx^{2L-1},\ f=dx^{2L}\ \Rightarrow\ t_\xi\approx"
+                 r"\frac{(d/\xi)^{(L-1)/L}}{4L(L-1)}",
+                 "with x = 1 - a; the named bound does not grow with d, so it fails for large d."),
+            step("The paper's ODE", r"g'=-\kappa g^{\frac{2L-1}{L}}\Rightarrow g(t)\le\Big("
+                 r"\frac{L}{\kappa(L-1)t}\Big)^{L/(L-1)}",
+                 "the proof of Thm. A.12 writes the exponents L/(2L-1) and (L-1)/(2L-1) and omits "
+                 "the minus sign of g'; with kappa = 1/(16 d^{(L-1)/L}) (the corrected gradient "
+                 "dominance) the time is 16 L d^{(L-1)/L} xi^{-(L-1)/L} / (L-1).")]
+
+
+def _flow_symbolic(ctx: Context, form: FlowForm) -> TierResult:
+    F = ctx.formulas
+    loops = _by_budget(ctx, (2, 3, 4), (2, 3, 4, 5, 6), (2, 3, 4, 5, 6, 8))
+    rows, first = flow_large_d_scan(F, loops)
+    ok = first is None
+    findings = [Finding("hitting_time_large_d", ok, {
+        "family": f"Sigma* = I, A(0) = 0, n = {_n_text(GD_N)}, xi = {FLOW_XI}; per L the smallest "
+                  "d at which L(A(t), 0) > xi at the named time (bisection over d <= 2^20)",
+        "by_L": rows, "L_1": "excluded: the named time divides by L - 1"}, first,
+        "" if ok else f"at L = {first['L']}, d = {first['d']} the flow needs "
+                      f"{first['t_to_reach_xi_quadrature']} > {first['named_time_bound']}")]
+    if form.with_closeness:
+        findings.append(_closeness_finding(F, loops[:2], (1, 10, 1000), xi=CLOSE_XI))
+    return combine(findings, steps=_flow_steps())
+
+
+def _diag_flow(C: Poly, lam0: np.ndarray, n: int, xi: float, t_end: float) -> dict:
+    """The full-matrix flow from A(0) = diag(lam0) (it stays diagonal: the loss is invariant under
+    sign flips of coordinates), integrated by solve_ivp on the eigenvalues with the derived loss
+    (torch autograd, float64)."""
+    from scipy.integrate import solve_ivp
+
+    d = len(lam0)
+
+    def loss_grad(lam):
+        t = torch.tensor(lam, dtype=torch.float64, requires_grad=True)
+        val = C.evaluate({"A": torch.diag(t)}, {"n": n, "d": d})
+        g, = torch.autograd.grad(val, t)
+        return float(val.detach()), g.numpy()
+
+    hit = lambda t, y: loss_grad(y)[0] - xi  # noqa: E731
+    sol = solve_ivp(lambda t, y: -loss_grad(y)[1], (0.0, t_end), lam0, method="LSODA",
+                    events=hit, rtol=1e-9, atol=1e-12, dense_output=True)
+    t_hit = float(sol.t_events[0][0]) if len(sol.t_events[0]) else None
+    return {"t_hit": t_hit, "lam_end": sol.sol(t_end).tolist(), "status": int(sol.status),
+            "loss0": loss_grad(lam0)[0]}
+
+
+def _flow_numeric(ctx: Context, form: FlowForm) -> TierResult:
+    """Full-matrix flows at small d: random diagonal starts (every symmetric start is a rotation of
+    one), n large enough that the hypothesis admits xi; the hitting time vs the named time."""
+    F = ctx.formulas
+    rng = ctx.rng("flow")
+    starts = _by_budget(ctx, 2, 6, 12)
+    n = 10 ** 12
+    rows, bad = [], None
+    for L in [L for L in _loops(ctx) if L >= 2]:
+        C = li.derived_loss(L, isotropic=True, with_u=False)
+        for d in _by_budget(ctx, (2,), (1, 2, 3)):
+            with mpmath.workdps(30):
+                thr = float(_mp_value(_gd_expr(F, "hypothesis").rhs if hasattr(
+                    _gd_expr(F, "hypothesis"), "rhs") else 0, {**_gd_env(n, d, L), "xi": 1}))
+            for s in range(starts):
+                lam0 = rng.uniform(-1.0, 2.5, d) if s else np.zeros(d)
+                xi = max(1.01 * thr, 1e-3)
+                with mpmath.workdps(30):
+                    T = float(_flow_named(F, "time", n, d, L, sympy.Rational(repr(xi))))
+                out = _diag_flow(C, lam0, n, xi, max(T, 1e-9))
+                if out["loss0"] <= xi:
+                    continue
+                ok = out["t_hit"] is not None and out["t_hit"] <= T
+                row = {"L": L, "d": d, "n": n, "xi": xi, "A0_eigenvalues": lam0.tolist(),
+                       "loss0": out["loss0"], "t_hit": out["t_hit"], "named_time": T,
+                       "ok": ok}
+                if form.with_closeness:
+                    with mpmath.workdps(30):
+                        c = float(_flow_named(F, "c", n, d, L, sympy.Rational(repr(xi))))
+                    a_opt = float(_mp_a_star(L, n, d))
+                    lam_T = np.array(out["lam_end"])
+                    close = bool(np.all(((1 - c) * a_opt <= lam_T) & (lam_T <= (1 + c) * a_opt)))
+                    row.update({"c": c, "eigenvalues_at_named_time": lam_T.tolist(),
+                                "close": close})
+                    ok = ok and close
+                rows.append(row)
+                if not ok and bad is None:
+                    bad = row
+    return combine([Finding("flows_at_small_d", bad is None, {"flows": rows}, bad,
+                            "" if bad is None else "a flow misses the named bound")])
+
+
+THM_A12_FORMULAS = (
+    NamedFormula("hypothesis", "xi >= 2*(4*delta)**(2*L)", _FLOW_SYMBOLS, equation="Thm. A.12",
+                 description="xi >= 2 (4 delta)^{2L}"),
+    NamedFormula("delta", "(8*L*d/sqrt(n))**(1/(2*L))", (_N, _D, _L), equation="Sec. 3.5",
+                 description="delta := (8 L d / sqrt(n))^{1/(2L)}"),
+    NamedFormula("time", "(1/xi)**((L - 1)/L)*(16*L/(L - 1))**((L - 1)/(2*L - 1))", _FLOW_SYMBOLS,
+                 equation="Thm. A.12", description="after this time L(A(t), 0) <= xi"),
+)
+FLOW_CORRECTION = {"time": "(d/xi)**((L - 1)/L)*16*L/(L - 1)"}
+FLOW_REASON = ("the corrected gradient dominance (Thm. 3.4 with the factor d^{-(L-1)/L}) and the "
+               "correct solution of g' = -kappa g^{(2L-1)/L}; the paper's ODE solution has the "
+               "exponents L/(2L-1), (L-1)/(2L-1) for L/(L-1), 1")
+
+THM_A12 = Claim(
+    id="gatmiry2024.thm_a12",
+    title="Convergence of the gradient flow (time to reach loss xi)",
+    paper=PAPER,
+    statement=r"For $\xi\ge2(4\delta)^{2L}$, after $t\ge(1/\xi)^{(L-1)/L}(\frac{16L}{L-1})^{(L-1)/"
+              r"(2L-1)}$ the flow $\dot A=-\nabla_AL(A,0)$ has $L(A(t),0)\le\xi$.",
+    assumptions=("Sigma* = I, u = 0", "L >= 2 (the time divides by L - 1)",
+                 "delta = (8 L d / sqrt(n))^{1/(2L)}"),
+    formulas=THM_A12_FORMULAS,
+    checks={"symbolic": lambda ctx: _flow_symbolic(ctx, FlowForm(False)),
+            "numeric": single_threaded(lambda ctx: _flow_numeric(ctx, FlowForm(False)))},
+    setting=FLOW_SETTING,
+    correction=Correction(description="t >= 16 L d^{(L-1)/L} xi^{-(L-1)/L} / (L - 1)",
+                          reason=FLOW_REASON, formulas=FLOW_CORRECTION),
+    notes="The proof writes f' <= (1/16) f^{(2L-1)/L} for f' <= -(1/16) f^{(2L-1)/L}.",
+)
+
+THM3_3 = Claim(
+    id="gatmiry2024.thm3_3",
+    title="Convergence of the gradient flow (loss and closeness to A^opt)",
+    paper=PAPER,
+    statement=r"For $\xi\ge2(4\delta)^{2L}$, after $t\ge(1/\xi)^{(L-1)/L}(\frac{16L}{L-1})^{(L-1)/"
+              r"(2L-1)}$: (1) $L(A(t))\le\xi$; (2) $(1-8(1+4d^{1/(2L)})\xi^{1/(2L)})A^{opt}"
+              r"\preccurlyeq A\preccurlyeq(1+8(1+4d^{1/(2L)})\xi^{1/(2L)})A^{opt}$.",
+    assumptions=THM_A12.assumptions + ("A^opt = a*(n, d, L) I (Thm. 3.2 check)",),
+    formulas=THM_A12_FORMULAS + (
+        NamedFormula("c", "8*(1 + 4*d**(1/(2*L)))*xi**(1/(2*L))", _FLOW_SYMBOLS,
+                     equation="Thm. 3.3 (2)", description="(1 - c) A^opt <= A(t) <= (1 + c) A^opt"),),
+    checks={"symbolic": lambda ctx: _flow_symbolic(ctx, FlowForm(True)),
+            "numeric": single_threaded(lambda ctx: _flow_numeric(ctx, FlowForm(True)))},
+    setting=FLOW_SETTING,
+    correction=Correction(description=THM_A12.correction.description, reason=FLOW_REASON,
+                          formulas=FLOW_CORRECTION),
+    notes="Item (2) is printed with a lost minus sign ('(1 8(1 + ...')); read as 1 - c.",
+)
+
+
 CLAIMS = [PROP3_1, LEMMA4_1, COR_A4, LEMMA_A3, LEMMA_A6, THM_A1, LEMMA_A2, LEMMA4_2, LEMMA_A5,
-          LEMMA4_3, LEMMA_A7, THM3_2, THM_A8, THM3_4, THM_A11, LEMMA_A10]
+          LEMMA4_3, LEMMA_A7, THM3_2, THM_A8, THM3_4, THM_A11, LEMMA_A10, THM3_3, THM_A12]
 
 
 # ==============================================================================================
