@@ -30,6 +30,7 @@ AS_COMPUTED = {
     "gatmiry2024.lemma_a7": "verified", "gatmiry2024.thm3_2": "verified",
     "gatmiry2024.thm_a8": "verified", "gatmiry2024.thm3_4": "corrected",
     "gatmiry2024.thm_a11": "corrected", "gatmiry2024.lemma_a10": "corrected",
+    "gatmiry2024.thm3_3": "corrected", "gatmiry2024.thm_a12": "corrected",
 }
 CHEAP = ["gatmiry2024.prop3_1", "gatmiry2024.lemma_a6", "gatmiry2024.lemma_a2",
          "gatmiry2024.lemma_a7", "gatmiry2024.thm_a11", "gatmiry2024.thm3_4"]
@@ -143,5 +144,18 @@ def test_lemma_a10_mutated_correction_is_refuted():
 
 
 @pytest.mark.slow
-def test_thm3_2_smaller_closeness_constant_is_refuted():
-    assert verdict("gatmiry2024.thm3_2", c="delta*d**(1/(2*L))/100").verdict == "refuted"
+def test_thm3_2_too_small_loss_bound_is_refuted():
+    # the optimal loss is about d(d+1)/n at L = 1: the bound d/n is below it
+    assert verdict("gatmiry2024.thm3_2", loss_bound="d/n").verdict == "refuted"
+
+
+def test_thm_a12_correction_passes_and_the_paper_time_fails_at_d_646():
+    cid = "gatmiry2024.thm_a12"
+    v = verdict(cid)
+    assert v.verdict == "corrected"
+    ce = v.counterexample
+    assert ce["L"] == 2 and ce["d"] == 646
+    assert float(ce["t_to_reach_xi_quadrature"]) > float(ce["named_time_bound"])
+    assert abs(ce["t_to_reach_xi_solve_ivp"] / float(ce["t_to_reach_xi_quadrature"]) - 1) < 1e-6
+    # the corrected time is 256 times the large-n flow time at L = 2: 1000 times smaller fails
+    assert verdict(cid, time="(d/xi)**((L - 1)/L)*16*L/(1000*(L - 1))").verdict == "refuted"
