@@ -31,6 +31,7 @@ AS_COMPUTED = {
     "gatmiry2024.thm_a8": "verified", "gatmiry2024.thm3_4": "corrected",
     "gatmiry2024.thm_a11": "corrected", "gatmiry2024.lemma_a10": "corrected",
     "gatmiry2024.thm3_3": "corrected", "gatmiry2024.thm_a12": "corrected",
+    "gatmiry2024.thm4_4": "verified", "gatmiry2024.lemma_a9": "verified",
 }
 CHEAP = ["gatmiry2024.prop3_1", "gatmiry2024.lemma_a6", "gatmiry2024.lemma_a2",
          "gatmiry2024.lemma_a7", "gatmiry2024.thm_a11", "gatmiry2024.thm3_4"]
@@ -159,3 +160,15 @@ def test_thm_a12_correction_passes_and_the_paper_time_fails_at_d_646():
     assert abs(ce["t_to_reach_xi_solve_ivp"] / float(ce["t_to_reach_xi_quadrature"]) - 1) < 1e-6
     # the corrected time is 256 times the large-n flow time at L = 2: 1000 times smaller fails
     assert verdict(cid, time="(d/xi)**((L - 1)/L)*16*L/(1000*(L - 1))").verdict == "refuted"
+
+
+@pytest.mark.slow
+def test_thm4_4_smaller_radius_is_refuted():
+    # the closest approach of the exact search is 0.042 of the radius (4 + 16 d^{1/(2L)}) eps
+    assert verdict("gatmiry2024.thm4_4", radius="epsilon/10").verdict == "refuted"
+
+
+@pytest.mark.slow
+def test_lemma_a9_smaller_radius_is_refuted():
+    # the deviation reaches eps / 4 of the radius 4 eps + 16 delta d^{1/(2L)} (L = 1, d = 1)
+    assert verdict("gatmiry2024.lemma_a9", radius="epsilon/8").verdict == "refuted"
