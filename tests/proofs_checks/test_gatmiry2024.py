@@ -32,8 +32,9 @@ AS_COMPUTED = {
     "gatmiry2024.thm_a11": "corrected", "gatmiry2024.lemma_a10": "corrected",
     "gatmiry2024.thm3_3": "corrected", "gatmiry2024.thm_a12": "corrected",
     "gatmiry2024.thm4_4": "verified", "gatmiry2024.lemma_a9": "verified",
+    "gatmiry2024.thm4_5": "corrected", "gatmiry2024.thm_a13": "corrected",
 }
-CHEAP = ["gatmiry2024.prop3_1", "gatmiry2024.lemma_a6", "gatmiry2024.lemma_a2",
+CHEAP = ["gatmiry2024.thm_a13", "gatmiry2024.prop3_1", "gatmiry2024.lemma_a6", "gatmiry2024.lemma_a2",
          "gatmiry2024.lemma_a7", "gatmiry2024.thm_a11", "gatmiry2024.thm3_4"]
 
 
@@ -172,3 +173,14 @@ def test_thm4_4_smaller_radius_is_refuted():
 def test_lemma_a9_smaller_radius_is_refuted():
     # the deviation reaches eps / 4 of the radius 4 eps + 16 delta d^{1/(2L)} (L = 1, d = 1)
     assert verdict("gatmiry2024.lemma_a9", radius="epsilon/8").verdict == "refuted"
+
+
+def test_thm_a13_needs_the_1_over_n_in_sigma_out():
+    cid = "gatmiry2024.thm_a13"
+    ce = verdict(cid).counterexample
+    # X X^T in the window forces X X^T / n -> 0: the error is ||w|| ||x_q|| = 1, above the bound
+    assert float(ce["error_sq"]) > float(ce["bound"])
+    assert verdict(cid, **corrected(cid)).verdict == "verified"
+    # the bound without its (1 + 16 delta d^{1/(2L)})^2 factor and with zeta doubled fails
+    assert verdict(cid, **corrected(cid, bound="(1 - 2*zeta)**(2*L)*xq_norm2*w_norm2")
+                   ).verdict == "refuted"
