@@ -3304,8 +3304,198 @@ THM_A13 = _ood_claim(
     r"Thm. 4.5.")
 
 
+# ==============================================================================================
+# Figures 1-4 (Sec. 5: Sigma* = I, d = 5 for Fig. 1, d = 10 otherwise), from the exact loss
+# ==============================================================================================
+FIG_SETTING = _setting({"n": 20, "d": 10, "L": 2})
+FIG1_NS = (2, 3, 4, 5, 10, 20)
+_DIST = FormulaSymbol("Dist", description="Dist(A, I) = min_a ||A - a I||_F / ||A||_F")
+
+
+def _a_rational(n: int, d: int, L: int) -> sympy.Rational:
+    return sympy.Rational(mpmath.nstr(_mp_a_star(L, n, d, 60), 60))
+
+
+def fig1_symbolic(ctx: Context) -> TierResult:
+    """At d = 5 and every n (n < d included) a* I is a strict local minimum of L(., 0) whose
+    Hessian is positive in every traceless direction, so trained iterates near it have
+    Dist(A, I) -> 0; the scale a* itself is far from 1 for small n."""
+    F = ctx.formulas
+    target = float(F["limit_dist"])
+    rows, bad = [], None
+    for L in _by_budget(ctx, (1, 2, 3), (1, 2, 3, 5), (1, 2, 3, 5, 10)):
+        for n in FIG1_NS:
+            a = _a_rational(n, 5, L)
+            h_I, h_p = li.hessian_at_scalar(a, n, 5, L)
+            ok = bool(h_I > 0 and h_p > 0) and target == 0.0
+            rows.append({"L": L, "n": n, "a_star": float(a), "hessian_along_I": float(h_I),
+                         "hessian_traceless": float(h_p), "Dist_at_optimum": 0.0,
+                         "relative_distance_to_I": float(abs(1 - a))})
+            if not ok and bad is None:
+                bad = {**rows[-1], "named_limit_dist": target}
+    return combine([Finding("scalar_optimum_is_a_strict_local_minimum", bad is None, {
+        "d": 5, "rows": rows, "note": "Dist is scale invariant (ahn2023 Sec. 5.3): the optimum "
+        "a* I has Dist = 0 for every n, but ||a* I - I|| / ||I|| = 1 - a* is large for n <= d"},
+        bad, "" if bad is None else "the named limit of Dist(A, I) is not that of the optimum")])
+
+
+def fig1_train(ctx: Context) -> TierResult:
+    """L-BFGS on the exact loss (d = 5, n < d included): Dist(A, I) of the trained A and its
+    scale against a*(n, 5, L)."""
+    F = ctx.formulas
+    target = float(F["limit_dist"])
+    runs, bad, undecided = [], None, None
+    L = 2
+    for n in _by_budget(ctx, (2, 5, 20), FIG1_NS):
+        results, A, _, rt = train_exact(ctx, L, 5, n, np.eye(5), False, f"fig1-{n}",
+                                        restarts=_by_budget(ctx, 2, 4, 8))
+        a = li.a_star_float(n, 5, L)
+        for r, res in enumerate(results):
+            dist = dist_to_identity(torch.tensor(A[r]))
+            scale = float(np.trace(A[r]) / 5)
+            row = {"n": n, "restart": r, "Dist_to_I": dist, "trained_scale": scale,
+                   "a_star": a, "status": res.status}
+            runs.append(row)
+            if res.status == "diverged" and undecided is None:
+                undecided = res.reason
+            elif res.status == "converged" and abs(dist - target) > 1e-3 and bad is None:
+                bad = {**row, "trained_A": A[r].tolist(), "named_limit_dist": target}
+    if bad is None and undecided is not None:
+        return combine([Finding("exact_loss_training", None, {"runs": runs}, reason=undecided)])
+    return combine([Finding("exact_loss_training", bad is None, {
+        "L": L, "d": 5, "runs": runs, "tolerance": 1e-3}, bad,
+        "" if bad is None else "a converged run ends away from the named Dist")])
+
+
+FIG1 = Claim(
+    id="gatmiry2024.fig1",
+    title="Fig. 1: the trained A converges to (a multiple of) I, even for n < d",
+    paper=PAPER,
+    statement=r"For $d=5$ and every $n$, including $n<d$, training the looped model drives "
+              r"$\mathrm{Dist}(A,I)$ to (nearly) 0.",
+    assumptions=("Sigma* = I, u = 0, exact population loss", "Dist(A, I) = min_a ||A - a I||_F / "
+                 "||A||_F (scale invariant, the metric of ahn2023 Sec. 5.3)"),
+    formulas=(NamedFormula("limit_dist", "0", (_DIST,), equation="Fig. 1",
+                           description="the value Dist(A, I) converges to"),),
+    checks={"symbolic": fig1_symbolic, "train": single_threaded(fig1_train)},
+    setting=FIG_SETTING,
+)
+
+
+def fig2_symbolic(ctx: Context) -> TierResult:
+    """The optimal loss f(a*(n, 10, L)) of the looped model decreases strictly in L (d = 10)."""
+    rows, bad = [], None
+    for n in (20, 40):
+        prev = None
+        for L in range(1, _by_budget(ctx, 7, 9, 11)):
+            a = _a_rational(n, 10, L)
+            f = li.scalar_poly(L, n, 10).eval(a)
+            rows.append({"n": n, "L": L, "a_star": float(a), "optimal_loss": float(f)})
+            if prev is not None and not f < prev and bad is None:
+                bad = {"n": n, "L": L, "optimal_loss": str(f), "previous": str(prev)}
+            prev = f
+    return combine([Finding("optimal_loss_decreases_with_loops", bad is None, {
+        "d": 10, "rows": rows}, bad, "" if bad is None else "more loops do not lower the loss")])
+
+
+FIG2 = Claim(
+    id="gatmiry2024.fig2",
+    title="Fig. 2: more loops give a lower loss",
+    paper=PAPER,
+    statement=r"Increasing the number of loops $L$ lowers the (optimal) in-context loss.",
+    assumptions=("Sigma* = I, u = 0, d = 10, the optimum A = a*(n, d, L) I of the exact loss",
+                 "the comparison with multilayer models is not checked"),
+    formulas=(),
+    checks={"symbolic": fig2_symbolic},
+    setting=FIG_SETTING,
+)
+
+
+def fig3_symbolic(ctx: Context) -> TierResult:
+    """Loop extrapolation: the model optimal for L_train loops, run with L_test loops, has loss
+    f_{L_test}(a*(n, d, L_train)) = E tr (I - a* W/n)^{2 L_test}; with finite n the Wishart
+    spectrum is unbounded, so it eventually grows: the first L_test at which it increases."""
+    rows, bad = [], None
+    for n in (20, 40):
+        for L_train in (2, 5):
+            a = _a_rational(n, 10, L_train)
+            vals = [li.scalar_poly(Lt, n, 10).eval(a) for Lt in range(1, _by_budget(ctx, 11, 13))]
+            up = next((i + 1 for i in range(1, len(vals)) if vals[i] > vals[i - 1]), None)
+            row = {"n": n, "L_train": L_train, "a_star": float(a),
+                   "loss_by_L_test": [float(v) for v in vals], "first_increase_at_L_test": up}
+            rows.append(row)
+            if up is not None and bad is None:
+                bad = {"d": 10, "n": n, "L_train": L_train, "L_test": up,
+                       "loss_at_L_test": mpmath.nstr(_mpf(vals[up - 1]), 30),
+                       "loss_at_L_test_minus_1": mpmath.nstr(_mpf(vals[up - 2]), 30),
+                       "a_star_L_train": mpmath.nstr(_mpf(a), 30),
+                       "exact": "E tr (I - a* W/n)^{2 L_test}, W ~ Wishart(n, I_10), as exact "
+                                "rationals at the 60-digit rational a*"}
+    return combine([Finding("extrapolation_keeps_decreasing", bad is None, {"d": 10, "rows": rows},
+                            bad, "" if bad is None else
+                            f"the loss increases from L_test = {bad['L_test'] - 1} to {bad['L_test']}")],
+                   steps=[step("Divergence", r"\mathbb E\,\mathrm{tr}(I-aW/n)^{2L}\ge "
+                               r"\Pr(\lambda_{\max}(W/n)>2/a)\,1^{2L}\cdots\to\infty",
+                               "for any a > 0 the event lambda_max(W/n) > 2/a has positive "
+                               "probability, on which |1 - a lambda|^{2L} grows geometrically")])
+
+
+FIG3 = Claim(
+    id="gatmiry2024.fig3",
+    title="Fig. 3: evaluating with more loops than trained keeps lowering the loss",
+    paper=PAPER,
+    statement=r"A looped model trained with 2 (or 5) loops, evaluated with arbitrarily many loops, "
+              r"keeps decreasing the in-distribution loss.",
+    assumptions=("Sigma* = I, u = 0, d = 10; the trained model is the exact optimum a*(n, d, "
+                 "L_train) I", "the OOD panel is not checked here (see Thm. 4.5)"),
+    formulas=(),
+    checks={"symbolic": fig3_symbolic},
+    setting=FIG_SETTING,
+)
+
+
+def fig4_symbolic(ctx: Context) -> TierResult:
+    """Gradient flow from A(0) = 0 on the exact loss (d = 10, n = 20): the time to close 99% of
+    the gap f(0) - f(a*) for each L; converges for every L, more slowly for more loops."""
+    rows, bad = [], None
+    n, d = 20, 10
+    prev = None
+    for L in range(1, _by_budget(ctx, 6, 8)):  # monotonicity from L = 2 (Thm. 3.3's rate)
+        a = _a_rational(n, d, L)
+        f = li.scalar_poly(L, n, d)
+        f0, fs = f.eval(0), f.eval(a)
+        xi = fs + (f0 - fs) / 100
+        t, _ = scalar_flow_time(L, n, d, xi)
+        rows.append({"L": L, "a_star": float(a), "time_to_99_percent": float(t)})
+        if prev is not None and L > 2 and not t > prev and bad is None:
+            bad = {"L": L, "time": float(t), "previous": float(prev)}
+        prev = t
+    return combine([Finding("flow_converges_slower_with_more_loops", bad is None, {
+        "d": d, "n": n, "A0": "0", "rows": rows,
+        "note": "monotone from L = 2 (the rate of Thm. 3.3 needs L >= 2); the exact population "
+                "flow converges for L = 1 too, slightly more slowly than L = 2 (the figure's "
+                "remark that 1 loop does not converge concerns the paper's finite-sample "
+                "training)"},
+        bad, "" if bad is None else "more loops do not slow the flow")])
+
+
+FIG4 = Claim(
+    id="gatmiry2024.fig4",
+    title="Fig. 4: A converges to I for every number of loops, more slowly for more loops",
+    paper=PAPER,
+    statement=r"The iterate $A$ converges to (a multiple of) $I$ for all numbers of loops; the "
+              r"convergence is slower for more loops.",
+    assumptions=("Sigma* = I, u = 0, d = 10, n = 20, gradient flow on the exact loss from A = 0",
+                 "'slower for more loops' compared for L >= 2 (Thm. 3.3's rate; the figure's "
+                 "1-loop run does not converge)"),
+    formulas=(),
+    checks={"symbolic": fig4_symbolic},
+    setting=FIG_SETTING,
+)
+
+
 CLAIMS = [PROP3_1, LEMMA4_1, COR_A4, LEMMA_A3, LEMMA_A6, THM_A1, LEMMA_A2, LEMMA4_2, LEMMA_A5,
-          LEMMA4_3, LEMMA_A7, THM3_2, THM_A8, THM3_4, THM_A11, LEMMA_A10, THM3_3, THM_A12, THM4_4, LEMMA_A9, THM4_5, THM_A13]
+          LEMMA4_3, LEMMA_A7, THM3_2, THM_A8, THM3_4, THM_A11, LEMMA_A10, THM3_3, THM_A12, THM4_4, LEMMA_A9, THM4_5, THM_A13, FIG1, FIG2, FIG3, FIG4]
 
 
 # ==============================================================================================
