@@ -205,3 +205,19 @@ def test_fig1_train_reaches_a_multiple_of_identity():
     assert v.verdict == "verified", v.reason
     runs = v.tiers["train"].evidence["exact_loss_training"]["runs"]
     assert all(r["Dist_to_I"] < 1e-3 for r in runs if r["status"] == "converged")
+
+
+@pytest.mark.slow
+def test_fig2_train_reaches_the_optimum_for_each_loop_count():
+    v = verdict("gatmiry2024.fig2", tiers=("train",))
+    assert v.verdict == "verified", v.reason
+    ev = v.tiers["train"].evidence["exact_loss_training"]
+    assert ev["looped"][1]["trained_loss"] < ev["looped"][0]["trained_loss"]
+
+
+@pytest.mark.slow
+def test_fig3_trained_model_extrapolation_turns_up():
+    v = verdict("gatmiry2024.fig3", tiers=("train",))
+    assert v.verdict == "refuted"
+    ce = v.counterexample
+    assert ce["L_test"] == 6 and ce["loss_at_L_test"] > ce["loss_at_L_test_minus_1"]
