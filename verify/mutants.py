@@ -34,7 +34,7 @@ from sympy.matrices.expressions.matexpr import MatrixExpr
 from sympy.matrices.expressions.special import Identity, OneMatrix, ZeroMatrix
 
 from .errors import UsageError
-from .formulas import SIZE_NAMES, NamedFormula, formula_str, formula_value
+from .formulas import SIZE_NAMES, FormulaPrinter, NamedFormula, formula_value
 
 OPERATORS = ("constant", "swap", "drop_term", "sign", "transpose")
 EQUIVALENCE_KINDS = ("none", "simplification", "identity", "assumptions")
@@ -92,6 +92,12 @@ def _positions(expr: sympy.Basic, path: Path = ()) -> Iterator[tuple[Path, sympy
     yield path, expr
     if isinstance(expr, _LEAF_NODES):
         return
+    if isinstance(expr, sympy.MatrixBase):
+        # an explicit (block) matrix: args are (rows, cols, Tuple(entries)); the shape is fixed,
+        # only the entries (blocks) are mutated, and _replace rebuilds the same rows x cols grid
+        for k, entry in enumerate(expr.args[2]):
+            yield from _positions(entry, path + (2, k))
+        return
     for i, arg in enumerate(expr.args):
         if isinstance(arg, sympy.Basic) and not isinstance(arg, sympy.core.symbol.Str):
             yield from _positions(arg, path + (i,))
@@ -117,8 +123,25 @@ def _exchange(expr: sympy.Basic, mapping: dict) -> sympy.Basic:
         return mapping[expr]
     if isinstance(expr, _LEAF_NODES) or not expr.args:
         return expr
+    if isinstance(expr, sympy.MatrixBase):
+        rows, cols, entries = expr.args
+        return expr.func(rows, cols, sympy.Tuple(*[_exchange(a, mapping) for a in entries]))
     return expr.func(*[_exchange(a, mapping) if isinstance(a, sympy.Basic) else a
                        for a in expr.args])
+
+
+class _Printer(FormulaPrinter):
+    """Formula text that reads back, block matrices included (``BlockMatrix([[A, B], [C, D]])``
+    rather than the ``Matrix([...])`` that sympify would read as a nested list)."""
+
+    def _print_BlockMatrix(self, expr):
+        rows = ", ".join("[" + ", ".join(self._print(b) for b in row) + "]"
+                         for row in expr.blocks.tolist())
+        return f"BlockMatrix([{rows}])"
+
+
+def formula_str(expr: sympy.Basic) -> str:
+    return _Printer().doprint(expr)
 
 
 def _is_matrix(expr) -> bool:
