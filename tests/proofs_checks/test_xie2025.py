@@ -82,8 +82,6 @@ MUTANTS = {
     "thm1 one head too few": ("xie2025.thm1", {"H_sat": "d"}),
     "thm1 one head too many": ("xie2025.thm1", {"H_sat": "d + 2"}),
     "lemma1 changed constant in A.4": ("xie2025.lemma1", {"uMu": _UMU.replace("d*u", "(d+1)*u")}),
-    "lemma1 witness without query weights": ("xie2025.lemma1", {
-        "W_Q": "ZeroMatrix(d+1, d+1)"}),
     "eq8 flipped sign": ("xie2025.eq8", {"W_P": "-eta*Identity(d+1)",
                                          "f8": _F8.replace("y_q -", "y_q +")}),
     "eq8 dropped transpose": ("xie2025.eq8", {"W_P": "-eta*Identity(d+1)",
@@ -94,7 +92,6 @@ MUTANTS = {
     "thm4 wrong guess": ("xie2025.thm4", {"v": "2*w_star"}),
     "thm4 B.3 moment": ("xie2025.thm4", {
         "EWwwW": "C*(C + 2)*w*w.T + C*trace(w*w.T)*Identity(d)"}),
-    "lemma2 b without its last entry": ("xie2025.lemma2", {"b_y": "0"}),
     "lemma3 query weights without W_3": ("xie2025.lemma3", {
         "WK_new": "W_K", "WV_new": "W_V", "WQ_new": "W_Q"}),
     "fig2 one head too few": ("xie2025.fig2", {"H_risk": "d - 1"}),
@@ -113,6 +110,12 @@ def test_mutants_are_refuted(name):
     v = verdict(claim_id, **overrides)
     assert v.verdict == "refuted", (name, v.as_dict())
     assert v.counterexample and v.counterexample["tier"] == "symbolic"
+
+
+def test_convexity_witnesses_are_not_named_formulas():
+    """Lemmas 1 and 2 say nothing about eq. (7) or the App. B.3 point: the witnesses are fixed."""
+    assert [f.name for f in find("xie2025.lemma1").formulas] == ["uMu"]
+    assert find("xie2025.lemma2").formulas == ()
 
 
 def test_thm2_mutated_eq22_fails_its_own_finding():
