@@ -357,15 +357,25 @@ def _gd_from_formula(F) -> dict:
     """R_GD(eta) from the named GD update, derived with the kernel; its minimiser and minimum."""
     sp = symbolic_prompt("zero")
     bind = {"w_star": w_star_letter(), "X": sp.X.T, "y": sp.X.T @ sp.w}
-    w1 = to_mat(F["w1"], bind, {"eta": ETA})
+    eta = sympy.Symbol("eta", real=True)  # any real step: its sign is checked, not assumed
+    w1 = to_mat(F["w1"], bind, {"eta": eta})
     err = sp.xq.T @ w1 - sp.target
     R = value_at(expectation(err * err), {"w_star": (1, "w")}).simplify().parts.get("1", 0)
     R = sympy.factor(sympy.cancel(R))
-    crit = [c for c in sympy.solve(sympy.diff(R, ETA), ETA)]
+    crit = [c for c in sympy.solve(sympy.diff(R, eta), eta)] if R.has(eta) else []
     if len(crit) != 1:
-        return {"risk": R, "eta_star": None, "risk_star": None}
-    return {"risk": R, "eta_star": sympy.factor(crit[0]),
-            "risk_star": sympy.factor(sympy.cancel(R.subs(ETA, crit[0])))}
+        return {"risk": R.xreplace({eta: ETA}), "eta_star": None, "risk_star": None,
+                "why": "the risk has no unique stationary step size"}
+    eta_star = sympy.factor(crit[0])
+    return {"risk": R.xreplace({eta: ETA}), "eta_star": eta_star,
+            "risk_star": sympy.factor(sympy.cancel(R.subs(eta, eta_star))),
+            "step_positive": _positive_in_C_d(eta_star)}
+
+
+def _positive_in_C_d(expr) -> bool:
+    """Whether the best step is a descent step (> 0) at every checked size d, C (exact)."""
+    return all(sympy.sympify(expr).subs({D_SYM: d, C_SYM: c}) > 0
+               for d in (1, 2, 3, 10) for c in (1, 2, 10, 10 ** 6))
 
 
 @lru_cache(maxsize=None)
@@ -399,11 +409,20 @@ def fig5_symbolic(ctx: Context) -> TierResult:
             ok_all = False
             ce = {"d": d, "min_over_yq_LSA": str(lb["min"]), "GD_with_best_step": str(gd_d),
                   "at_C=10": {"yq_LSA": str(sympy.sympify(lb["min"]).subs(C_SYM, 10)),
-                              "GD": str(sympy.sympify(gd_d).subs(C_SYM, 10))}}
+                              "GD": "none" if gd_d is None else str(gd_d.subs(C_SYM, 10))}}
+            if gd_d is None:
+                ce["why"] = gd["why"] + ": GD_risk(eta) = " + str(gd["risk"])
     findings.append(Finding("yq_lsa_optimum_equals_gd", ok_all, {
         "GD_risk(eta)": str(gd["risk"]), "eta_star": str(gd["eta_star"]),
         "GD_risk_star": str(gd["risk_star"]), "dims": rows}, ce,
         "" if ok_all else "the optimal y_q-LSA risk differs from one-step GD with the best step"))
+    # the best step of the named update is a descent step (eta > 0, a GD step size)
+    pos = bool(gd.get("step_positive"))
+    findings.append(Finding("best_step_is_positive", pos, {"eta_star": str(gd["eta_star"])},
+                            None if pos else {"eta_star": str(gd["eta_star"]),
+                                              "GD_risk(eta)": str(gd["risk"])},
+                            "" if pos else "the named update has no positive best step size "
+                                           "(it is not a gradient descent step)"))
     # the single-head point of Thm. 4 with b scaled by eta* attains it (lemma 2's ray)
     from .convexity_claims import _yq_witness
     from .stationary_claims import THM4_FORMULAS
@@ -443,6 +462,12 @@ def fig5_numeric(ctx: Context) -> TierResult:
     inst = SETTING.instance(ctx.budget.name, ctx.sizes)
     d, C = inst.d, inst.C
     gd = _gd_from_formula(F)
+    if gd["eta_star"] is None or not gd["step_positive"]:
+        why = gd.get("why") or f"the best step size {gd['eta_star']} is not positive"
+        return finish([Finding("gd_baseline_has_a_best_step", False, {"GD_risk(eta)": str(
+            gd["risk"])}, {"instance": inst.as_dict(), "GD_risk(eta)": str(gd["risk"]),
+                           "eta_star": str(gd["eta_star"])}, f"the named GD update: {why}")],
+            {"instance": inst.as_dict()})
     eta = as_float(gd["eta_star"].subs({D_SYM: d, C_SYM: C}))
     R_gd = as_float(gd["risk_star"].subs({D_SYM: d, C_SYM: C}))
     P = torch.zeros(1, d + 1, d + 1, dtype=torch.float64)
@@ -487,6 +512,12 @@ def fig5_train(ctx: Context) -> TierResult:
     inst = SETTING.instance(ctx.budget.name, ctx.sizes)
     d, C = inst.d, inst.C
     gd = _gd_from_formula(F)
+    if gd["eta_star"] is None or not gd["step_positive"]:
+        why = gd.get("why") or f"the best step size {gd['eta_star']} is not positive"
+        return finish([Finding("gd_baseline_has_a_best_step", False, {"GD_risk(eta)": str(
+            gd["risk"])}, {"instance": inst.as_dict(), "GD_risk(eta)": str(gd["risk"]),
+                           "eta_star": str(gd["eta_star"])}, f"the named GD update: {why}")],
+            {"instance": inst.as_dict()})
     R_gd = as_float(gd["risk_star"].subs({D_SYM: d, C_SYM: C}))
     eta = as_float(gd["eta_star"].subs({D_SYM: d, C_SYM: C}))
     res = train_yq_exact(inst, ctx, ctx.seed_for("fig5-exact"))

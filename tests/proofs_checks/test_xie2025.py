@@ -100,6 +100,10 @@ MUTANTS = {
     "fig4 quadratic in the guess norm": ("xie2025.fig4", {"gap_guess": "k_g*g2**2"}),
     "fig4 linear in the bias": ("xie2025.fig4", {"gap_bias": "k_b*beta"}),
     "fig5 GD started at zero": ("xie2025.fig5", {"w1": "eta/C*X.T*y"}),
+    "fig5 ascent step (no positive best step)": ("xie2025.fig5", {
+        "w1": "w_star + eta/C*X.T*(X*w_star - y)"}),
+    "fig5 step size dropped (risk constant in eta)": ("xie2025.fig5", {
+        "w1": "w_star - d/C*X.T*(X*w_star - y)"}),
     "thm2 eq22 changed constant": ("xie2025.thm2", {"M_yy": "w_star.T*w_star + (d+1)*Identity(1)"}),
 }
 
@@ -110,6 +114,12 @@ def test_mutants_are_refuted(name):
     v = verdict(claim_id, **overrides)
     assert v.verdict == "refuted", (name, v.as_dict())
     assert v.counterexample and v.counterexample["tier"] == "symbolic"
+
+
+def test_fig5_mutant_without_a_best_step_is_refuted_by_the_numeric_tier():
+    v = verdict("xie2025.fig5", tiers=("numeric",), w1="w_star - d/C*X.T*(X*w_star - y)")
+    assert v.verdict == "refuted"
+    assert "no unique stationary step size" in v.tiers["numeric"].reason
 
 
 def test_convexity_witnesses_are_not_named_formulas():
