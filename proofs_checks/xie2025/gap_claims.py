@@ -75,11 +75,19 @@ def _positive_slope(k) -> bool:
     return all(sympy.sympify(k).subs(C_SYM, c) > 0 for c in (1, 2, 10, 10 ** 6))
 
 
+def _fitted_slope(info: dict, derived_slope) -> sympy.Expr:
+    """The named formula's slope as fitted (the paper says the gap grows: it must be > 0); the
+    derived slope when the formula has no free slope."""
+    k = info.get("fitted_slope")
+    return sympy.sympify(k, locals={"C": C_SYM, "d": D_SYM}) if k is not None else derived_slope
+
+
 # ==============================================================================================
 # Fig. 3 (and Fig. 1): the gap to one-step GD against ||w*||^2
 # ==============================================================================================
 _S = FormulaSymbol("s", description="||w*||^2")
-_K = FormulaSymbol("kappa", description="a slope that does not depend on ||w*||^2")
+_K = FormulaSymbol("kappa", description="a slope that does not depend on ||w*||^2 (> 0: the gap "
+                                         "grows with ||w*||^2)")
 FIG3_FORMULAS = (
     NamedFormula("gap", "kappa*s", (_K, _S), "optimal multi-head LSA risk minus one-step GD risk: "
                  "zero only at w* = 0 and (approximately) linear in ||w*||^2", "Fig. 3(b)"),
@@ -94,7 +102,8 @@ def fig3_symbolic(ctx: Context) -> TierResult:
         derived = gap_in_s(d).subs(SIGMA, sympy.sqrt(s))
         ok, info = _fit_and_compare(F["gap"], derived, s, k, {s: 1})
         slope = sympy.factor(sympy.cancel(derived / s))
-        pos = _positive_slope(slope) if ok else False
+        pos = (_positive_slope(slope) and _positive_slope(_fitted_slope(info, slope))) if ok \
+            else False
         row = {"d": d, "derived_gap": str(sympy.factor(derived)), **info,
                "slope_positive_for_C>=1": pos, "slope_leading": leading_text(slope, C_SYM)}
         rows.append(row)
@@ -110,7 +119,8 @@ def fig3_symbolic(ctx: Context) -> TierResult:
     b = sat.optimum(d, C_SYM, tuple([3, 4] + [0] * (d - 2))).R_star
     iso = sympy.cancel(a - b) == 0
     findings = [Finding("gap_against_norm", ok_all, {"dims": rows}, ce,
-                        "" if ok_all else "the exact gap is not of the named form"),
+                        "" if ok_all else "the exact gap is not of the named form with a "
+                                                  "positive slope"),
                 Finding("rotation_invariance", iso, {"d": d, "R*(5 e_1)": str(a),
                                                      "R*(3 e_1 + 4 e_2)": str(b)},
                         None if iso else {"d": d, "R*(5 e_1)": str(a), "R*(3e1+4e2)": str(b)},
@@ -223,8 +233,8 @@ FIG3 = Claim(
 # Fig. 4: the query-guess offsets y_q = x_q^T y_q_guess + y_q_bias (Sec. 5.1.3)
 # ==============================================================================================
 _G2 = FormulaSymbol("g2", description="||y_q_guess||^2")
-_KG = FormulaSymbol("k_g", description="a slope that does not depend on y_q_guess")
-_KB = FormulaSymbol("k_b", description="a slope that does not depend on y_q_bias")
+_KG = FormulaSymbol("k_g", description="a slope that does not depend on y_q_guess (> 0)")
+_KB = FormulaSymbol("k_b", description="a slope that does not depend on y_q_bias (> 0)")
 _B = FormulaSymbol("beta", description="y_q_bias")
 FIG4_FORMULAS = (
     NamedFormula("gap_guess", "k_g*g2", (_KG, _G2), "gap to one-step GD with y_q = x_q^T "
@@ -247,15 +257,17 @@ def fig4_symbolic(ctx: Context) -> TierResult:
         ok_g, info_g = _fit_and_compare(F["gap_guess"], dg_norm, g2, kg, {g2: 1})
         db = gap_in_bias(d).xreplace({BETA: beta})
         ok_b, info_b = _fit_and_compare(F["gap_bias"], db, beta, kb, {beta: 1})
-        pos = ok_g and ok_b and _positive_slope(sympy.cancel(dg_norm / g2)) and \
-            _positive_slope(sympy.cancel(db / beta ** 2))
+        sg, sb = sympy.cancel(dg_norm / g2), sympy.cancel(db / beta ** 2)
+        pos = ok_g and ok_b and _positive_slope(sg) and _positive_slope(sb) and \
+            _positive_slope(_fitted_slope(info_g, sg)) and _positive_slope(_fitted_slope(info_b, sb))
         ok = ok_g and ok_b and iso and pos
         rows.append({"d": d, "gap_guess_derived": str(dg), "depends_only_on_norm": iso,
                      "guess": info_g, "bias": info_b, "slopes_positive": pos,
                      "same_slope": sympy.cancel(dg_norm / g2 - db / beta ** 2) == 0})
         if not ok and ce is None:
             ok_all = False
-            ce = {"d": d, "guess": info_g, "bias": info_b, "depends_only_on_norm": iso}
+            ce = {"d": d, "guess": info_g, "bias": info_b, "depends_only_on_norm": iso,
+                  "fitted_slopes_positive": pos}
     d = symbolic_dims(ctx.budget.name)[-1]
     steps = [
         step("Guess offset", r"\mathcal R^\star(g) - \mathcal R^\star_{\mathrm{GD}} = " +
@@ -266,7 +278,8 @@ def fig4_symbolic(ctx: Context) -> TierResult:
                                           "(the query Gram matrix has beta^2 in its corner)."),
     ]
     return finish([Finding("gaps_against_offsets", ok_all, {"dims": rows}, ce,
-                            "" if ok_all else "the exact gaps are not of the named form")],
+                            "" if ok_all else "the exact gaps are not of the named form "
+                                              "with positive slopes")],
                    {"setting": "w* = 0, H >= d+1, y_q = x_q^T g + beta"}, steps=steps)
 
 

@@ -99,6 +99,9 @@ MUTANTS = {
     "fig3 offset gap": ("xie2025.fig3", {"gap": "kappa*s + 1"}),
     "fig4 quadratic in the guess norm": ("xie2025.fig4", {"gap_guess": "k_g*g2**2"}),
     "fig4 linear in the bias": ("xie2025.fig4", {"gap_bias": "k_b*beta"}),
+    "fig3 shrinking gap (negative fitted slope)": ("xie2025.fig3", {"gap": "-kappa*s"}),
+    "fig4 shrinking gap in the guess": ("xie2025.fig4", {"gap_guess": "-k_g*g2"}),
+    "fig4 shrinking gap in the bias": ("xie2025.fig4", {"gap_bias": "-k_b*beta**2"}),
     "fig5 GD started at zero": ("xie2025.fig5", {"w1": "eta/C*X.T*y"}),
     "fig5 ascent step (no positive best step)": ("xie2025.fig5", {
         "w1": "w_star + eta/C*X.T*(X*w_star - y)"}),
