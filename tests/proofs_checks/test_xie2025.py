@@ -94,6 +94,14 @@ MUTANTS = {
         "EWwwW": "C*(C + 2)*w*w.T + C*trace(w*w.T)*Identity(d)"}),
     "lemma3 query weights without W_3": ("xie2025.lemma3", {
         "WK_new": "W_K", "WV_new": "W_V", "WQ_new": "W_Q"}),
+    "lemma3 transposed inverse (seen with a non-symmetric W_1)": ("xie2025.lemma3", {
+        "WK_new": "W_K", "WV_new": "W_V", "WP_new": "Inverse(Transpose(W_1))*W_P"}),
+    "lemma3 W_1 corner doubled (block-matrix mutant)": ("xie2025.lemma3", {
+        "WK_new": "W_K", "WV_new": "W_V",
+        "W_1": "BlockMatrix([[Identity(d), w], [Transpose(w), 2*c*Identity(1)]])"}),
+    "lemma3 W_3 with a ones corner (block-matrix mutant)": ("xie2025.lemma3", {
+        "WK_new": "W_K", "WV_new": "W_V",
+        "W_3": "BlockMatrix([[Identity(d), ZeroMatrix(d, 1)], [Transpose(w), OneMatrix(1, 1)]])"}),
     "fig2 one head too few": ("xie2025.fig2", {"H_risk": "d - 1"}),
     "fig3 quadratic gap": ("xie2025.fig3", {"gap": "kappa*s**2"}),
     "fig3 offset gap": ("xie2025.fig3", {"gap": "kappa*s + 1"}),
