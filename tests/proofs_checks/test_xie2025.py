@@ -90,6 +90,8 @@ MUTANTS = {
     "eq9 loss without 1/2": ("xie2025.eq9", {"L_ls": "(X*w - y).T*(X*w - y)/C"}),
     "thm4 changed constant": ("xie2025.thm4", {"b_y": "2"}),
     "thm4 wrong guess": ("xie2025.thm4", {"v": "2*w_star"}),
+    "thm4 a_yx of ones (exact gradient at a small instance)": ("xie2025.thm4", {
+        "a_yx": "OneMatrix(d, 1)"}),
     "thm4 B.3 moment": ("xie2025.thm4", {
         "EWwwW": "C*(C + 2)*w*w.T + C*trace(w*w.T)*Identity(d)"}),
     "lemma3 query weights without W_3": ("xie2025.lemma3", {
@@ -125,6 +127,15 @@ def test_mutants_are_refuted(name):
     v = verdict(claim_id, **overrides)
     assert v.verdict == "refuted", (name, v.as_dict())
     assert v.counterexample and v.counterexample["tier"] == "symbolic"
+
+
+def test_thm4_general_path_agrees_with_the_structured_one_at_the_printed_point():
+    from proofs_checks.xie2025 import derive
+    from proofs_checks.xie2025.stationary_claims import _gradient_limit_at_instance
+
+    F = {f.name: f.parse() for f in find("xie2025.thm4").formulas}
+    f = _gradient_limit_at_instance(F, derive.single_head_risk("linear"))
+    assert f.ok is True and f.evidence["gradient"]["b_y"] == "12/C"
 
 
 def test_fig5_mutant_without_a_best_step_is_refuted_by_the_numeric_tier():
