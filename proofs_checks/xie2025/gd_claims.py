@@ -92,11 +92,66 @@ EQ8_FORMULAS = EQ7 + (
 )
 
 
+def _symbolic_data(d: int, C: int) -> dict:
+    """A prompt with symbolic entries (paper notation: X is C x d) and symbolic w*, eta."""
+    X = sympy.Matrix(C, d, lambda i, j: sympy.Symbol(f"x{i}_{j}"))
+    y = sympy.Matrix(C, 1, lambda i, j: sympy.Symbol(f"y{i}"))
+    xq = sympy.Matrix(d, 1, lambda i, j: sympy.Symbol(f"xq{i}"))
+    yq = sympy.Symbol("yq")
+    ws = sympy.Matrix(d, 1, lambda i, j: sympy.Symbol(f"ws{i}"))
+    E = sympy.zeros(d + 1, C + 1)
+    E[:d, :C], E[:d, C], E[d, :C], E[d, C] = X.T, xq, y.T, yq
+    return {"X": X, "y": y, "x_q": xq, "y_q": yq, "w_star": ws, "E": E, "eta": sympy.Symbol("eta")}
+
+
+def _b1_intermediates(F, d: int = 2, C: int = 3) -> Finding:
+    """App. B.1's displays: K = W^K E = Q = W^Q E = [[X^T, x_q], [0, 0]] and V = W^V E =
+    [[0, 0], [w*^T X^T - y^T, w*^T x_q - y_q]], exact in symbolic data at d = 2, C = 3."""
+    s = _symbolic_data(d, C)
+    E = s["E"]
+    W = eq7_numbers(F, d, C, s["eta"], s["w_star"])
+    KQ = sympy.zeros(d + 1, C + 1)
+    KQ[:d, :] = E[:d, :]
+    V = sympy.zeros(d + 1, C + 1)
+    V[d, :C] = s["w_star"].T * s["X"].T - s["y"].T
+    V[d, C] = (s["w_star"].T * s["x_q"])[0, 0] - s["y_q"]
+    bad = {}
+    for name, got, want in (("K = W^K E", W["W_K"] * E, KQ), ("Q = W^Q E", W["W_Q"] * E, KQ),
+                            ("V = W^V E", W["W_V"] * E, V)):
+        diff = (got - want).applyfunc(sympy.expand)
+        if diff != sympy.zeros(*diff.shape):
+            bad[name] = {"derived": str(got.tolist()), "App. B.1": str(want.tolist())}
+    ok = not bad
+    return Finding("B1_keys_queries_values", ok, {"exact_in": "symbolic data, d = 2, C = 3"},
+                   None if ok else {"sizes": {"d": d, "C": C}, **bad},
+                   "" if ok else f"the weights (7) do not give App. B.1's {', '.join(bad)}")
+
+
+def _eq8_exact(F, d: int = 2, C: int = 3) -> tuple[bool, dict]:
+    """f_LSA(E) - f_8 with symbolic data at d = 2, C = 3 (for weights the kernel cannot read)."""
+    s = _symbolic_data(d, C)
+    W = eq7_numbers(F, d, C, s["eta"], s["w_star"])
+    P, Q = head_products(W["W_P"], W["W_V"], W["W_K"], W["W_Q"])
+    model = multihead_prediction(s["E"], [(P, Q)], _sympy_mask(C), C)
+    paper = _scalar(formula_value(F["f8"], {"d": d, "C": C, **{k: s[k] for k in (
+        "eta", "w_star", "X", "y", "x_q")}, "y_q": sympy.Matrix([[s["y_q"]]])}))
+    diff = sympy.expand(model - paper)
+    return diff == 0, {"difference": str(diff), "exact_in": f"symbolic data at d = {d}, C = {C}"}
+
+
 def eq8_symbolic(ctx: Context) -> TierResult:
     F = ctx.formulas
     sp = symbolic_prompt("affine")
     bind = _paper_bindings(sp)
-    P, Q = eq7_heads(F, bind)
+    try:
+        P, Q = eq7_heads(F, bind)
+    except ValueError as exc:  # e.g. a ones matrix: no kernel letter; decide exactly at d = 2
+        ok, info = _eq8_exact(F)
+        f = Finding("forward_pass_equals_eq8", ok, {**info, "why": str(exc)},
+                    None if ok else _eq8_counterexample(F, ctx),
+                    "" if ok else "the forward pass with the weights (7) differs from eq. (8)")
+        return finish([f, _b1_intermediates(F)], {"method": "exact at d = 2, C = 3 (" + str(exc)
+                                                  + ")"})
     pred = multihead_prediction(sp.E, [(P, Q)], sp.mask, C_SYM)
     f8 = to_mat(F["f8"], bind)
     diff = canonical(pred - f8).simplify()
@@ -117,7 +172,8 @@ def eq8_symbolic(ctx: Context) -> TierResult:
     return finish([Finding("forward_pass_equals_eq8", ok, {
         "difference": str(diff), "difference_latex": diff.latex() or "0",
         "exact_in": "d and C (symbolic)"}, ce,
-        "" if ok else "the forward pass with the weights (7) differs from eq. (8)")],
+        "" if ok else "the forward pass with the weights (7) differs from eq. (8)"),
+        _b1_intermediates(F)],
         {"method": "canonical form of forward pass minus eq. (8), symbolic d and C"}, steps=steps)
 
 

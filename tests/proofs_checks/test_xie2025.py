@@ -86,6 +86,12 @@ MUTANTS = {
                                          "f8": _F8.replace("y_q -", "y_q +")}),
     "eq8 dropped transpose": ("xie2025.eq8", {"W_P": "-eta*Identity(d+1)",
                                               "f8": _F8.replace("X*x_q", "X.T.T*x_q*0")}),
+    "eq8 value weights with a ones block (App. B.1's V)": ("xie2025.eq8", {
+        "W_P": "-eta*Identity(d+1)",
+        "W_V": "BlockMatrix([[OneMatrix(d, d), ZeroMatrix(d, 1)], [w_star.T, -Identity(1)]])"}),
+    "eq8 key weights with a ones row (App. B.1's K)": ("xie2025.eq8", {
+        "W_P": "-eta*Identity(d+1)",
+        "W_K": "BlockMatrix([[Identity(d), ZeroMatrix(d, 1)], [OneMatrix(1, d), ZeroMatrix(1, 1)]])"}),
     "eq9 flipped sign": ("xie2025.eq9", {"f9": "(w_star + eta/C*X.T*(X*w_star - y)).T*x_q"}),
     "eq9 loss without 1/2": ("xie2025.eq9", {"L_ls": "(X*w - y).T*(X*w - y)/C"}),
     "thm4 changed constant": ("xie2025.thm4", {"b_y": "2"}),
@@ -136,6 +142,16 @@ def test_thm4_general_path_agrees_with_the_structured_one_at_the_printed_point()
     F = {f.name: f.parse() for f in find("xie2025.thm4").formulas}
     f = _gradient_limit_at_instance(F, derive.single_head_risk("linear"))
     assert f.ok is True and f.evidence["gradient"]["b_y"] == "12/C"
+
+
+def test_eq8_exact_path_agrees_with_the_kernel_path():
+    from proofs_checks.xie2025.gd_claims import _eq8_exact
+
+    c = find("xie2025.eq8")
+    F = {f.name: f.parse() for f in c.formulas}
+    assert _eq8_exact(F)[0] is False
+    F["W_P"] = c.formula("W_P").parse("-eta*Identity(d+1)")
+    assert _eq8_exact(F)[0] is True
 
 
 def test_fig5_mutant_without_a_best_step_is_refuted_by_the_numeric_tier():
