@@ -236,6 +236,12 @@ def generate(formula: NamedFormula, base: str | None = None) -> tuple[list[Mutan
             continue
         if text in seen:
             continue
+        grid = _block_grid_error(build())
+        if grid:
+            seen.add(text)
+            invalid.append(Invalid(formula.name, operator, change, text,
+                                   f"formula {formula.name}: {text!r} is ill-typed: {grid}"))
+            continue
         try:
             parsed = formula.parse(text, strict=True)
         except UsageError as exc:
@@ -249,6 +255,31 @@ def generate(formula: NamedFormula, base: str | None = None) -> tuple[list[Mutan
         seen.update({text, canonical})
         mutants.append(Mutant(formula.name, operator, change, text))
     return mutants, invalid
+
+
+def _block_grid_error(expr: sympy.Basic) -> str:
+    """The first block of a block matrix whose shape does not fit its row and column of the
+    grid (sympy's own message for that is about filling a 2-D space), or ""."""
+    for node in sympy.preorder_traversal(expr):
+        if not isinstance(node, sympy.BlockMatrix):
+            continue
+        grid = node.args[0]
+        if not isinstance(grid, sympy.MatrixBase):
+            continue
+        blocks = grid.tolist()
+        shape = [[getattr(b, "shape", (1, 1)) for b in row] for row in blocks]
+        for i, row in enumerate(blocks):
+            for j, b in enumerate(row):
+                h, w = shape[i][j]
+                for jj in range(len(row)):
+                    if jj != j and sympy.simplify(shape[i][jj][0] - h) != 0:
+                        return (f"row {i} of the block grid: {formula_str(b)} is {h} high but "
+                                f"{formula_str(row[jj])} is {shape[i][jj][0]} high")
+                for ii in range(len(blocks)):
+                    if ii != i and sympy.simplify(shape[ii][j][1] - w) != 0:
+                        return (f"column {j} of the block grid: {formula_str(b)} is {w} wide "
+                                f"but {formula_str(blocks[ii][j])} is {shape[ii][j][1]} wide")
+    return ""
 
 
 def _one_line(exc: Exception) -> str:
