@@ -10,6 +10,8 @@ Operators (each applied at every position where it makes sense):
 - ``sign``: one term of a sum, or the whole formula, is negated;
 - ``transpose``: a transpose is removed, or one is added to a matrix symbol.
 
+An explicit block matrix (``BlockMatrix([[A, B], [C, D]])``) is mutated inside its blocks and
+rebuilt with the same grid; a block that no longer fits its row or column is an invalid mutant.
 Shapes (the ``d`` in ``Identity(d)`` or in a matrix symbol's dimensions) are never mutated.  A
 mutant is kept as text (``formula_str``) and read back with the formula's own parser, so an
 ill-typed mutant (a shape error) is reported as invalid, exactly as ``--set`` would reject it.

@@ -258,8 +258,8 @@ def fig4_symbolic(ctx: Context) -> TierResult:
         db = gap_in_bias(d).xreplace({BETA: beta})
         ok_b, info_b = _fit_and_compare(F["gap_bias"], db, beta, kb, {beta: 1})
         sg, sb = sympy.cancel(dg_norm / g2), sympy.cancel(db / beta ** 2)
-        pos = ok_g and ok_b and _positive_slope(sg) and _positive_slope(sb) and \
-            _positive_slope(_fitted_slope(info_g, sg)) and _positive_slope(_fitted_slope(info_b, sb))
+        pos = ok_g and ok_b and all(_positive_slope(k) for k in (
+            sg, sb, _fitted_slope(info_g, sg), _fitted_slope(info_b, sb)))
         ok = ok_g and ok_b and iso and pos
         rows.append({"d": d, "gap_guess_derived": str(dg), "depends_only_on_norm": iso,
                      "guess": info_g, "bias": info_b, "slopes_positive": pos,

@@ -91,7 +91,8 @@ MUTANTS = {
         "W_V": "BlockMatrix([[OneMatrix(d, d), ZeroMatrix(d, 1)], [w_star.T, -Identity(1)]])"}),
     "eq8 key weights with a ones row (App. B.1's K)": ("xie2025.eq8", {
         "W_P": "-eta*Identity(d+1)",
-        "W_K": "BlockMatrix([[Identity(d), ZeroMatrix(d, 1)], [OneMatrix(1, d), ZeroMatrix(1, 1)]])"}),
+        "W_K": "BlockMatrix([[Identity(d), ZeroMatrix(d, 1)], "
+               "[OneMatrix(1, d), ZeroMatrix(1, 1)]])"}),
     "eq9 flipped sign": ("xie2025.eq9", {"f9": "(w_star + eta/C*X.T*(X*w_star - y)).T*x_q"}),
     "eq9 loss without 1/2": ("xie2025.eq9", {"L_ls": "(X*w - y).T*(X*w - y)/C"}),
     "thm4 changed constant": ("xie2025.thm4", {"b_y": "2"}),
