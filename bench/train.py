@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from models.device import runtime  # noqa: E402
 from models.lsa import lsa_forward, mask_matrix, readout  # noqa: E402
-from models.sampler import sample_prompts  # noqa: E402
+from models.sampler import PromptLaw, sample_prompts  # noqa: E402
 from models.trainers import optimise_batched  # noqa: E402
 
 TARGET = 1e-3
@@ -53,7 +53,7 @@ class Setting:
     batch: int = 1024
 
 
-def thm1_setting(rt, paper_sizes: bool) -> Setting:
+def thm1_setting(rt, paper_sizes: bool, find_init: bool = True) -> Setting:
     """ahn2023 Thm 1: one LSA layer with full P, Q; optimum eq. (8) (verified by the engine)."""
     from proofs_checks import ahn2023 as a
     from verify.claim import BUDGETS, Context
@@ -84,7 +84,7 @@ def thm1_setting(rt, paper_sizes: bool) -> Setting:
 
     # an initialisation from which exact-loss L-BFGS reaches the global optimum (f(b, A) also
     # has spurious local minima; every method starts from this same point)
-    seed = _good_seed(lambda s: _init_full(d, s, rt), exact, error, rt)
+    seed = _good_seed(lambda s: _init_full(d, s, rt), exact, error, rt) if find_init else 0
 
     return Setting("ahn2023.thm1", f"d={d}, n={n}, 1 layer, full P,Q",
                    lambda s: _init_full(d, seed, rt), exact, sampled, error)
@@ -107,7 +107,47 @@ def _good_seed(init, exact, error, rt, tries: int = 20) -> int:
     raise RuntimeError("no initialisation reached the optimum")
 
 
-SETTINGS = {"thm1": thm1_setting}
+def looped_setting(rt, paper_sizes: bool, find_init: bool = True) -> Setting:
+    """gatmiry2024 Sec. 3.5 with u = 0: one A shared by L loops, Sigma* = I; optimum a*(n, d, L) I
+    (Thm 3.2, the engine's exact minimiser of E tr (I - a W/n)^{2L})."""
+    from proofs_checks import looped_icl as lp
+
+    d, n, L = (10, 20, 3) if paper_sizes else (5, 10, 3)
+    a_star = lp.a_star_float(n, d, L)
+    A_star = a_star * torch.eye(d, dtype=rt.dtype, device=rt.device)
+    compiled = lp.exact_loss_isotropic(L).compile()
+    law = PromptLaw(sigma=torch.eye(d, dtype=torch.float64), n=n)
+
+    def sym(M):
+        return (M + M.mT) / 2     # the derived loss is in a symmetric letter A
+
+    def exact(params):
+        return compiled({"A": sym(params[0])}, {"n": n, "d": d})
+
+    def sampled(params, batch, gen):
+        A = sym(params[0])
+        zero_col = A.new_zeros(d, 1)
+        P = torch.cat([A.new_zeros(d, d + 1),
+                       torch.cat([A.new_zeros(1, d), A.new_ones(1, 1)], dim=1)], dim=0)
+        Q = torch.cat([torch.cat([A, zero_col], dim=1), A.new_zeros(1, d + 1)], dim=0)
+        pr = sample_prompts(law, batch, gen, dtype=rt.dtype, device=rt.device)
+        Z = pr.Z()
+        err = readout(lsa_forward(Z, [(P, Q)] * L, mask_matrix(n, Z), n, step=-1)) + pr.yq
+        return (err ** 2).mean()
+
+    def error(params):
+        A = sym(params[0].detach())
+        return float(torch.linalg.norm(A - A_star) / torch.linalg.norm(A_star))
+
+    def init(seed):
+        g = torch.Generator(device=rt.device).manual_seed(seed)
+        return [0.01 * torch.randn(d, d, generator=g, dtype=rt.dtype, device=rt.device)]
+
+    return Setting("gatmiry2024 looped", f"d={d}, n={n}, L={L} loops, u=0, Sigma*=I", init, exact,
+                   sampled, error)
+
+
+SETTINGS = {"thm1": thm1_setting, "looped": looped_setting}
 
 
 # ---------------------------------------------------------------------------------- methods

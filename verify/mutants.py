@@ -10,6 +10,8 @@ Operators (each applied at every position where it makes sense):
 - ``sign``: one term of a sum, or the whole formula, is negated;
 - ``transpose``: a transpose is removed, or one is added to a matrix symbol.
 
+An explicit block matrix (``BlockMatrix([[A, B], [C, D]])``) is mutated inside its blocks and
+rebuilt with the same grid; a block that no longer fits its row or column is an invalid mutant.
 Shapes (the ``d`` in ``Identity(d)`` or in a matrix symbol's dimensions) are never mutated.  A
 mutant is kept as text (``formula_str``) and read back with the formula's own parser, so an
 ill-typed mutant (a shape error) is reported as invalid, exactly as ``--set`` would reject it.
@@ -34,7 +36,7 @@ from sympy.matrices.expressions.matexpr import MatrixExpr
 from sympy.matrices.expressions.special import Identity, OneMatrix, ZeroMatrix
 
 from .errors import UsageError
-from .formulas import SIZE_NAMES, NamedFormula, formula_str, formula_value
+from .formulas import SIZE_NAMES, FormulaPrinter, NamedFormula, formula_value
 
 OPERATORS = ("constant", "swap", "drop_term", "sign", "transpose")
 EQUIVALENCE_KINDS = ("none", "simplification", "identity", "assumptions")
@@ -92,6 +94,12 @@ def _positions(expr: sympy.Basic, path: Path = ()) -> Iterator[tuple[Path, sympy
     yield path, expr
     if isinstance(expr, _LEAF_NODES):
         return
+    if isinstance(expr, sympy.MatrixBase):
+        # an explicit (block) matrix: args are (rows, cols, Tuple(entries)); the shape is fixed,
+        # only the entries (blocks) are mutated, and _replace rebuilds the same rows x cols grid
+        for k, entry in enumerate(expr.args[2]):
+            yield from _positions(entry, path + (2, k))
+        return
     for i, arg in enumerate(expr.args):
         if isinstance(arg, sympy.Basic) and not isinstance(arg, sympy.core.symbol.Str):
             yield from _positions(arg, path + (i,))
@@ -117,8 +125,25 @@ def _exchange(expr: sympy.Basic, mapping: dict) -> sympy.Basic:
         return mapping[expr]
     if isinstance(expr, _LEAF_NODES) or not expr.args:
         return expr
+    if isinstance(expr, sympy.MatrixBase):
+        rows, cols, entries = expr.args
+        return expr.func(rows, cols, sympy.Tuple(*[_exchange(a, mapping) for a in entries]))
     return expr.func(*[_exchange(a, mapping) if isinstance(a, sympy.Basic) else a
                        for a in expr.args])
+
+
+class _Printer(FormulaPrinter):
+    """Formula text that reads back, block matrices included (``BlockMatrix([[A, B], [C, D]])``
+    rather than the ``Matrix([...])`` that sympify would read as a nested list)."""
+
+    def _print_BlockMatrix(self, expr):
+        rows = ", ".join("[" + ", ".join(self._print(b) for b in row) + "]"
+                         for row in expr.blocks.tolist())
+        return f"BlockMatrix([{rows}])"
+
+
+def formula_str(expr: sympy.Basic) -> str:
+    return _Printer().doprint(expr)
 
 
 def _is_matrix(expr) -> bool:
@@ -213,6 +238,12 @@ def generate(formula: NamedFormula, base: str | None = None) -> tuple[list[Mutan
             continue
         if text in seen:
             continue
+        grid = _block_grid_error(build())
+        if grid:
+            seen.add(text)
+            invalid.append(Invalid(formula.name, operator, change, text,
+                                   f"formula {formula.name}: {text!r} is ill-typed: {grid}"))
+            continue
         try:
             parsed = formula.parse(text, strict=True)
         except UsageError as exc:
@@ -226,6 +257,31 @@ def generate(formula: NamedFormula, base: str | None = None) -> tuple[list[Mutan
         seen.update({text, canonical})
         mutants.append(Mutant(formula.name, operator, change, text))
     return mutants, invalid
+
+
+def _block_grid_error(expr: sympy.Basic) -> str:
+    """The first block of a block matrix whose shape does not fit its row and column of the
+    grid (sympy's own message for that is about filling a 2-D space), or ""."""
+    for node in sympy.preorder_traversal(expr):
+        if not isinstance(node, sympy.BlockMatrix):
+            continue
+        grid = node.args[0]
+        if not isinstance(grid, sympy.MatrixBase):
+            continue
+        blocks = grid.tolist()
+        shape = [[getattr(b, "shape", (1, 1)) for b in row] for row in blocks]
+        for i, row in enumerate(blocks):
+            for j, b in enumerate(row):
+                h, w = shape[i][j]
+                for jj in range(len(row)):
+                    if jj != j and sympy.simplify(shape[i][jj][0] - h) != 0:
+                        return (f"row {i} of the block grid: {formula_str(b)} is {h} high but "
+                                f"{formula_str(row[jj])} is {shape[i][jj][0]} high")
+                for ii in range(len(blocks)):
+                    if ii != i and sympy.simplify(shape[ii][j][1] - w) != 0:
+                        return (f"column {j} of the block grid: {formula_str(b)} is {w} wide "
+                                f"but {formula_str(blocks[ii][j])} is {shape[ii][j][1]} wide")
+    return ""
 
 
 def _one_line(exc: Exception) -> str:

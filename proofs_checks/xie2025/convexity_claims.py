@@ -60,7 +60,11 @@ def _minimise_quadratic(R: sympy.Expr, x: sympy.Symbol) -> tuple[sympy.Expr, sym
 # ==============================================================================================
 # Lemma 1
 # ==============================================================================================
-LEMMA1_FORMULAS = EQ7 + (
+# The witness weights are the check's choice, not part of Lemma 1's statement (the lemma says
+# nothing about eq. (7)); they are fixed here, not named formulas of the claim.
+_EQ7_FIXED = {f.name: f.parse() for f in EQ7}
+
+LEMMA1_FORMULAS = (
     NamedFormula("uMu", "(u_x + u*w_star).T*(u_x + u*w_star) + d*u**2*Identity(1)",
                  (D, WSTAR, _UX, _U), "[u; u]^T M [u; u] with M = E[z z^T] (eq. (22)): M is "
                  "positive semi-definite, so the risk is convex in (M_1, ..., M_{d+1})", "App. A.4",
@@ -84,7 +88,7 @@ def _eq7_witness(F, d: int, w_entry: int, C) -> dict:
 
 
 def lemma1_symbolic(ctx: Context) -> TierResult:
-    F = ctx.formulas
+    F = {**ctx.formulas, **_EQ7_FIXED}
     findings = []
     # App. A.4: u^T M u (derived from E[p^T G q] with p = q = u) against the named form
     bad = None
@@ -145,7 +149,7 @@ def lemma1_symbolic(ctx: Context) -> TierResult:
 
 
 def lemma1_numeric(ctx: Context) -> TierResult:
-    F = ctx.formulas
+    F = {**ctx.formulas, **_EQ7_FIXED}
     inst = SETTING.instance(ctx.budget.name, ctx.sizes)
     d = inst.d
     w = _eq7_witness(F, d, inst.w_entry, inst.C)
@@ -184,7 +188,9 @@ LEMMA1 = Claim(
     statement=(r"For any $H$, $\mathcal R(f)$, $f\in\mathcal F_{H\text{-}\mathsf{LSA}}$, is not "
                r"convex in $\{W^K_h,W^Q_h,W^V_h,W^P_h\}_h$ (it is convex in "
                r"$(M_1,\dots,M_{d+1})$, App. A.4)."),
-    assumptions=("y_q = 0; x ~ N(0, I), w ~ N(w*, I)",),
+    assumptions=("y_q = 0; x ~ N(0, I), w ~ N(w*, I)",
+                 "witness (fixed, not part of the statement): the GD weights of eq. (7) as "
+                 "printed, W^P = -(eta/C) I with the risk-minimising eta",),
     formulas=LEMMA1_FORMULAS,
     checks={"symbolic": lemma1_symbolic, "numeric": lemma1_numeric},
     setting=SETTING,
@@ -196,7 +202,10 @@ LEMMA1 = Claim(
 # ==============================================================================================
 # Lemma 2
 # ==============================================================================================
-LEMMA2_FORMULAS = tuple(f for f in THM4_FORMULAS if f.name != "EWwwW")
+# The witness point is the check's choice (Lemma 2 says nothing about it): the App. B.3 point of
+# Thm. 4 as printed, fixed here rather than named formulas of the claim.
+_THM4_FIXED = {f.name: f.parse() for f in THM4_FORMULAS if f.name != "EWwwW"}
+LEMMA2_FORMULAS: tuple = ()
 
 
 def _yq_witness(F) -> dict | None:
@@ -222,7 +231,7 @@ def _yq_witness(F) -> dict | None:
 
 
 def lemma2_symbolic(ctx: Context) -> TierResult:
-    F = ctx.formulas
+    F = _THM4_FIXED
     w = _yq_witness(F)
     if w is None:
         return finish([Finding("not_convex_in_parameters", None, {},
@@ -257,7 +266,7 @@ def lemma2_symbolic(ctx: Context) -> TierResult:
 
 
 def lemma2_numeric(ctx: Context) -> TierResult:
-    F = ctx.formulas
+    F = _THM4_FIXED
     inst = SETTING.instance(ctx.budget.name, ctx.sizes)
     d = inst.d
     w = _yq_witness(F)
@@ -301,7 +310,9 @@ LEMMA2 = Claim(
     title="The y_q-LSA risk is not convex",
     paper=PAPER,
     statement=r"The ICL risk of $y_q$-LSA, $\mathcal R(f_{y_q\text{-}\mathsf{LSA}})$, is not convex.",
-    assumptions=("y_q = v^T x_q with v trainable; x ~ N(0, I), w ~ N(w*, I)",),
+    assumptions=("y_q = v^T x_q with v trainable; x ~ N(0, I), w ~ N(w*, I)",
+                 "witness (fixed, not part of the statement): the App. B.3 point of Thm. 4 as "
+                 "printed, b = t [-w*; 1], A = [[I, 0], [0, 0]], v = w*",),
     formulas=LEMMA2_FORMULAS,
     checks={"symbolic": lemma2_symbolic, "numeric": lemma2_numeric},
     setting=SETTING,

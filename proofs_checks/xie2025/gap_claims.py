@@ -75,11 +75,19 @@ def _positive_slope(k) -> bool:
     return all(sympy.sympify(k).subs(C_SYM, c) > 0 for c in (1, 2, 10, 10 ** 6))
 
 
+def _fitted_slope(info: dict, derived_slope) -> sympy.Expr:
+    """The named formula's slope as fitted (the paper says the gap grows: it must be > 0); the
+    derived slope when the formula has no free slope."""
+    k = info.get("fitted_slope")
+    return sympy.sympify(k, locals={"C": C_SYM, "d": D_SYM}) if k is not None else derived_slope
+
+
 # ==============================================================================================
 # Fig. 3 (and Fig. 1): the gap to one-step GD against ||w*||^2
 # ==============================================================================================
 _S = FormulaSymbol("s", description="||w*||^2")
-_K = FormulaSymbol("kappa", description="a slope that does not depend on ||w*||^2")
+_K = FormulaSymbol("kappa", description="a slope that does not depend on ||w*||^2 (> 0: the gap "
+                                         "grows with ||w*||^2)")
 FIG3_FORMULAS = (
     NamedFormula("gap", "kappa*s", (_K, _S), "optimal multi-head LSA risk minus one-step GD risk: "
                  "zero only at w* = 0 and (approximately) linear in ||w*||^2", "Fig. 3(b)"),
@@ -94,7 +102,8 @@ def fig3_symbolic(ctx: Context) -> TierResult:
         derived = gap_in_s(d).subs(SIGMA, sympy.sqrt(s))
         ok, info = _fit_and_compare(F["gap"], derived, s, k, {s: 1})
         slope = sympy.factor(sympy.cancel(derived / s))
-        pos = _positive_slope(slope) if ok else False
+        pos = (_positive_slope(slope) and _positive_slope(_fitted_slope(info, slope))) if ok \
+            else False
         row = {"d": d, "derived_gap": str(sympy.factor(derived)), **info,
                "slope_positive_for_C>=1": pos, "slope_leading": leading_text(slope, C_SYM)}
         rows.append(row)
@@ -110,7 +119,8 @@ def fig3_symbolic(ctx: Context) -> TierResult:
     b = sat.optimum(d, C_SYM, tuple([3, 4] + [0] * (d - 2))).R_star
     iso = sympy.cancel(a - b) == 0
     findings = [Finding("gap_against_norm", ok_all, {"dims": rows}, ce,
-                        "" if ok_all else "the exact gap is not of the named form"),
+                        "" if ok_all else "the exact gap is not of the named form with a "
+                                                  "positive slope"),
                 Finding("rotation_invariance", iso, {"d": d, "R*(5 e_1)": str(a),
                                                      "R*(3 e_1 + 4 e_2)": str(b)},
                         None if iso else {"d": d, "R*(5 e_1)": str(a), "R*(3e1+4e2)": str(b)},
@@ -223,8 +233,8 @@ FIG3 = Claim(
 # Fig. 4: the query-guess offsets y_q = x_q^T y_q_guess + y_q_bias (Sec. 5.1.3)
 # ==============================================================================================
 _G2 = FormulaSymbol("g2", description="||y_q_guess||^2")
-_KG = FormulaSymbol("k_g", description="a slope that does not depend on y_q_guess")
-_KB = FormulaSymbol("k_b", description="a slope that does not depend on y_q_bias")
+_KG = FormulaSymbol("k_g", description="a slope that does not depend on y_q_guess (> 0)")
+_KB = FormulaSymbol("k_b", description="a slope that does not depend on y_q_bias (> 0)")
 _B = FormulaSymbol("beta", description="y_q_bias")
 FIG4_FORMULAS = (
     NamedFormula("gap_guess", "k_g*g2", (_KG, _G2), "gap to one-step GD with y_q = x_q^T "
@@ -247,15 +257,17 @@ def fig4_symbolic(ctx: Context) -> TierResult:
         ok_g, info_g = _fit_and_compare(F["gap_guess"], dg_norm, g2, kg, {g2: 1})
         db = gap_in_bias(d).xreplace({BETA: beta})
         ok_b, info_b = _fit_and_compare(F["gap_bias"], db, beta, kb, {beta: 1})
-        pos = ok_g and ok_b and _positive_slope(sympy.cancel(dg_norm / g2)) and \
-            _positive_slope(sympy.cancel(db / beta ** 2))
+        sg, sb = sympy.cancel(dg_norm / g2), sympy.cancel(db / beta ** 2)
+        pos = ok_g and ok_b and all(_positive_slope(k) for k in (
+            sg, sb, _fitted_slope(info_g, sg), _fitted_slope(info_b, sb)))
         ok = ok_g and ok_b and iso and pos
         rows.append({"d": d, "gap_guess_derived": str(dg), "depends_only_on_norm": iso,
                      "guess": info_g, "bias": info_b, "slopes_positive": pos,
                      "same_slope": sympy.cancel(dg_norm / g2 - db / beta ** 2) == 0})
         if not ok and ce is None:
             ok_all = False
-            ce = {"d": d, "guess": info_g, "bias": info_b, "depends_only_on_norm": iso}
+            ce = {"d": d, "guess": info_g, "bias": info_b, "depends_only_on_norm": iso,
+                  "fitted_slopes_positive": pos}
     d = symbolic_dims(ctx.budget.name)[-1]
     steps = [
         step("Guess offset", r"\mathcal R^\star(g) - \mathcal R^\star_{\mathrm{GD}} = " +
@@ -266,7 +278,8 @@ def fig4_symbolic(ctx: Context) -> TierResult:
                                           "(the query Gram matrix has beta^2 in its corner)."),
     ]
     return finish([Finding("gaps_against_offsets", ok_all, {"dims": rows}, ce,
-                            "" if ok_all else "the exact gaps are not of the named form")],
+                            "" if ok_all else "the exact gaps are not of the named form "
+                                              "with positive slopes")],
                    {"setting": "w* = 0, H >= d+1, y_q = x_q^T g + beta"}, steps=steps)
 
 
@@ -357,15 +370,25 @@ def _gd_from_formula(F) -> dict:
     """R_GD(eta) from the named GD update, derived with the kernel; its minimiser and minimum."""
     sp = symbolic_prompt("zero")
     bind = {"w_star": w_star_letter(), "X": sp.X.T, "y": sp.X.T @ sp.w}
-    w1 = to_mat(F["w1"], bind, {"eta": ETA})
+    eta = sympy.Symbol("eta", real=True)  # any real step: its sign is checked, not assumed
+    w1 = to_mat(F["w1"], bind, {"eta": eta})
     err = sp.xq.T @ w1 - sp.target
     R = value_at(expectation(err * err), {"w_star": (1, "w")}).simplify().parts.get("1", 0)
     R = sympy.factor(sympy.cancel(R))
-    crit = [c for c in sympy.solve(sympy.diff(R, ETA), ETA)]
+    crit = [c for c in sympy.solve(sympy.diff(R, eta), eta)] if R.has(eta) else []
     if len(crit) != 1:
-        return {"risk": R, "eta_star": None, "risk_star": None}
-    return {"risk": R, "eta_star": sympy.factor(crit[0]),
-            "risk_star": sympy.factor(sympy.cancel(R.subs(ETA, crit[0])))}
+        return {"risk": R.xreplace({eta: ETA}), "eta_star": None, "risk_star": None,
+                "why": "the risk has no unique stationary step size"}
+    eta_star = sympy.factor(crit[0])
+    return {"risk": R.xreplace({eta: ETA}), "eta_star": eta_star,
+            "risk_star": sympy.factor(sympy.cancel(R.subs(eta, eta_star))),
+            "step_positive": _positive_in_C_d(eta_star)}
+
+
+def _positive_in_C_d(expr) -> bool:
+    """Whether the best step is a descent step (> 0) at every checked size d, C (exact)."""
+    return all(sympy.sympify(expr).subs({D_SYM: d, C_SYM: c}) > 0
+               for d in (1, 2, 3, 10) for c in (1, 2, 10, 10 ** 6))
 
 
 @lru_cache(maxsize=None)
@@ -399,11 +422,20 @@ def fig5_symbolic(ctx: Context) -> TierResult:
             ok_all = False
             ce = {"d": d, "min_over_yq_LSA": str(lb["min"]), "GD_with_best_step": str(gd_d),
                   "at_C=10": {"yq_LSA": str(sympy.sympify(lb["min"]).subs(C_SYM, 10)),
-                              "GD": str(sympy.sympify(gd_d).subs(C_SYM, 10))}}
+                              "GD": "none" if gd_d is None else str(gd_d.subs(C_SYM, 10))}}
+            if gd_d is None:
+                ce["why"] = gd["why"] + ": GD_risk(eta) = " + str(gd["risk"])
     findings.append(Finding("yq_lsa_optimum_equals_gd", ok_all, {
         "GD_risk(eta)": str(gd["risk"]), "eta_star": str(gd["eta_star"]),
         "GD_risk_star": str(gd["risk_star"]), "dims": rows}, ce,
         "" if ok_all else "the optimal y_q-LSA risk differs from one-step GD with the best step"))
+    # the best step of the named update is a descent step (eta > 0, a GD step size)
+    pos = bool(gd.get("step_positive"))
+    findings.append(Finding("best_step_is_positive", pos, {"eta_star": str(gd["eta_star"])},
+                            None if pos else {"eta_star": str(gd["eta_star"]),
+                                              "GD_risk(eta)": str(gd["risk"])},
+                            "" if pos else "the named update has no positive best step size "
+                                           "(it is not a gradient descent step)"))
     # the single-head point of Thm. 4 with b scaled by eta* attains it (lemma 2's ray)
     from .convexity_claims import _yq_witness
     from .stationary_claims import THM4_FORMULAS
@@ -443,6 +475,12 @@ def fig5_numeric(ctx: Context) -> TierResult:
     inst = SETTING.instance(ctx.budget.name, ctx.sizes)
     d, C = inst.d, inst.C
     gd = _gd_from_formula(F)
+    if gd["eta_star"] is None or not gd["step_positive"]:
+        why = gd.get("why") or f"the best step size {gd['eta_star']} is not positive"
+        return finish([Finding("gd_baseline_has_a_best_step", False, {"GD_risk(eta)": str(
+            gd["risk"])}, {"instance": inst.as_dict(), "GD_risk(eta)": str(gd["risk"]),
+                           "eta_star": str(gd["eta_star"])}, f"the named GD update: {why}")],
+            {"instance": inst.as_dict()})
     eta = as_float(gd["eta_star"].subs({D_SYM: d, C_SYM: C}))
     R_gd = as_float(gd["risk_star"].subs({D_SYM: d, C_SYM: C}))
     P = torch.zeros(1, d + 1, d + 1, dtype=torch.float64)
@@ -487,6 +525,12 @@ def fig5_train(ctx: Context) -> TierResult:
     inst = SETTING.instance(ctx.budget.name, ctx.sizes)
     d, C = inst.d, inst.C
     gd = _gd_from_formula(F)
+    if gd["eta_star"] is None or not gd["step_positive"]:
+        why = gd.get("why") or f"the best step size {gd['eta_star']} is not positive"
+        return finish([Finding("gd_baseline_has_a_best_step", False, {"GD_risk(eta)": str(
+            gd["risk"])}, {"instance": inst.as_dict(), "GD_risk(eta)": str(gd["risk"]),
+                           "eta_star": str(gd["eta_star"])}, f"the named GD update: {why}")],
+            {"instance": inst.as_dict()})
     R_gd = as_float(gd["risk_star"].subs({D_SYM: d, C_SYM: C}))
     eta = as_float(gd["eta_star"].subs({D_SYM: d, C_SYM: C}))
     res = train_yq_exact(inst, ctx, ctx.seed_for("fig5-exact"))

@@ -92,11 +92,66 @@ EQ8_FORMULAS = EQ7 + (
 )
 
 
+def _symbolic_data(d: int, C: int) -> dict:
+    """A prompt with symbolic entries (paper notation: X is C x d) and symbolic w*, eta."""
+    X = sympy.Matrix(C, d, lambda i, j: sympy.Symbol(f"x{i}_{j}"))
+    y = sympy.Matrix(C, 1, lambda i, j: sympy.Symbol(f"y{i}"))
+    xq = sympy.Matrix(d, 1, lambda i, j: sympy.Symbol(f"xq{i}"))
+    yq = sympy.Symbol("yq")
+    ws = sympy.Matrix(d, 1, lambda i, j: sympy.Symbol(f"ws{i}"))
+    E = sympy.zeros(d + 1, C + 1)
+    E[:d, :C], E[:d, C], E[d, :C], E[d, C] = X.T, xq, y.T, yq
+    return {"X": X, "y": y, "x_q": xq, "y_q": yq, "w_star": ws, "E": E, "eta": sympy.Symbol("eta")}
+
+
+def _b1_intermediates(F, d: int = 2, C: int = 3) -> Finding:
+    """App. B.1's displays: K = W^K E = Q = W^Q E = [[X^T, x_q], [0, 0]] and V = W^V E =
+    [[0, 0], [w*^T X^T - y^T, w*^T x_q - y_q]], exact in symbolic data at d = 2, C = 3."""
+    s = _symbolic_data(d, C)
+    E = s["E"]
+    W = eq7_numbers(F, d, C, s["eta"], s["w_star"])
+    KQ = sympy.zeros(d + 1, C + 1)
+    KQ[:d, :] = E[:d, :]
+    V = sympy.zeros(d + 1, C + 1)
+    V[d, :C] = s["w_star"].T * s["X"].T - s["y"].T
+    V[d, C] = (s["w_star"].T * s["x_q"])[0, 0] - s["y_q"]
+    bad = {}
+    for name, got, want in (("K = W^K E", W["W_K"] * E, KQ), ("Q = W^Q E", W["W_Q"] * E, KQ),
+                            ("V = W^V E", W["W_V"] * E, V)):
+        diff = (got - want).applyfunc(sympy.expand)
+        if diff != sympy.zeros(*diff.shape):
+            bad[name] = {"derived": str(got.tolist()), "App. B.1": str(want.tolist())}
+    ok = not bad
+    return Finding("B1_keys_queries_values", ok, {"exact_in": "symbolic data, d = 2, C = 3"},
+                   None if ok else {"sizes": {"d": d, "C": C}, **bad},
+                   "" if ok else f"the weights (7) do not give App. B.1's {', '.join(bad)}")
+
+
+def _eq8_exact(F, d: int = 2, C: int = 3) -> tuple[bool, dict]:
+    """f_LSA(E) - f_8 with symbolic data at d = 2, C = 3 (for weights the kernel cannot read)."""
+    s = _symbolic_data(d, C)
+    W = eq7_numbers(F, d, C, s["eta"], s["w_star"])
+    P, Q = head_products(W["W_P"], W["W_V"], W["W_K"], W["W_Q"])
+    model = multihead_prediction(s["E"], [(P, Q)], _sympy_mask(C), C)
+    paper = _scalar(formula_value(F["f8"], {"d": d, "C": C, **{k: s[k] for k in (
+        "eta", "w_star", "X", "y", "x_q")}, "y_q": sympy.Matrix([[s["y_q"]]])}))
+    diff = sympy.expand(model - paper)
+    return diff == 0, {"difference": str(diff), "exact_in": f"symbolic data at d = {d}, C = {C}"}
+
+
 def eq8_symbolic(ctx: Context) -> TierResult:
     F = ctx.formulas
     sp = symbolic_prompt("affine")
     bind = _paper_bindings(sp)
-    P, Q = eq7_heads(F, bind)
+    try:
+        P, Q = eq7_heads(F, bind)
+    except ValueError as exc:  # e.g. a ones matrix: no kernel letter; decide exactly at d = 2
+        ok, info = _eq8_exact(F)
+        f = Finding("forward_pass_equals_eq8", ok, {**info, "why": str(exc)},
+                    None if ok else _eq8_counterexample(F, ctx),
+                    "" if ok else "the forward pass with the weights (7) differs from eq. (8)")
+        return finish([f, _b1_intermediates(F)], {"method": "exact at d = 2, C = 3 (" + str(exc)
+                                                  + ")"})
     pred = multihead_prediction(sp.E, [(P, Q)], sp.mask, C_SYM)
     f8 = to_mat(F["f8"], bind)
     diff = canonical(pred - f8).simplify()
@@ -117,7 +172,8 @@ def eq8_symbolic(ctx: Context) -> TierResult:
     return finish([Finding("forward_pass_equals_eq8", ok, {
         "difference": str(diff), "difference_latex": diff.latex() or "0",
         "exact_in": "d and C (symbolic)"}, ce,
-        "" if ok else "the forward pass with the weights (7) differs from eq. (8)")],
+        "" if ok else "the forward pass with the weights (7) differs from eq. (8)"),
+        _b1_intermediates(F)],
         {"method": "canonical form of forward pass minus eq. (8), symbolic d and C"}, steps=steps)
 
 
@@ -372,6 +428,42 @@ def _ltb(E, new: dict, C: int):
     return out[-1, -1]
 
 
+def _general_w1(W1: sympy.Matrix, rng: np.random.Generator) -> sympy.Matrix:
+    """W_1 with its top d rows replaced by random rationals (not symmetric): the construction
+    needs only W_1's last row (w^T, c) and its invertibility, since W_1 (W^P)' = W^P."""
+    G = W1.copy()
+    d = G.shape[0] - 1
+    for i in range(d):
+        for j in range(d + 1):
+            G[i, j] = sympy.Rational(int(rng.integers(-4, 5)), int(rng.integers(1, 4))) + \
+                (3 if i == j else 0)
+    return G
+
+
+def _w1_singular_set(F, d: int, w) -> tuple[list, sympy.Expr]:
+    """The corners c where the named W_1 is singular, and det W_1 (exact in c)."""
+    c = sympy.Symbol("c")
+    W1 = sympy.Matrix(formula_value(F["W_1"], {"d": d, "w": w, "c": c}))
+    det = sympy.factor(W1.det())
+    roots = sympy.solve(det, c) if det.has(c) else ([] if det != 0 else ["every c"])
+    return roots, det
+
+
+def _w3_is_e_w(F, d: int, C: int, w) -> tuple[bool, dict]:
+    """App. B.2's W_3 E = E_w 'by using X w = y': exact for symbolic X with y = X w."""
+    Xs = sympy.Matrix(d, C, lambda i, j: sympy.Symbol(f"x{j}_{i}"))
+    xq = sympy.Matrix(d, 1, lambda i, j: sympy.Symbol(f"xq{i}"))
+    y = Xs.T * w
+    E = sympy.zeros(d + 1, C + 1)
+    E[:d, :C], E[:d, C], E[d, :C] = Xs, xq, y.T
+    Ew = E.copy()
+    Ew[d, C] = (w.T * xq)[0, 0]
+    W3 = sympy.Matrix(formula_value(F["W_3"], {"d": d, "w": w}))
+    diff = (W3 * E - Ew).applyfunc(sympy.expand)
+    ok = diff == sympy.zeros(d + 1, C + 1)
+    return ok, {"W_3": str(W3.tolist()), "W_3 E - E_w": str(diff.tolist())}
+
+
 def _random_weights(d: int, rng: np.random.Generator) -> dict:
     def mat():
         return sympy.Matrix(d + 1, d + 1, lambda i, j: sympy.Rational(int(rng.integers(-4, 5)),
@@ -395,6 +487,10 @@ def lemma3_symbolic(ctx: Context) -> TierResult:
         w = sympy.Matrix([sympy.Rational(int(rng.integers(-3, 4)), 2) for _ in range(d)])
         c = (w.T * w)[0, 0] + 1 + k
         new = _ltb_construction(F, d, weights, w, c)
+        if k == 1:  # a W_1 that is not symmetric (same last row): (W^P)' must be W_1^{-1} W^P
+            G = _general_w1(new["W_1"], rng)
+            vals = {"d": d, "W_1": G, "W_P": weights["W_P"]}
+            new = {**new, "W_1": G, "WP_new": sympy.Matrix(formula_value(F["WP_new"], vals))}
         diff = sympy.expand(_yq_lsa(E, weights, w, C) - _ltb(E, new, C))
         ok = diff == 0
         draws.append({"draw": k, "w": [str(x) for x in w], "c": str(c), "identity": ok,
@@ -411,6 +507,24 @@ def lemma3_symbolic(ctx: Context) -> TierResult:
     else:
         findings.append(Finding("yq_lsa_equals_ltb", True, {"draws": draws,
                                                             "exact_in": "the data X, y, x_q"}))
+    # eq. (31): W_1 is invertible exactly when c != ||w||^2 (the proof: (c - ||w||^2) u = 0)
+    w = sympy.Matrix([sympy.Rational(int(rng.integers(-3, 4)), 2) for _ in range(d)])
+    w[0] = w[0] or 1
+    norm2 = (w.T * w)[0, 0]
+    roots, det = _w1_singular_set(F, d, w)
+    ok_det = [sympy.nsimplify(r) for r in roots] == [norm2] if roots != ["every c"] else False
+    findings.append(Finding("W1_singular_exactly_at_c_equal_norm2", ok_det, {
+        "w": [str(x) for x in w], "det_W1": str(det), "singular_at_c": [str(r) for r in roots],
+        "norm2": str(norm2)}, None if ok_det else {
+        "sizes": {"d": d}, "w": [str(x) for x in w], "det_W1": str(det),
+        "singular_at_c": [str(r) for r in roots], "paper": f"c = ||w||^2 = {norm2}"},
+        "" if ok_det else "the named W_1 is not singular exactly at c = ||w||^2 (eq. (31))"))
+    # App. B.2: W_3 E = E_w when y = X w
+    ok3, info3 = _w3_is_e_w(F, d, C, w)
+    findings.append(Finding("W3_E_equals_E_w_when_y_is_Xw", ok3, {"w": [str(x) for x in w]},
+                            None if ok3 else {"sizes": {"d": d, "C": C},
+                                              "w": [str(x) for x in w], **info3},
+                            "" if ok3 else "W_3 E differs from E_w on prompts with y = X w"))
     steps = [
         step("y_q-LSA", r"f_{y_q\text{-}\mathsf{LSA}}(X,y,x_q) = f_{\mathsf{LSA}}(E_w),\ "
              r"E_w = \begin{bmatrix}X^\top & x_q\\ y^\top & w^\top x_q\end{bmatrix}",
@@ -420,7 +534,12 @@ def lemma3_symbolic(ctx: Context) -> TierResult:
              r"E W^M E^\top (W^{K\prime})^\top W^{Q\prime} E)\big]_{-1,-1}",
              "eq. (30) with the named construction, on E with y_q = 0."),
         step("Identity", r"f_{y_q\text{-}\mathsf{LSA}} - f_{\mathsf{LTB}} \equiv 0",
-             "Expanded exactly as a polynomial in the data for two rational weight draws."),
+             "Expanded exactly as a polynomial in the data for two rational weight draws (the "
+             "second with a non-symmetric W_1 of the same last row: (W^P)' = W_1^{-1} W^P "
+             "cancels any invertible W_1)."),
+        step("W_1 and W_3", r"\det W_1 = 0 \iff c = \|w\|^2,\qquad W_3E = E_w\ (y = Xw)",
+             "The two properties the proof states: eq. (31)'s invertibility condition (det in "
+             "c, exact) and W_3 E = E_w on prompts with y = X w (symbolic X, x_q)."),
     ]
     extra = {"note": "App. B.2 writes W_3 E = E_w 'by using Xw = y'; for the context columns "
                      "this needs y = X w with the trainable w, which prompts do not satisfy"}

@@ -505,9 +505,10 @@ def thm4_symbolic(ctx: Context) -> TierResult:
     findings = []
     R = derive.single_head_risk("linear")
     pt = _thm4_point(F)
-    if pt is None:
-        return finish([Finding("gradient_limit", None, {}, reason="the named point is not built "
-                                "from I and w*: the structured evaluation does not apply")])
+    if pt is None:  # not built from I and w*: evaluate exactly at a small instance instead
+        return finish([_gradient_limit_at_instance(F, R)], {
+            "point": "the named point is not built from I and w*: exact gradient at d = 2, "
+                     "w* = (1, 2), symbolic C, instead of the structured form"})
     point, scal = pt
     grads = _gradients(R, point, scal, THM4_VECTORS[:-1] + ("v",))
     rows = _grad_rows(grads)
@@ -551,6 +552,42 @@ def thm4_symbolic(ctx: Context) -> TierResult:
     return finish(findings, {"point": "App. B.3: b = [-w*; 1], a_j = [e_j; 0], a_{d+1} = 0, "
                                        "v = w* (eq. (7) with W^P = -I, i.e. eta = 1 in the "
                                        "convention of xie2025.eq8's correction)"}, steps=steps)
+
+
+def _gradient_limit_at_instance(F, R, d: int = 2, w_star=(1, 2)) -> Finding:
+    """The gradient of the y_q-LSA risk at the named point (any values the formulas take, not
+    only multiples of I and w*), exact at d = 2 and a concrete w*, symbolic C; its limit as
+    C -> oo must vanish for a stationary point."""
+    ws = sympy.Matrix(w_star)
+    pt = _thm4_point_numbers(F, d, ws)
+    point: dict = {}
+
+    def entries(name: str, rows: int, cols: int) -> sympy.Matrix:
+        m = sympy.Matrix(rows, cols, lambda i, j: sympy.Symbol(f"{name}_{i}{j}"))
+        point.update({m[i, j]: sympy.sympify(pt[name][i, j]) for i in range(rows)
+                      for j in range(cols)})
+        return m
+
+    env = {"b_x": entries("b_x", d, 1), "A_xx": entries("A_xx", d, d),
+           "a_xy": entries("a_xy", d, 1), "a_yx": entries("a_yx", d, 1), "v": entries("v", d, 1),
+           "w_star": ws}
+    by, ayy = sympy.symbols("b_y a_yy")
+    point.update({by: sympy.sympify(pt["b_y"]), ayy: sympy.sympify(pt["a_yy"])})
+    val = R.evaluate(env, {"C": C_SYM, "d": d, "b_y": by, "a_yy": ayy}, exact=True)
+    val = sympy.expand(val[0, 0] if isinstance(val, sympy.MatrixBase) else val)
+    grads = {str(x): sympy.cancel(sympy.diff(val, x).subs(point)) for x in point}
+    limits = {k: sympy.limit(g, C_SYM, sympy.oo) for k, g in grads.items()}
+    nonzero = {k: str(v) for k, v in limits.items() if v != 0}
+    ok = not nonzero
+    values = {k: str(v.tolist()) if isinstance(v, sympy.MatrixBase) else str(v)
+              for k, v in pt.items()}
+    return Finding("gradient_limit_is_zero", ok, {
+        "instance": {"d": d, "w_star": list(w_star)}, "point": values,
+        "gradient": {k: str(g) for k, g in grads.items()},
+        "limits": {k: str(v) for k, v in limits.items()}},
+        None if ok else {"sizes": {"d": d}, "w_star": list(w_star), "point": values,
+                         "nonzero_limits_as_C_to_oo": nonzero},
+        "" if ok else "the gradient at the named point does not vanish as C -> oo")
 
 
 def _ewwww(F) -> Finding:

@@ -82,27 +82,48 @@ MUTANTS = {
     "thm1 one head too few": ("xie2025.thm1", {"H_sat": "d"}),
     "thm1 one head too many": ("xie2025.thm1", {"H_sat": "d + 2"}),
     "lemma1 changed constant in A.4": ("xie2025.lemma1", {"uMu": _UMU.replace("d*u", "(d+1)*u")}),
-    "lemma1 witness without query weights": ("xie2025.lemma1", {
-        "W_Q": "ZeroMatrix(d+1, d+1)"}),
     "eq8 flipped sign": ("xie2025.eq8", {"W_P": "-eta*Identity(d+1)",
                                          "f8": _F8.replace("y_q -", "y_q +")}),
     "eq8 dropped transpose": ("xie2025.eq8", {"W_P": "-eta*Identity(d+1)",
                                               "f8": _F8.replace("X*x_q", "X.T.T*x_q*0")}),
+    "eq8 value weights with a ones block (App. B.1's V)": ("xie2025.eq8", {
+        "W_P": "-eta*Identity(d+1)",
+        "W_V": "BlockMatrix([[OneMatrix(d, d), ZeroMatrix(d, 1)], [w_star.T, -Identity(1)]])"}),
+    "eq8 key weights with a ones row (App. B.1's K)": ("xie2025.eq8", {
+        "W_P": "-eta*Identity(d+1)",
+        "W_K": "BlockMatrix([[Identity(d), ZeroMatrix(d, 1)], "
+               "[OneMatrix(1, d), ZeroMatrix(1, 1)]])"}),
     "eq9 flipped sign": ("xie2025.eq9", {"f9": "(w_star + eta/C*X.T*(X*w_star - y)).T*x_q"}),
     "eq9 loss without 1/2": ("xie2025.eq9", {"L_ls": "(X*w - y).T*(X*w - y)/C"}),
     "thm4 changed constant": ("xie2025.thm4", {"b_y": "2"}),
     "thm4 wrong guess": ("xie2025.thm4", {"v": "2*w_star"}),
+    "thm4 a_yx of ones (exact gradient at a small instance)": ("xie2025.thm4", {
+        "a_yx": "OneMatrix(d, 1)"}),
     "thm4 B.3 moment": ("xie2025.thm4", {
         "EWwwW": "C*(C + 2)*w*w.T + C*trace(w*w.T)*Identity(d)"}),
-    "lemma2 b without its last entry": ("xie2025.lemma2", {"b_y": "0"}),
     "lemma3 query weights without W_3": ("xie2025.lemma3", {
         "WK_new": "W_K", "WV_new": "W_V", "WQ_new": "W_Q"}),
+    "lemma3 transposed inverse (seen with a non-symmetric W_1)": ("xie2025.lemma3", {
+        "WK_new": "W_K", "WV_new": "W_V", "WP_new": "Inverse(Transpose(W_1))*W_P"}),
+    "lemma3 W_1 corner doubled (block-matrix mutant)": ("xie2025.lemma3", {
+        "WK_new": "W_K", "WV_new": "W_V",
+        "W_1": "BlockMatrix([[Identity(d), w], [Transpose(w), 2*c*Identity(1)]])"}),
+    "lemma3 W_3 with a ones corner (block-matrix mutant)": ("xie2025.lemma3", {
+        "WK_new": "W_K", "WV_new": "W_V",
+        "W_3": "BlockMatrix([[Identity(d), ZeroMatrix(d, 1)], [Transpose(w), OneMatrix(1, 1)]])"}),
     "fig2 one head too few": ("xie2025.fig2", {"H_risk": "d - 1"}),
     "fig3 quadratic gap": ("xie2025.fig3", {"gap": "kappa*s**2"}),
     "fig3 offset gap": ("xie2025.fig3", {"gap": "kappa*s + 1"}),
     "fig4 quadratic in the guess norm": ("xie2025.fig4", {"gap_guess": "k_g*g2**2"}),
     "fig4 linear in the bias": ("xie2025.fig4", {"gap_bias": "k_b*beta"}),
+    "fig3 shrinking gap (negative fitted slope)": ("xie2025.fig3", {"gap": "-kappa*s"}),
+    "fig4 shrinking gap in the guess": ("xie2025.fig4", {"gap_guess": "-k_g*g2"}),
+    "fig4 shrinking gap in the bias": ("xie2025.fig4", {"gap_bias": "-k_b*beta**2"}),
     "fig5 GD started at zero": ("xie2025.fig5", {"w1": "eta/C*X.T*y"}),
+    "fig5 ascent step (no positive best step)": ("xie2025.fig5", {
+        "w1": "w_star + eta/C*X.T*(X*w_star - y)"}),
+    "fig5 step size dropped (risk constant in eta)": ("xie2025.fig5", {
+        "w1": "w_star - d/C*X.T*(X*w_star - y)"}),
     "thm2 eq22 changed constant": ("xie2025.thm2", {"M_yy": "w_star.T*w_star + (d+1)*Identity(1)"}),
 }
 
@@ -113,6 +134,37 @@ def test_mutants_are_refuted(name):
     v = verdict(claim_id, **overrides)
     assert v.verdict == "refuted", (name, v.as_dict())
     assert v.counterexample and v.counterexample["tier"] == "symbolic"
+
+
+def test_thm4_general_path_agrees_with_the_structured_one_at_the_printed_point():
+    from proofs_checks.xie2025 import derive
+    from proofs_checks.xie2025.stationary_claims import _gradient_limit_at_instance
+
+    F = {f.name: f.parse() for f in find("xie2025.thm4").formulas}
+    f = _gradient_limit_at_instance(F, derive.single_head_risk("linear"))
+    assert f.ok is True and f.evidence["gradient"]["b_y"] == "12/C"
+
+
+def test_eq8_exact_path_agrees_with_the_kernel_path():
+    from proofs_checks.xie2025.gd_claims import _eq8_exact
+
+    c = find("xie2025.eq8")
+    F = {f.name: f.parse() for f in c.formulas}
+    assert _eq8_exact(F)[0] is False
+    F["W_P"] = c.formula("W_P").parse("-eta*Identity(d+1)")
+    assert _eq8_exact(F)[0] is True
+
+
+def test_fig5_mutant_without_a_best_step_is_refuted_by_the_numeric_tier():
+    v = verdict("xie2025.fig5", tiers=("numeric",), w1="w_star - d/C*X.T*(X*w_star - y)")
+    assert v.verdict == "refuted"
+    assert "no unique stationary step size" in v.tiers["numeric"].reason
+
+
+def test_convexity_witnesses_are_not_named_formulas():
+    """Lemmas 1 and 2 say nothing about eq. (7) or the App. B.3 point: the witnesses are fixed."""
+    assert [f.name for f in find("xie2025.lemma1").formulas] == ["uMu"]
+    assert find("xie2025.lemma2").formulas == ()
 
 
 def test_thm2_mutated_eq22_fails_its_own_finding():

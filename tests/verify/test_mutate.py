@@ -142,3 +142,32 @@ def test_every_non_equivalent_mutant_of_every_claim_is_killed(capsys):
     t = json.loads(out)["totals"]
     assert t["survived"] == 0 and t["false_alarms"] == 0, t
     assert code == 0
+
+
+def test_block_matrix_mutants_mutate_inside_the_blocks():
+    # eq. (7)'s W^V: the grid keeps its 2 x 2 shape; constants, signs and transposes are mutated
+    # inside the blocks, and a block that no longer fits its row or column is reported as such
+    f = formula("xie2025.eq8", "W_V")
+    mutants, invalid = generate(f)
+    texts = {m.text for m in mutants}
+    assert ("BlockMatrix([[OneMatrix(d, d), ZeroMatrix(d, 1)], [Transpose(w_star), "
+            "-Identity(1)]])") in texts
+    assert ("BlockMatrix([[ZeroMatrix(d, d), ZeroMatrix(d, 1)], [Transpose(w_star), "
+            "-2*Identity(1)]])") in texts
+    for m in mutants:
+        assert f.parse(m.text).shape == f.parse().shape
+    assert invalid and all("of the block grid" in i.error for i in invalid)
+    for cid, name in (("xie2025.eq8", "W_K"), ("xie2025.lemma3", "W_1"), ("xie2025.lemma3", "W_3")):
+        ms, inv = generate(formula(cid, name))
+        assert ms and not any("List length" in i.error for i in inv), (cid, name)
+
+
+def test_block_matrix_mutants_are_killed(capsys):
+    code, out, _ = run(capsys, "mutate", "xie2025.eq8", "--formula", "W_K", "--tier",
+                       "symbolic", "--json")
+    report = json.loads(out)
+    (f,) = report["claims"][0]["formulas"]
+    assert f["mutants"] >= 4 and f["invalid"] == 0
+    assert all(m["text"].startswith(("BlockMatrix", "-BlockMatrix"))
+               for m in f["mutant_results"])
+    assert report["totals"]["survived"] == 0 and code == 0
