@@ -3193,15 +3193,17 @@ def _ood_symbolic(ctx: Context) -> TierResult:
                             ratio = _mpf(err2) / bound
                         row = {"L": L, "n": _n_text(n), "X_diag": [str(v) for v in x],
                                "Sigma_out_eigs": [mpmath.nstr(_mpf(v), 8) for v in ev],
-                               "zeta": float(zeta), "error_sq": mpmath.nstr(_mpf(err2), 12),
+                               "zeta": str(zeta) if zeta.q < 10 ** 6 else float(zeta), "error_sq": mpmath.nstr(_mpf(err2), 12),
                                "bound": mpmath.nstr(bound, 12), "ratio": float(ratio)}
                         if worst is None or row["ratio"] > worst["ratio"]:
                             worst = row
                         if ratio > 1 and not _gd_le(sympy.Symbol("e"), sympy.Symbol("b"), {
                                 "e": err2, "b": sympy.Float(mpmath.nstr(bound, 40), 40)}):
                             if bad is None:
-                                bad = {**row, "error_sq_exact": _q(err2), "a_star":
-                                       mpmath.nstr(_mpf(a_opt), 50), "w": f"e_{i + 1}", "x_q": f"e_{i + 1}",
+                                with mpmath.workdps(len(str(n)) + 30):
+                                    a_txt = mpmath.nstr(_mpf(a_opt), len(str(n)) + 20)
+                                    e_txt = mpmath.nstr(_mpf(err2), len(str(n)) + 20)
+                                bad = {**row, "error_sq_digits": e_txt, "a_star": a_txt, "w": f"e_{i + 1}", "x_q": f"e_{i + 1}",
                                        "Sigma_star": "I_2"}
                             rows.append(row)
     ok = bad is None
