@@ -2348,7 +2348,7 @@ def large_d_scan(F, form: GDForm, loops: Sequence[int], n: int = GD_N, d_max: in
         rows[f"L={L}"] = row
         if first is None or hi < first["d"]:
             first = {"L": L, "d": hi, "n": _n_text(n), "A": f"{a} * I_d", "Sigma_star": "I_d",
-                     "loss": str(loss), "loss_float": float(loss), "grad_norm_sq": str(g2),
+                     "loss": _digits(loss), "grad_norm_sq": _digits(g2),
                      "grad_norm_sq_float": float(g2), "rhs": info["rhs"],
                      "hypothesis_parts": _relation_values(_gd_expr(F, "hypothesis"), _gd_env(
                          n, hi, L, loss, info.get("epsilon")))}
@@ -2367,6 +2367,13 @@ def _relation_values(expr, env: Mapping) -> list:
                 out.append(f"{mpmath.nstr(_mp_value(r.lhs, env), 6)} {r.rel_op} "
                            f"{mpmath.nstr(_mp_value(r.rhs, env), 6)}")
     return out
+
+
+def _digits(x, digits: int = 40) -> str:
+    """An exact rational (hundreds of digits at n = 10^100) to ``digits`` significant digits; the
+    exact inputs next to it reproduce it."""
+    with mpmath.workdps(digits + 10):
+        return mpmath.nstr(_mpf(x), digits)
 
 
 def _n_text(n: int) -> str:
