@@ -2409,19 +2409,24 @@ def _gd_symbolic(ctx: Context, form: GDForm) -> TierResult:
     ok = first is None
     findings.append(Finding("scalar_family_exact", ok, {
         "family": "Sigma* = I, A = a I (a = 1/2; for Lemma A.10 a with d(1-a)^{2L} = (9/10)^{2L}), "
-                  f"n = {_n_text(GD_N)}; per L the smallest d at which the statement fails (bisection "
+                  f"n = {_n_text(GD_N)}; per L the smallest d at which the statement fails "
+                  "(bisection "
                   f"over d <= 2^20)", "by_L": rows}, first,
-        "" if ok else f"fails at L = {first['L']}, d = {first['d']}, n = {first['n']}, A = {first['A']}"))
-    steps = [step("Gradient at a I", r"\nabla_A L(aI,0) = \frac{f'(a)}{d} I,\quad \|\nabla_A L\|_F^2"
+        "" if ok else f"fails at L = {first['L']}, d = {first['d']}, n = {first['n']}, "
+                      f"A = {first['A']}"))
+    steps = [step("Gradient at a I",
+                  r"\nabla_A L(aI,0) = \frac{f'(a)}{d} I,\quad \|\nabla_A L\|_F^2"
                   r" = \frac{f'(a)^2}{d}",
                   "L(., 0) is invariant under A -> O A O^T at Sigma* = I, so its gradient at a I "
                   "commutes with every O; checked against autograd of the derived loss."),
              step("Large n", r"f(a) \to d(1-a)^{2L},\ \frac{\|\nabla\|^2}{L(A,0)^{(2L-1)/L}} \to "
                   r"4L^2 d^{(1-L)/L}",
                   "So the ratio falls below any constant once d is large; the exact polynomials in "
-                  f"n and d are evaluated at n = {_n_text(GD_N)} and the smallest failing d found by "
+                  f"n and d are evaluated at n = {_n_text(GD_N)} and the smallest failing d "
+                  "found by "
                   "bisection."),
-             step("Where the proof breaks", r"\sum_i x_i^{4L-2} \ge d^{-(L-1)/L}\Big(\sum_i x_i^{2L}"
+             step("Where the proof breaks",
+                  r"\sum_i x_i^{4L-2} \ge d^{-(L-1)/L}\Big(\sum_i x_i^{2L}"
                   r"\Big)^{(2L-1)/L}",
                   "Hoelder gives this exponent (the proof of Lemma A.10 writes (L-1)/(2L-1)) and "
                   "then drops the factor d^{-(L-1)/L}; the corrections restore it.")]
@@ -2773,7 +2778,8 @@ def _closeness_finding(F, loops: Sequence[int], dims: Sequence[int], n: int = GD
 def _flow_steps() -> list:
     return [step("Scalar flow", r"A(0)=a_0I\Rightarrow A(t)=a(t)I,\quad \dot a=-\frac{f'(a)}{d},"
                  r"\quad t_\xi=\int_{a_0}^{a_\xi}\frac{d\,da}{-f'(a)}",
-                 "L(., 0) is invariant under A -> O A O^T at Sigma* = I, so the flow from a I stays "
+                 "L(., 0) is invariant under A -> O A O^T at Sigma* = I, so the flow from a I "
+                 "stays "
                  "on the line; f is the exact loss on it (Wishart moments in n and d)."),
             step("Large n", r"\dot x=-2Lx^{2L-1},\ f=dx^{2L}\ \Rightarrow\ t_\xi\approx"
                  r"\frac{(d/\xi)^{(L-1)/L}}{4L(L-1)}",
@@ -2905,7 +2911,8 @@ THM3_3 = Claim(
     assumptions=THM_A12.assumptions + ("A^opt = a*(n, d, L) I (Thm. 3.2 check)",),
     formulas=THM_A12_FORMULAS + (
         NamedFormula("c", "8*(1 + 4*d**(1/(2*L)))*xi**(1/(2*L))", _FLOW_SYMBOLS,
-                     equation="Thm. 3.3 (2)", description="(1 - c) A^opt <= A(t) <= (1 + c) A^opt"),),
+                     equation="Thm. 3.3 (2)",
+                     description="(1 - c) A^opt <= A(t) <= (1 + c) A^opt"),),
     checks={"symbolic": lambda ctx: _flow_symbolic(ctx, FlowForm(True)),
             "numeric": single_threaded(lambda ctx: _flow_numeric(ctx, FlowForm(True)))},
     setting=FLOW_SETTING,
@@ -3069,7 +3076,8 @@ THM4_4 = Claim(
     id="gatmiry2024.thm4_4",
     title="Small loss implies closeness to the optimum",
     paper=PAPER,
-    statement=r"For $\epsilon>4\delta$, if $L(A,0)\le\epsilon^{2L}/2$ then, for $c=4+16d^{1/(2L)}$, "
+    statement=r"For $\epsilon>4\delta$, if $L(A,0)\le\epsilon^{2L}/2$ then, for "
+              r"$c=4+16d^{1/(2L)}$, "
               r"$(1-c\epsilon)A^{opt}\preccurlyeq A\preccurlyeq(1+c\epsilon)A^{opt}$.",
     assumptions=("u = 0; checked at Sigma* = I (the statement is invariant under A -> "
                  "Sigma*^{1/2} A Sigma*^{1/2}), A^opt = a* I", "A symmetric",
@@ -3200,7 +3208,8 @@ def _ood_symbolic(ctx: Context) -> TierResult:
                             ratio = _mpf(err2) / bound
                         row = {"L": L, "n": _n_text(n), "X_diag": [str(v) for v in x],
                                "Sigma_out_eigs": [mpmath.nstr(_mpf(v), 8) for v in ev],
-                               "zeta": str(zeta) if zeta.q < 10 ** 6 else float(zeta), "error_sq": mpmath.nstr(_mpf(err2), 12),
+                               "zeta": str(zeta) if zeta.q < 10 ** 6 else float(zeta),
+                               "error_sq": mpmath.nstr(_mpf(err2), 12),
                                "bound": mpmath.nstr(bound, 12), "ratio": float(ratio)}
                         if worst is None or row["ratio"] > worst["ratio"]:
                             worst = row
@@ -3210,7 +3219,8 @@ def _ood_symbolic(ctx: Context) -> TierResult:
                                 with mpmath.workdps(len(str(n)) + 30):
                                     a_txt = mpmath.nstr(_mpf(a_opt), len(str(n)) + 20)
                                     e_txt = mpmath.nstr(_mpf(err2), len(str(n)) + 20)
-                                bad = {**row, "error_sq_digits": e_txt, "a_star": a_txt, "w": f"e_{i + 1}", "x_q": f"e_{i + 1}",
+                                bad = {**row, "error_sq_digits": e_txt, "a_star": a_txt,
+                                       "w": f"e_{i + 1}", "x_q": f"e_{i + 1}",
                                        "Sigma_star": "I_2"}
                             rows.append(row)
     ok = bad is None
@@ -3517,7 +3527,8 @@ def fig3_symbolic(ctx: Context) -> TierResult:
                                 "rationals at the 60-digit rational a*"}
     return combine([Finding("extrapolation_keeps_decreasing", bad is None, {"d": 10, "rows": rows},
                             bad, "" if bad is None else
-                            f"the loss increases from L_test = {bad['L_test'] - 1} to {bad['L_test']}")],
+                            f"the loss increases from L_test = {bad['L_test'] - 1} to "
+                            f"{bad['L_test']}")],
                    steps=[step("Divergence", r"\mathbb E\,\mathrm{tr}(I-aW/n)^{2L}\ge "
                                r"\Pr(\lambda_{\max}(W/n)>2/a)\,1^{2L}\cdots\to\infty",
                                "for any a > 0 the event lambda_max(W/n) > 2/a has positive "
@@ -3629,7 +3640,8 @@ FIG4 = Claim(
 
 
 CLAIMS = [PROP3_1, LEMMA4_1, COR_A4, LEMMA_A3, LEMMA_A6, THM_A1, LEMMA_A2, LEMMA4_2, LEMMA_A5,
-          LEMMA4_3, LEMMA_A7, THM3_2, THM_A8, THM3_4, THM_A11, LEMMA_A10, THM3_3, THM_A12, THM4_4, LEMMA_A9, THM4_5, THM_A13, FIG1, FIG2, FIG3, FIG4]
+          LEMMA4_3, LEMMA_A7, THM3_2, THM_A8, THM3_4, THM_A11, LEMMA_A10, THM3_3, THM_A12,
+          THM4_4, LEMMA_A9, THM4_5, THM_A13, FIG1, FIG2, FIG3, FIG4]
 
 
 # ==============================================================================================
