@@ -51,7 +51,7 @@ def mask_matrix(n: int, like: torch.Tensor) -> torch.Tensor:
     return m
 
 
-PARAMETRISATIONS = ("full", "eq7", "eq9", "eq13")
+PARAMETRISATIONS = ("full", "eq7", "eq9", "eq13", "sec35")
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,8 @@ class LSAConfig:
 
     ``parametrisation``: ``full`` (free P, Q), ``eq7`` (P = [0; b^T], Q = [A 0]), ``eq9``
     (P = [[0,0],[0,1]], Q = [[A_i,0],[0,0]], A_i symmetric), ``eq13`` (P = [[B_i,0],[0,1]], same
-    Q).  ``looped`` shares one (P, Q) across all layers (gatmiry2024); ``step`` is +1 (ahn2023)
+    Q), ``sec35`` (gatmiry2024 Sec. 3.5 / eq. (11): P = [[0, 0], [u^T, 1]], Q = [[A, 0], [0, 0]]).
+    ``looped`` shares one (P, Q) across all layers (gatmiry2024); ``step`` is +1 (ahn2023)
     or -1 (gatmiry2024).
     """
 
@@ -103,6 +104,8 @@ class LinearTransformer(torch.nn.Module):
             self.A = randn(k, d, d)
             if p == "eq13":
                 self.B = randn(k, d, d)
+            elif p == "sec35":
+                self.u = randn(k, d)
 
     def weights(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """The (P_l, Q_l) of every layer, assembled from the trainable blocks."""
@@ -126,6 +129,8 @@ class LinearTransformer(torch.nn.Module):
                 Q = _block(A, 0.0)
                 B = self.B[l] if p == "eq13" else like.new_zeros(d, d)
                 P = _block(B, 1.0)
+                if p == "sec35":  # the bottom row of P is [u^T, 1]
+                    P = P + torch.nn.functional.pad(self.u[l].unsqueeze(0), (0, 1, d, 0))
             out.append((P, Q))
         if c.looped:
             out = out * c.layers

@@ -233,7 +233,8 @@ def _evidence_views(verdict: Verdict, shown: set[str]) -> list[dict]:
 
 
 def _label(claim_id: str) -> str:
-    return "claim:" + claim_id.replace(".", ":")
+    # no "_" in labels: the template escapes it to "\_", which \hyperref rejects (thm3_4)
+    return "claim:" + claim_id.replace(".", ":").replace("_", "-")
 
 
 def formula_view(claim: Claim, name: str, text: str, overridden: bool = False) -> dict:

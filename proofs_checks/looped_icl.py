@@ -1,0 +1,465 @@
+"""The looped linear transformer of gatmiry2024 (Secs. 3.3-3.5), derived with the moment kernel.
+
+Model.  Z_t = Z_{t-1} - (1/n) P Z_{t-1} M (Z_{t-1}^T Q Z_{t-1}) (eqs. (2)-(3)), run L times with
+the shared P = [[0, 0], [u^T, 1]], Q = [[A, 0], [0, 0]] of Sec. 3.5; the prediction is
+TF_L = -[Z_L]_{d+1,n+1} (eq. (4)).  Data: x_i, x_q ~ N(0, Sigma*), w* ~ N(0, Sigma*^{-1}),
+y_i = <w*, x_i> (Sec. 3.2).  S = X X^T / n is the empirical covariance (the paper's Sigma) and
+W = X X^T the Wishart matrix of ``moments.wishart``.
+
+Everything below is derived from the forward pass ``models.lsa.lsa_forward`` run on the symbolic
+prompt, with the moment kernel (``moments.wick`` and ``moments.wishart``):
+
+- ``model_error`` / ``derived_loss``: TF_L - y_q and L(A, u) = E[(TF_L - y_q)^2] as a polynomial
+  in trace words of Sigma*, Sigma*^{-1}, A and u (Isserlis; practical for L <= 3).
+- ``residual_form``: the closed form the forward pass reduces to,
+  TF_L - y_q = -w*^T prod_i (I - S A_i) x_q + sum_k u_k^T S A_k prod_{j>k} (I - S A_j) x_q,
+  checked as an exact polynomial identity by ``residual_identity``.
+- ``scalar_loss``: f(a) = L(a I, 0) at Sigma* = I, i.e. E tr (I - a W/n)^{2L}, from the exact
+  moments E tr W^k in n and d (any L <= 20); ``a_star`` is its unique minimiser (f is strictly
+  convex in a).
+- ``hessian_at_scalar``: the Hessian of L(., 0) at a I for Sigma* = I.  By orthogonal invariance
+  it has two eigenvalues: f''(a)/d along I, and ``h_perp`` on the traceless symmetric matrices.
+  The latter is a sum of E tr(E W^i E W^j) = alpha_ij ||E||_F^2 (E traceless), where alpha_ij
+  follows from E tr W^{i+j} and E[tr W^i tr W^j] (``traceless_alpha``).
+- ``paper_form``: the form E tr (I - A^{1/2} S A^{1/2})^{2L} of Lemma 4.1 / Cor. A.4 as a
+  polynomial in p_j = tr A^j (E tr (A W)^k is the Sigma-general Wishart moment at Sigma = A).
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Mapping, Sequence
+
+import mpmath
+import numpy as np
+import sympy
+
+from models.lsa import lsa_forward, readout
+from moments import wishart
+from moments.blocks import BlockMat
+from moments.letters import space_size
+from moments.poly import Poly
+from moments.tensor import Mat, identity, matrix, scalar, vector, zeros
+from moments.wick import canonical, expectation
+
+from .linear_icl import SymbolicPrompt, symbolic_prompt
+
+N = space_size("n")
+D = space_size("d")
+a_sym = sympy.Symbol("a")
+_w = sympy.Symbol("w")
+_s = sympy.Symbol("s")
+
+
+# ==============================================================================================
+# The forward pass on the symbolic prompt
+# ==============================================================================================
+def sec35_weights(A: Mat, u: Mat | None) -> tuple[BlockMat, BlockMat]:
+    """P = [[0, 0], [u^T, 1]], Q = [[A, 0], [0, 0]] (Sec. 3.5; eq. (11) per layer)."""
+    P = BlockMat([[zeros("d", "d"), zeros("d", "1")],
+                  [u.T if u is not None else zeros("1", "d"), scalar(1)]])
+    Q = BlockMat([[A, zeros("d", "1")], [zeros("1", "d"), zeros("1", "1")]])
+    return P, Q
+
+
+def layer_letters(L: int, multilayer: bool = False) -> tuple[list[Mat], list[Mat]]:
+    """The letters A, u of each layer: shared (looped) or A0, u0, A1, u1, ... (Thm. A.1)."""
+    if multilayer:
+        return ([matrix(f"A{i}", symmetric=True) for i in range(L)],
+                [vector(f"u{i}") for i in range(L)])
+    return [matrix("A", symmetric=True)] * L, [vector("u")] * L
+
+
+def model_error(L: int, isotropic: bool = False, with_u: bool = True,
+                multilayer: bool = False) -> tuple[Mat, SymbolicPrompt, list, list]:
+    """TF_L(Z_0) - y_q = -[Z_L]_{d+1,n+1} - w*^T x_q from the forward pass (eqs. (2)-(4))."""
+    sp = symbolic_prompt("sigma_inverse", isotropic=isotropic)
+    As, us = layer_letters(L, multilayer)
+    layers = [sec35_weights(A, u if with_u else None) for A, u in zip(As, us)]
+    Z = lsa_forward(sp.Z, layers, sp.mask, N, step=-1)
+    return -readout(Z) - sp.target, sp, As, us
+
+
+def residual_form(sp: SymbolicPrompt, As: Sequence[Mat], us: Sequence[Mat] | None) -> Mat:
+    """-w*^T prod_i (I - S A_i) x_q + sum_k u_k^T S A_k prod_{j>k} (I - S A_j) x_q."""
+    S = sp.X @ sp.X.T / N
+    I = identity("d")
+    M = I
+    for A in As:
+        M = M @ (I - S @ A)
+    err = -(sp.w.T @ M @ sp.xq)
+    if us is not None:
+        for k, (A, u) in enumerate(zip(As, us)):
+            tail = I
+            for A2 in As[k + 1:]:
+                tail = tail @ (I - S @ A2)
+            err = err + u.T @ S @ A @ tail @ sp.xq
+    return err
+
+
+def residual_identity(L: int, with_u: bool = True, multilayer: bool = False) -> Poly:
+    """(forward-pass error) - (residual form), canonical: zero iff the identity holds."""
+    err, sp, As, us = model_error(L, with_u=with_u, multilayer=multilayer)
+    return canonical(err - residual_form(sp, As, us if with_u else None)).simplify()
+
+
+@lru_cache(maxsize=None)
+def derived_loss(L: int, isotropic: bool = False, with_u: bool = True,
+                 multilayer: bool = False) -> Poly:
+    """L(A, u) = E[(TF_L - y_q)^2] from the forward pass (letters Sigma, Sigma_inv, A, u)."""
+    err = model_error(L, isotropic, with_u, multilayer)[0]
+    return expectation(err * err).simplify()
+
+
+def exact_loss_isotropic(L: int) -> Poly:
+    """L(A, 0) at Sigma* = I for a full symmetric A: a polynomial in the letter ``A`` with
+    coefficients in ``n`` and ``d`` (for training and benchmarks; L <= 3 in practice)."""
+    return derived_loss(L, isotropic=True, with_u=False)
+
+
+# ==============================================================================================
+# Sigma* = I and A = a I: Wishart moments in n and d
+# ==============================================================================================
+@lru_cache(maxsize=None)
+def trace_power(k: int) -> sympy.Expr:
+    """E tr W^k for W ~ Wishart(n, I_d) (tr W^0 = d)."""
+    return D if k == 0 else wishart.trace_moment(k, identity=True)
+
+
+@lru_cache(maxsize=None)
+def trace_pair(i: int, j: int) -> sympy.Expr:
+    """E[tr W^i tr W^j] for W ~ Wishart(n, I_d)."""
+    if i == 0 or j == 0:
+        return D * trace_power(i + j)
+    return wishart.trace_product_moment((i, j), identity=True)
+
+
+@lru_cache(maxsize=None)
+def scalar_loss(L: int) -> sympy.Expr:
+    """f(a) = L(a I, 0) at Sigma* = I = E tr (I - a W/n)^{2L}, in a, n, d."""
+    return sympy.Add(*[sympy.binomial(2 * L, k) * (-a_sym / N) ** k * trace_power(k)
+                       for k in range(2 * L + 1)])
+
+
+@lru_cache(maxsize=None)
+def _trace_power_terms(k: int) -> tuple:
+    """E tr W^k as ((i, j, c), ...) meaning sum c n^i d^j (exact integer arithmetic later)."""
+    return tuple((i, j, sympy.Rational(c)) for (i, j), c in
+                 sympy.Poly(sympy.expand(trace_power(k)), N, D).as_dict().items())
+
+
+@lru_cache(maxsize=None)
+def scalar_poly(L: int, n: int, d: int) -> sympy.Poly:
+    """f(a) at concrete n, d as an exact polynomial in a: the coefficient of a^k is
+    binom(2L, k) (-1/n)^k E tr W^k (evaluated in integers; sympy substitution is slow at large
+    n, d)."""
+    n, d = sympy.Integer(n), sympy.Integer(d)
+    coeffs = {}
+    for k in range(2 * L + 1):
+        moment = sum((c * n ** i * d ** j for i, j, c in _trace_power_terms(k)), sympy.Integer(0))
+        coeffs[(k,)] = sympy.binomial(2 * L, k) * (-1) ** k * moment / n ** k
+    return sympy.Poly.from_dict(coeffs, a_sym, domain="QQ")
+
+
+@lru_cache(maxsize=None)
+def a_star(n: int, d: int, L: int) -> sympy.Expr:
+    """The unique minimiser of f (f is strictly convex: f'' = E tr 2L(2L-1) S^2 (I-aS)^{2L-2}
+    > 0), the unique real root of f'(a); a rational or a ``CRootOf``."""
+    roots = scalar_poly(L, n, d).diff(a_sym).real_roots()
+    if len(roots) != 1:
+        raise ArithmeticError(f"f'(a) has {len(roots)} real roots at n={n}, d={d}, L={L}")
+    return roots[0]
+
+
+def a_star_float(n: int, d: int, L: int) -> float:
+    return float(a_star_rational(n, d, L))
+
+
+@lru_cache(maxsize=None)
+def a_star_rational(n: int, d: int, L: int, digits: int = 120) -> sympy.Rational:
+    """A rational within 10^-digits of a*, certified: f' is strictly increasing and changes sign
+    between a - 10^-digits and a + 10^-digits (exact rational evaluation).  Values at it decide
+    signs that are far larger than the derivative times 10^-digits."""
+    fp = scalar_poly(L, n, d).diff(a_sym)
+    coeffs = [int(c.p) * mpmath.mpf(1) / int(c.q) if False else c for c in fp.all_coeffs()]
+    with mpmath.workdps(digits + 20):
+        mc = [mpmath.mpf(int(c.p)) / int(c.q) for c in coeffs]
+        x = mpmath.mpf(1)
+        lo, hi = mpmath.mpf(0), mpmath.mpf(1)
+        while mpmath.polyval(mc, hi) < 0:  # f'(0) < 0 < f'(large)
+            hi *= 2
+        for _ in range(60):  # bisection to a good start, then Newton
+            mid = (lo + hi) / 2
+            if mpmath.polyval(mc, mid) < 0:
+                lo = mid
+            else:
+                hi = mid
+        x = mpmath.findroot(lambda t: mpmath.polyval(mc, t), (lo + hi) / 2)
+        q = sympy.Rational(mpmath.nstr(x, digits + 10, strip_zeros=False))
+    eps = sympy.Rational(1, 10 ** digits)
+    if not (fp.eval(q - eps) < 0 < fp.eval(q + eps)):
+        return sympy.Rational(str(sympy.N(a_star(n, d, L), digits)))
+    return q
+
+
+def value(expr, digits: int = 40) -> mpmath.mpf:
+    """A real constant (rational, radical, CRootOf) in mpmath at ``digits`` digits."""
+    with mpmath.workdps(digits):
+        return mpmath.mpf(sympy.N(expr, digits)._to_mpmath(mpmath.mp.prec))
+
+
+def optimal_loss(n: int, d: int, L: int) -> sympy.Expr:
+    """f(a*) exactly (an algebraic number)."""
+    return scalar_poly(L, n, d).as_expr().subs(a_sym, a_star(n, d, L))
+
+
+# ----- the Hessian at a I ---------------------------------------------------------------------
+@lru_cache(maxsize=None)
+def traceless_alpha(i: int, j: int) -> sympy.Expr:
+    """alpha_ij with E tr(E W^i E W^j) = alpha_ij ||E||_F^2 for every traceless symmetric E.
+
+    The invariant quadratic forms on symmetric matrices are ||E||^2 and tr(E)^2, so
+    E tr(E W^i E W^j) = alpha ||E||^2 + beta tr(E)^2.  E = I gives alpha d + beta d^2 = T_{i+j};
+    summing over an orthonormal basis of symmetric matrices (sum_E E_ab E_cd =
+    (delta_ac delta_bd + delta_ad delta_bc)/2) gives alpha d(d+1)/2 + beta d =
+    (T_{i+j} + T_{i,j})/2, with T_k = E tr W^k and T_{i,j} = E[tr W^i tr W^j]."""
+    Tk, Tij = trace_power(i + j), trace_pair(i, j)
+    return (D * (Tk + Tij) - 2 * Tk) / (D * (D + 2) * (D - 1))
+
+
+def _pair_expectation(p: sympy.Expr, q: sympy.Expr) -> sympy.Expr:
+    """E tr(E p(S) E q(S)) / ||E||^2 for polynomials p, q in s = S = W/n, E traceless."""
+    P, Q = sympy.Poly(sympy.expand(p), _s), sympy.Poly(sympy.expand(q), _s)
+    total = sympy.Integer(0)
+    for (i,), ci in P.terms():
+        for (j,), cj in Q.terms():
+            total += ci * cj * traceless_alpha(i, j) / N ** (i + j)
+    return total
+
+
+@lru_cache(maxsize=None)
+def hessian_perp(L: int) -> sympy.Expr:
+    """d^2/dt^2 L(a I + t E, 0) at t = 0 for a unit traceless symmetric E (Sigma* = I), in a, n, d.
+
+    With R = I - a S, (R - t E S)^L = R^L - t M_1 + t^2 M_2 + ..., and the t^2 coefficient of
+    tr(M M^T) is 2 tr(M_2 R^L) + tr(M_1 M_1^T):
+      tr(M_2 R^L) = sum_{g=1}^{L-1} (L - g) tr(E S R^{g-1} E S R^{2L-1-g}),
+      tr(M_1 M_1^T) = sum_{m=0}^{2L-2} c_m tr(E S^2 R^{2L-2-m} E R^m), c_m = min(m, 2L-2-m) + 1.
+    """
+    R = 1 - a_sym * _s
+    c2 = sympy.Integer(0)
+    for g in range(1, L):
+        c2 += 2 * (L - g) * _pair_expectation(_s * R ** (g - 1), _s * R ** (2 * L - 1 - g))
+    for m in range(2 * L - 1):
+        c2 += (min(m, 2 * L - 2 - m) + 1) * _pair_expectation(_s ** 2 * R ** (2 * L - 2 - m),
+                                                             R ** m)
+    return 2 * c2
+
+
+@lru_cache(maxsize=None)
+def hessian_perp_poly(L: int, n: int, d: int) -> sympy.Poly:
+    """``hessian_perp`` at concrete n, d: a polynomial in a with rational coefficients."""
+    return sympy.Poly(sympy.expand(hessian_perp(L).subs({N: n, D: d})), a_sym)
+
+
+def hessian_at_scalar(a, n: int, d: int, L: int) -> tuple[sympy.Expr, sympy.Expr]:
+    """(h_I, h_perp): the Hessian eigenvalues of L(., 0) at a I along I/sqrt(d) and along the
+    traceless directions (multiplicity d(d+1)/2 - 1), exactly at ``a``."""
+    f = scalar_poly(L, n, d)
+    h_I = f.diff(a_sym).diff(a_sym).eval(a) / d
+    if d == 1:
+        return h_I, sympy.nan
+    return h_I, hessian_perp_poly(L, n, d).eval(a)
+
+
+# ==============================================================================================
+# The paper's form (Lemma 4.1, Cor. A.4): E tr (I - A^{1/2} S A^{1/2})^{2L} in p_j = tr A^j
+# ==============================================================================================
+def power_sum(j: int) -> sympy.Symbol:
+    return wishart.power_sum(j)
+
+
+@lru_cache(maxsize=None)
+def paper_form(L: int) -> sympy.Expr:
+    """E tr (I - V)^{2L}, V = A^{1/2} S A^{1/2} ~ Wishart(n, A)/n: sum_k C(2L, k) (-1/n)^k
+    E tr W_A^k with E tr W_A^k in n and p_j = tr A^j (p_0 = d)."""
+    total = D
+    for k in range(1, 2 * L + 1):
+        total += sympy.binomial(2 * L, k) * (-1 / N) ** k * wishart.trace_moment(k)
+    return total
+
+
+def paper_form_hessian_perp(L: int, a, n: int, d: int) -> sympy.Expr:
+    """Second derivative of the paper's form along a unit traceless E at a I: p_j(aI + tE) has
+    zero first derivative and second derivative j(j-1) a^{j-2} ||E||^2."""
+    P = paper_form(L).subs({N: n, D: d})
+    at = {power_sum(j): d * a ** j for j in range(1, 2 * L + 1)}
+    return sum(sympy.diff(P, power_sum(j)).subs(at) * j * (j - 1) * a ** (j - 2)
+               for j in range(2, 2 * L + 1))
+
+
+def spectral_function(expr: sympy.Expr, n: int, d: int, L: int):
+    """A float function of eigenvalue vectors (..., d) for an expression in p_j (numpy)."""
+    syms = [power_sum(j) for j in range(1, 2 * L + 1)]
+    fn = sympy.lambdify(syms, sympy.expand(expr.subs({N: n, D: d})), "numpy")
+
+    def f(lam: np.ndarray) -> np.ndarray:
+        lam = np.asarray(lam, dtype=float)
+        return fn(*[(lam ** j).sum(-1) for j in range(1, 2 * L + 1)])
+
+    return f
+
+
+# ==============================================================================================
+# Other exact functions of the scalar model
+# ==============================================================================================
+def multilayer_scalar_loss(coeffs: Sequence) -> sympy.Expr:
+    """E tr prod_l (I - a_l W/n)^2 at Sigma* = I (L layers with A_l = a_l I, Thm. A.1)."""
+    poly = sympy.Integer(1)
+    for c in coeffs:
+        poly *= (1 - c * _w / N) ** 2
+    return wishart.expected_trace(poly, _w, identity=True)
+
+
+@lru_cache(maxsize=None)
+def covariance_moment(k: int) -> sympy.Expr:
+    """tr(E[W^k] Sigma) for W ~ Wishart(n, Sigma), in n and p_j (E[W^k] = sum c n^e p_mu Sigma^s)."""
+    if k == 0:
+        return power_sum(1)
+    out = sympy.Integer(0)
+    for (s, mu, e), c in wishart.moment(k).terms.items():
+        term = c * N ** e * power_sum(s + 1)
+        for part in mu:
+            term *= power_sum(part)
+        out += term
+    return out
+
+
+def ood_loss(L: int) -> sympy.Expr:
+    """E (w^T (I - a S)^L x_q)^2 with x ~ N(0, Sigma), w ~ N(0, I): E tr((I - a S)^{2L} Sigma),
+    in a, n and p_j = tr Sigma^j (the in-distribution loss at Sigma = I)."""
+    return sympy.Add(*[sympy.binomial(2 * L, k) * (-a_sym / N) ** k * covariance_moment(k)
+                       for k in range(2 * L + 1)])
+
+
+def at_spectrum(expr: sympy.Expr, eigenvalues: Sequence, n, d: int | None = None) -> sympy.Expr:
+    """An expression in p_j, n (and d) at a spectrum, exactly."""
+    eig = [sympy.nsimplify(v) for v in eigenvalues]
+    subs = {s: sum(v ** int(s.name[1:]) for v in eig) for s in expr.free_symbols
+            if s.name[:1] == "p" and s.name[1:].isdigit()}
+    subs[N] = n
+    subs[D] = len(eig) if d is None else d
+    return expr.xreplace(subs)
+
+
+# ==============================================================================================
+# Exact comparisons of real constants
+# ==============================================================================================
+def exact_sign(expr) -> int:
+    """The sign of a real constant (rationals, radicals, rational powers, CRootOf), decided by
+    interval-free high-precision evaluation with a margin, and exactly when it is zero."""
+    expr = sympy.sympify(expr)
+    if expr.is_Rational:
+        return int(sympy.sign(expr))
+    for digits in (30, 120, 500):
+        v = sympy.N(expr, digits)
+        if not v.is_finite:
+            raise ArithmeticError(f"{expr} is not finite")
+        if abs(v) > sympy.Float(10) ** (-(digits - 15)):
+            return 1 if v > 0 else -1
+    x = sympy.Symbol("x")
+    if sympy.minimal_polynomial(expr, x) == x:
+        return 0
+    raise ArithmeticError(f"cannot decide the sign of {expr}")
+
+
+def exact_le(lhs, rhs) -> bool:
+    """lhs <= rhs for real constants, exactly (see ``exact_sign``)."""
+    return exact_sign(sympy.sympify(rhs) - sympy.sympify(lhs)) >= 0
+
+
+# ==============================================================================================
+# Formulas as moment-kernel expressions
+# ==============================================================================================
+def _sum_terms(body: sympy.Basic, limits: list) -> list:
+    """The terms of a finite sum over concrete integer limits."""
+    if not limits:
+        return [body]
+    (idx, lo, hi), rest = limits[0], limits[1:]
+    if not (sympy.sympify(lo).is_Integer and sympy.sympify(hi).is_Integer):
+        raise ValueError(f"a sum over {idx} needs concrete limits, got {lo}..{hi}")
+    out = []
+    for v in range(int(lo), int(hi) + 1):
+        out += _sum_terms(body.xreplace({idx: sympy.Integer(v)}), [
+            (i, sympy.sympify(l).xreplace({idx: v}), sympy.sympify(h).xreplace({idx: v}))
+            for i, l, h in rest])
+    return out
+
+
+def formula_mat(expr: sympy.Basic, letters: Mapping[str, Mat]) -> Mat:
+    """A sympy matrix/scalar expression over ``MatrixSymbol``s as a moments ``Mat`` (1 x 1 for
+    scalars): products, sums, integer powers, transposes, traces, sums over an index."""
+    if isinstance(expr, sympy.Sum):  # expanded by hand: sympy's doit misses nested matrix sums
+        out = None
+        for term in _sum_terms(expr.function, list(expr.limits)):
+            mat = formula_mat(term, letters)
+            out = mat if out is None else out + mat
+        return out
+    if isinstance(expr, sympy.MatrixSymbol):
+        if expr.name not in letters:
+            raise KeyError(f"no letter for {expr.name}")
+        return letters[expr.name]
+    if isinstance(expr, sympy.Identity):
+        return identity("d")
+    if isinstance(expr, sympy.ZeroMatrix):
+        return zeros("d" if expr.rows != 1 else "1", "d" if expr.cols != 1 else "1")
+    if isinstance(expr, sympy.MatAdd):
+        out = None
+        for arg in expr.args:
+            term = formula_mat(arg, letters)
+            out = term if out is None else out + term
+        return out
+    if isinstance(expr, sympy.MatMul):
+        coeff, mats = expr.as_coeff_matrices()
+        out = None
+        for m in mats:
+            term = formula_mat(m, letters)
+            out = term if out is None else out @ term
+        return out.scale(coeff) if coeff != 1 else out
+    if isinstance(expr, sympy.MatPow):
+        base, exp = expr.args
+        if not (exp.is_Integer and exp >= 0):
+            raise ValueError(f"only non-negative integer matrix powers, got {exp}")
+        out = identity("d")
+        b = formula_mat(base, letters)
+        for _ in range(int(exp)):
+            out = out @ b
+        return out
+    if isinstance(expr, sympy.Transpose):
+        return formula_mat(expr.arg, letters).T
+    if isinstance(expr, sympy.Trace):
+        return formula_mat(expr.arg, letters).trace()
+    if isinstance(expr, sympy.Add):
+        out = None
+        for arg in expr.args:
+            term = formula_mat(arg, letters)
+            out = term if out is None else out + term
+        return out
+    if isinstance(expr, sympy.Mul):
+        coeff = sympy.Integer(1)
+        out = None
+        for arg in expr.args:
+            if arg.free_symbols <= {N, D} and not arg.atoms(sympy.MatrixSymbol, sympy.Trace):
+                coeff *= arg
+                continue
+            term = formula_mat(arg, letters)
+            out = term if out is None else out * term
+        return scalar(coeff) if out is None else out.scale(coeff)
+    if isinstance(expr, sympy.Pow) and expr.exp.is_Integer and expr.exp >= 0:
+        out = scalar(1)
+        base = formula_mat(expr.base, letters)
+        for _ in range(int(expr.exp)):
+            out = out * base
+        return out
+    if isinstance(expr, sympy.Expr) and expr.free_symbols <= {N, D}:
+        return scalar(expr)
+    raise ValueError(f"cannot translate {type(expr).__name__} {expr} into the moment kernel")

@@ -1,0 +1,223 @@
+"""gatmiry2024: claims as printed come out as computed; the corrections pass; deliberately wrong
+formulas (a changed constant, a flipped sign, a wrong power) come out refuted."""
+import pytest
+import sympy
+
+from proofs_checks import gatmiry2024 as g
+from proofs_checks import looped_icl as li
+from verify.registry import by_paper, find
+from verify.runner import check_claim
+
+QUICK = {"budget": "quick", "seed": 0}
+
+
+def verdict(claim_id, tiers=("symbolic",), **overrides):
+    return check_claim(find(claim_id), tiers=tiers, overrides=overrides, **QUICK)
+
+
+def corrected(claim_id, **extra):
+    """The documented correction as overrides (plus ``extra`` replacements)."""
+    return {**find(claim_id).correction.formulas, **extra}
+
+
+# ---------------------------------------------------------------------- verdicts as computed
+AS_COMPUTED = {
+    "gatmiry2024.prop3_1": "corrected", "gatmiry2024.lemma4_1": "corrected",
+    "gatmiry2024.cor_a4": "corrected", "gatmiry2024.lemma_a3": "verified",
+    "gatmiry2024.lemma_a6": "verified", "gatmiry2024.thm_a1": "corrected",
+    "gatmiry2024.lemma_a2": "verified", "gatmiry2024.lemma4_2": "corrected",
+    "gatmiry2024.lemma_a5": "corrected", "gatmiry2024.lemma4_3": "verified",
+    "gatmiry2024.lemma_a7": "verified", "gatmiry2024.thm3_2": "verified",
+    "gatmiry2024.thm_a8": "verified", "gatmiry2024.thm3_4": "corrected",
+    "gatmiry2024.thm_a11": "corrected", "gatmiry2024.lemma_a10": "corrected",
+    "gatmiry2024.thm3_3": "corrected", "gatmiry2024.thm_a12": "corrected",
+    "gatmiry2024.thm4_4": "verified", "gatmiry2024.lemma_a9": "verified",
+    "gatmiry2024.thm4_5": "corrected", "gatmiry2024.thm_a13": "corrected",
+    "gatmiry2024.fig1": "verified", "gatmiry2024.fig2": "verified",
+    "gatmiry2024.fig3": "refuted", "gatmiry2024.fig4": "verified",
+}
+CHEAP = ["gatmiry2024.fig2", "gatmiry2024.fig4", "gatmiry2024.lemma_a6", "gatmiry2024.lemma_a2",
+         "gatmiry2024.lemma_a7"]
+
+
+def test_every_claim_is_listed():
+    assert set(AS_COMPUTED) == {c.id for c in by_paper("gatmiry2024")}
+
+
+@pytest.mark.parametrize("claim_id", CHEAP)
+def test_cheap_symbolic_verdicts(claim_id):
+    v = verdict(claim_id)
+    assert v.verdict == AS_COMPUTED[claim_id], v.reason
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("claim_id", sorted(AS_COMPUTED))
+def test_all_verdicts(claim_id):
+    v = verdict(claim_id, tiers=("symbolic", "numeric"))
+    assert v.verdict == AS_COMPUTED[claim_id], v.reason
+
+
+# ---------------------------------------------------------------------- derived facts
+def test_scalar_poly_matches_the_symbolic_loss():
+    for L, n, d in ((1, 5, 2), (2, 7, 3), (3, 10 ** 30, 4)):
+        direct = sympy.expand(li.scalar_loss(L).subs({li.N: n, li.D: d}))
+        assert sympy.expand(li.scalar_poly(L, n, d).as_expr() - direct) == 0
+
+
+def test_a_star_is_a_certified_minimiser():
+    for n, d, L in ((20, 3, 2), (10, 5, 1)):
+        a = li.a_star_rational(n, d, L)
+        fp = li.scalar_poly(L, n, d).diff(li.a_sym)
+        eps = sympy.Rational(1, 10 ** 100)
+        assert fp.eval(a - eps) < 0 < fp.eval(a + eps)
+        assert 0 < a < 1
+
+
+def test_thm3_4_counterexample_is_the_dropped_hoelder_factor():
+    v = verdict("gatmiry2024.thm3_4")
+    ce = v.counterexample
+    # at n -> infinity and A = I/2 the ratio ||grad||^2 / (L^{(2L-1)/L}/16) is 1600 d^{-4/5} for L = 5
+    assert ce["L"] == 5 and ce["d"] == 10120 and ce["A"] == "1/2 * I_d"
+    assert ce["grad_norm_sq_float"] < float(sympy.sympify(ce["rhs"]))
+    assert v.correction_tiers["symbolic"].status == "pass"
+
+
+def test_gradient_at_scalar_points_matches_autograd():
+    v = verdict("gatmiry2024.thm_a11")
+    assert v.tiers["symbolic"].evidence["gradient_at_scalar_points"]["ok"] is True
+
+
+def test_bench_hook_returns_the_exact_loss_and_a_star():
+    poly, a = g.bench_exact_loss(L=2, n=20, d=3)
+    import numpy as np
+    val = float(poly.evaluate({"A": a * np.eye(3)}, {"n": 20, "d": 3}))
+    f = li.scalar_poly(2, 20, 3)
+    assert abs(val - float(f.eval(sympy.nsimplify(a)))) < 1e-9 * max(1.0, val)
+    assert abs(a - li.a_star_float(20, 3, 2)) < 1e-12
+
+
+# ---------------------------------------------------------------------- corrections pass, mutants fail
+def test_prop3_1_correction_passes_and_a_doubled_step_is_refuted():
+    cid = "gatmiry2024.prop3_1"
+    assert verdict(cid, **corrected(cid)).verdict == "verified"
+    assert verdict(cid, **corrected(cid, update="w - 2*A*grad/n")).verdict == "refuted"
+
+
+def test_lemma_a6_wrong_covariance_is_refuted():
+    assert verdict("gatmiry2024.lemma_a6", cov_tilde="2*A_half*Sigma_star*A_half").verdict \
+        == "refuted"
+
+
+def test_lemma_a2_smaller_upper_bound_is_refuted():
+    assert verdict("gatmiry2024.lemma_a2", upper="1 + k*d/(100*sqrt(n))").verdict == "refuted"
+
+
+def test_lemma_a7_dropped_noise_is_refuted():
+    assert verdict("gatmiry2024.lemma_a7", upper="(1 - lambda_j)**k + delta**k*(lambda_1 + 1)**k/1000"
+                   ).verdict == "refuted"
+
+
+def test_thm3_4_correction_passes_and_a_larger_constant_is_refuted():
+    cid = "gatmiry2024.thm3_4"
+    assert verdict(cid, **corrected(cid)).verdict == "verified"
+    assert verdict(cid, rhs="100*loss**((2*L - 1)/L)/d**((L - 1)/L)").verdict == "refuted"
+
+
+@pytest.mark.slow
+def test_lemma4_1_correction_passes_and_a_wrong_power_is_refuted():
+    cid = "gatmiry2024.lemma4_1"
+    assert verdict(cid, **corrected(cid)).verdict == "verified"
+    assert verdict(cid, loss_u0=corrected(cid)["loss_u0"].replace("**L", "**(L+1)")).verdict \
+        == "refuted"
+
+
+@pytest.mark.slow
+def test_thm_a1_flipped_sign_is_refuted():
+    cid = "gatmiry2024.thm_a1"
+    assert verdict(cid, **corrected(cid)).verdict == "verified"
+    fixed = corrected(cid)
+    assert verdict(cid, yq_t=fixed["yq_t"].replace("w.T*x_q - w.T", "w.T*x_q + w.T")).verdict \
+        == "refuted"
+
+
+@pytest.mark.slow
+def test_lemma_a10_mutated_correction_is_refuted():
+    cid = "gatmiry2024.lemma_a10"
+    assert verdict(cid, **corrected(cid)).verdict == "verified"
+    assert verdict(cid, rhs="epsilon**(4*L - 2)").verdict == "refuted"
+
+
+@pytest.mark.slow
+def test_thm3_2_too_small_loss_bound_is_refuted():
+    # the optimal loss is about d(d+1)/n at L = 1: the bound d/n is below it
+    assert verdict("gatmiry2024.thm3_2", loss_bound="d/n").verdict == "refuted"
+
+
+def test_thm_a12_correction_passes_and_the_paper_time_fails_at_d_646():
+    cid = "gatmiry2024.thm_a12"
+    v = verdict(cid)
+    assert v.verdict == "corrected"
+    ce = v.counterexample
+    assert ce["L"] == 2 and ce["d"] == 646
+    assert float(ce["t_to_reach_xi_quadrature"]) > float(ce["named_time_bound"])
+    assert abs(ce["t_to_reach_xi_solve_ivp"] / float(ce["t_to_reach_xi_quadrature"]) - 1) < 1e-6
+    # the corrected time is 256 times the large-n flow time at L = 2: 1000 times smaller fails
+    assert verdict(cid, time="(d/xi)**((L - 1)/L)*16*L/(1000*(L - 1))").verdict == "refuted"
+
+
+@pytest.mark.slow
+def test_thm4_4_smaller_radius_is_refuted():
+    # the closest approach of the exact search is 0.042 of the radius (4 + 16 d^{1/(2L)}) eps
+    assert verdict("gatmiry2024.thm4_4", radius="epsilon/10").verdict == "refuted"
+
+
+@pytest.mark.slow
+def test_lemma_a9_smaller_radius_is_refuted():
+    # the deviation reaches eps / 4 of the radius 4 eps + 16 delta d^{1/(2L)} (L = 1, d = 1)
+    assert verdict("gatmiry2024.lemma_a9", radius="epsilon/8").verdict == "refuted"
+
+
+def test_thm_a13_needs_the_1_over_n_in_sigma_out():
+    cid = "gatmiry2024.thm_a13"
+    ce = verdict(cid).counterexample
+    # X X^T in the window forces X X^T / n -> 0: the error is ||w|| ||x_q|| = 1, above the bound
+    assert float(ce["error_sq"]) > float(ce["bound"])
+    assert verdict(cid, **corrected(cid)).verdict == "verified"
+    # the bound without its (1 + 16 delta d^{1/(2L)})^2 factor and with zeta doubled fails
+    assert verdict(cid, **corrected(cid, bound="(1 - 2*zeta)**(2*L)*xq_norm2*w_norm2")
+                   ).verdict == "refuted"
+
+
+def test_fig3_extrapolation_turns_up_at_6_test_loops():
+    ce = verdict("gatmiry2024.fig3").counterexample
+    assert (ce["n"], ce["L_train"], ce["L_test"]) == (20, 2, 6)
+    assert float(ce["loss_at_L_test"]) > float(ce["loss_at_L_test_minus_1"])
+
+
+def test_fig1_symbolic_and_a_wrong_limit_is_refuted():
+    assert verdict("gatmiry2024.fig1").verdict == "verified"
+    assert verdict("gatmiry2024.fig1", limit_dist="1/2").verdict == "refuted"
+
+
+@pytest.mark.slow
+def test_fig1_train_reaches_a_multiple_of_identity():
+    v = verdict("gatmiry2024.fig1", tiers=("train",))
+    assert v.verdict == "verified", v.reason
+    runs = v.tiers["train"].evidence["exact_loss_training"]["runs"]
+    assert all(r["Dist_to_I"] < 1e-3 for r in runs if r["status"] == "converged")
+
+
+@pytest.mark.slow
+def test_fig2_train_reaches_the_optimum_for_each_loop_count():
+    v = verdict("gatmiry2024.fig2", tiers=("train",))
+    assert v.verdict == "verified", v.reason
+    ev = v.tiers["train"].evidence["exact_loss_training"]
+    assert ev["looped"][1]["trained_loss"] < ev["looped"][0]["trained_loss"]
+
+
+@pytest.mark.slow
+def test_fig3_trained_model_extrapolation_turns_up():
+    v = verdict("gatmiry2024.fig3", tiers=("train",))
+    assert v.verdict == "refuted"
+    ce = v.counterexample
+    assert ce["L_test"] == 6 and ce["loss_at_L_test"] > ce["loss_at_L_test_minus_1"]
