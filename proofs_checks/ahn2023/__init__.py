@@ -13,6 +13,6 @@ transformer" with A_0, A_1, A_2 has layers = 3).
 from .one_layer import CLAIMS as _ONE_LAYER_CLAIMS, LEMMA2, PAPER, THM1
 
 CLAIMS = list(_ONE_LAYER_CLAIMS)
-from .multilayer import THM4, THM5  # noqa: E402
+from .multilayer import THM3, THM4, THM5  # noqa: E402
 
-CLAIMS += [THM4, THM5]
+CLAIMS += [THM3, THM4, THM5]
