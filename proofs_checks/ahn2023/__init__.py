@@ -16,3 +16,6 @@ CLAIMS = list(_ONE_LAYER_CLAIMS)
 from .multilayer import THM3, THM4, THM5  # noqa: E402
 
 CLAIMS += [THM3, THM4, THM5]
+from .figures import FIG1, FIG2, FIG3, FIG4  # noqa: E402
+
+CLAIMS += [FIG1, FIG2, FIG3, FIG4]
