@@ -121,7 +121,7 @@ def at_eigenvalues(expr: sympy.Expr, eigs, n: int) -> sympy.Expr:
     subs = {s: sum(v ** (int(s.name[1:]) if s.name[1:].isdigit() else -int(s.name[4:]))
                    for v in eigs) for s in expr.free_symbols if _is_trace_symbol(s)}
     subs.update({space_size("d"): d, sparse.d_sym: d, space_size("n"): n, sparse.n_sym: n})
-    return sympy.expand(expr.subs(subs))
+    return sympy.expand(expr.xreplace(subs))
 
 
 def monomial(f: sympy.Expr):
@@ -197,27 +197,36 @@ def inf_gradient_symbolic(ctx: Context, model: str, setting: LinearICLSetting) -
         return combine([Finding("set_is_spectral", None, {"S_A": ctx.formula_texts["S_A"]},
                                 reason="the named set is not a function of Sigma; the "
                                        "spectral reduction does not apply")])
-    L = sparse.full_loss(layers, model)
-    funcs = _letter_functions(layers, model, fA, fB)
     xs = sparse.variables(layers, model)
-    g_sym = fast_spectral(L, funcs)
+    mA, mB = monomial(fA), (monomial(fB) if fB is not None else (1, 0))
+    if mA is not None and mB is not None:
+        # the set is c Sigma^k: loss and gradients on the set by first-order perturbation
+        L, G_on_set = sparse.loss_and_gradients_on_set(layers, model, mA, mB)
+        funcs = {"Sigma": LAMBDA, "Sigma_inv": 1 / LAMBDA}
+        g_sym = fast_spectral(L, funcs)
+        grads = {name: (fast_spectral(G, funcs) if G is not None else sympy.Integer(0))
+                 for name, G in G_on_set.items()}
+    else:
+        L = sparse.full_loss(layers, model)
+        funcs = _letter_functions(layers, model, fA, fB)
+        g_sym = fast_spectral(L, funcs)
+        grads = {name: fast_spectral(L.diff(name), funcs)
+                 for name in _gradient_letters(layers, model)}
     whitened = not (g_sym.has(LAMBDA) or g_sym.atoms(TR)
                     or any(_is_trace_symbol(s) for s in g_sym.free_symbols))
-    grads = {name: fast_spectral(L.diff(name), funcs)
-             for name in _gradient_letters(layers, model)}
     # the mechanism of App. B.2/B.3: grad_{A_i} f = c_i Sigma, grad_{B_i} f = c'_i I with
     # c_i d = dg/da_i and c'_i d = dg/db_i (informational: the decision is on T below)
     form = {}
     d_num = len(eigs)
     sizes = {space_size("d"): d_num, sparse.d_sym: d_num, space_size("n"): n, sparse.n_sym: n}
-    g_n = sympy.expand(g_sym.subs(sizes))
+    g_n = sympy.expand(g_sym.xreplace(sizes))
     for name, G in grads.items():
         kind, idx = name.split("_")
         var = (sparse.a_sym if kind == "A" else sparse.b_sym)(int(idx))
         basis = LAMBDA if kind == "A" else sympy.Integer(1)
-        c = sympy.expand(G.subs(sizes) / basis)
+        c = sympy.expand(G.xreplace(sizes) / basis)
         const = not (c.has(LAMBDA) or any(_is_trace_symbol(s_) for s_ in c.free_symbols))
-        form[name] = {"gradient_over_" + ("Sigma" if kind == "A" else "I"): str(c)[:300],
+        form[name] = {"gradient_over_" + ("Sigma" if kind == "A" else "I"): _short(c, 300),
                       "constant_in_Sigma": const,
                       f"d*c = dg/d{var} (at n = {n}, d = {d_num})":
                           (sympy.expand(c * d_num - sympy.diff(g_n, var)) == 0
@@ -232,7 +241,7 @@ def inf_gradient_symbolic(ctx: Context, model: str, setting: LinearICLSetting) -
     findings = []
     evidence = {"layers": layers, "n": n, "eigenvalues": [str(e) for e in eigs],
                 "restricted_loss_is_whitened": bool(whitened),
-                "restricted_loss": str(g_sym)[:2000], "restricted_loss_at_n_d": str(g_n)[:2000], "gradient_form": form,
+                "restricted_loss": _short(g_sym), "restricted_loss_at_n_d": _short(g_n), "gradient_form": form,
                 "digits": DIGITS}
     if cp is None:
         findings.append(Finding("infimum_of_gradient_norms", None, evidence,
@@ -273,6 +282,15 @@ def inf_gradient_symbolic(ctx: Context, model: str, setting: LinearICLSetting) -
     return combine(findings, steps=_steps(L, g_sym, grads, layers, model, ctx))
 
 
+def _short(expr, limit: int = 2000) -> str:
+    """The expression as text, or a summary when printing it would be slow or long."""
+    terms = len(sympy.Add.make_args(expr))
+    if terms > 60:
+        return f"<{terms} terms>"
+    text = str(expr)
+    return text if len(text) <= limit else text[:limit] + f" ... ({terms} terms)"
+
+
 def _frob2(G: sympy.Expr, eigs, n: int) -> sympy.Expr:
     """||G(Sigma)||_F^2 = sum_e G(lambda_e)^2 for a spectral function G (with traces resolved)."""
     Ge = at_eigenvalues(G, eigs, n)
@@ -287,8 +305,10 @@ def _steps(L, g_sym, grads, layers, model, ctx) -> list:
              "the symbolic prompt Z_0 = [[X, x_q], [w*^T X, 0]], x ~ N(0, Sigma), "
              "w* ~ N(0, Sigma^{-1}); full letters A_i (symmetric)" +
              (" and B_i" if model == "eq13" else "") + "."),
-        step("Population loss", "", f"E[e^2] by Isserlis: {len(L.terms)} trace monomials in "
-             "Sigma, Sigma^{-1} and the weights, exact in n and d."),
+        step("Population loss and gradients", "", f"E[e^2] by Isserlis ({len(L.terms)} trace "
+             "monomials, exact in n and d); on a set A_i = a_i c Sigma^k the gradient in A_j is "
+             "d/dR E[2 e_0 e_1] with e_1 the first-order change of the error along a free "
+             "direction letter R (full matrices: the letter derivative of the full loss)."),
         step("Restriction to S", r"g = " + sympy.latex(g_sym) if len(g_sym.args) < 40 else "",
              f"A_i = a_i S_A(Sigma) = {ctx.formula_texts['S_A']}" +
              (f", B_i = b_i S_B(Sigma) = {ctx.formula_texts['S_B']}" if model == "eq13" else "") +

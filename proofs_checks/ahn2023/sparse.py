@@ -381,3 +381,59 @@ def newton_mp(layers: int, model: str, n: int, d: int, x0, digits: int = 40) -> 
         eig = mpmath.eigsy(H)[0]
         return CriticalPoint(tuple(x), f(*x), mpmath.norm(G),
                              tuple(sorted(eig[i] for i in range(m))), digits)
+
+
+# ------------------------------------------------------------------------------------------------
+# On a named set A_i = a_i c_A Sigma^{k_A}, B_i = b_i c_B Sigma^{k_B}: the loss and the full-matrix
+# gradients by first-order perturbation (far fewer trace words than full letters)
+# ------------------------------------------------------------------------------------------------
+EPS = sympy.Symbol("epsilon")
+
+
+def _sigma_power(c, k: int) -> Mat:
+    """c Sigma^k as a Mat over the prompt's letters (Sigma_inv for negative k)."""
+    sp = symbolic_prompt("sigma_inverse")
+    if k == 0:
+        return identity("d") * c
+    base = sp.Sigma if k > 0 else matrix("Sigma_inv", "d", "d", symmetric=True,
+                                         latex="\\Sigma^{-1}")
+    out = base
+    for _ in range(abs(k) - 1):
+        out = out @ base
+    return out * c
+
+
+def _set_layers(layers: int, model: str, mono_A, mono_B, perturb=None) -> list:
+    out = []
+    for i in range(layers):
+        A = _sigma_power(*mono_A) * a_sym(i)
+        B = _sigma_power(*mono_B) * b_sym(i) if model == "eq13" else None
+        if perturb == ("A", i):
+            A = A + matrix("R", symmetric=True) * EPS
+        if perturb == ("B", i):
+            B = B + matrix("R") * EPS
+        out.append(_layer(A, B))
+    return out
+
+
+@lru_cache(maxsize=None)
+def loss_and_gradients_on_set(layers: int, model: str, mono_A: tuple, mono_B: tuple = (1, 0)):
+    """(g, {letter: grad}) on the set: g = E[e0^2] and grad_{A_j} f = d/dR E[2 e0 e1] where e1
+    is the first-order change of the error when A_j -> A_j + epsilon R (R a free letter, the
+    direction); every gradient is a matrix polynomial in Sigma, Sigma^{-1}."""
+    sp = symbolic_prompt("sigma_inverse")
+
+    def err(perturb=None):
+        return readout(lsa_forward(sp.Z, _set_layers(layers, model, mono_A, mono_B, perturb),
+                                   sp.mask, n_sym)) + sp.target
+
+    e0 = err()
+    g = expectation(e0 * e0)
+    grads = {}
+    kinds = ("A", "B") if model == "eq13" else ("A",)
+    for kind in kinds:
+        for j in range(layers):
+            e1 = err((kind, j)).map_coeffs(lambda c: sympy.diff(c, EPS).subs(EPS, 0))
+            L1 = expectation(e0 * e1).scale(2)
+            grads[f"{kind}_{j}"] = L1.diff("R") if "R" in L1.letters and len(L1.terms) else None
+    return g, grads
