@@ -34,32 +34,13 @@ from verify.claim import Claim, Context, TierResult
 from verify.evidence import Finding, combine
 
 from . import sparse
-from .multilayer import D_EXPERIMENT, THM4_SETTING, THM5_SETTING, conditional_loss
+from .multilayer import D_EXPERIMENT, THM4_SETTING, THM5_SETTING, conditional_loss, cpu_threads
 from .one_layer import PAPER
 
 DIST_EXACT = 1e-2
 DIST_SAMPLED = 0.1
 INIT_SCALE = 0.2
 D_DIAG = np.array([float(eval(v)) for v in D_EXPERIMENT])  # noqa: S307 - literal fractions
-
-
-class cpu_threads:
-    """Run torch on one cpu thread inside the block (restored after): on a shared machine the
-    tiny batched matrix products of the forward pass run ~10x faster than with contended
-    threads.  No effect on cuda."""
-
-    def __init__(self, device: str) -> None:
-        self.active = runtime(device).device.type == "cpu"
-
-    def __enter__(self):
-        if self.active:
-            self.saved = torch.get_num_threads()
-            torch.set_num_threads(1)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self.active:
-            torch.set_num_threads(self.saved)
 
 
 def sigmas(seed: int, count: int, d: int = 5) -> np.ndarray:
