@@ -19,6 +19,6 @@ CLAIMS += [THM3, THM4, THM5]
 from .figures import FIG1, FIG2, FIG3, FIG4  # noqa: E402
 
 CLAIMS += [FIG1, FIG2, FIG3, FIG4]
-from .appendix import LEMMA8, LEMMA9  # noqa: E402
+from .appendix import LEMMA7, LEMMA8, LEMMA9  # noqa: E402
 
-CLAIMS += [LEMMA8, LEMMA9]
+CLAIMS += [LEMMA7, LEMMA8, LEMMA9]

@@ -32,3 +32,18 @@ def test_lemma9_wrong_query_label_is_refuted(label):
     v = run("ahn2023.lemma9", y_bar=label)
     assert v.verdict == "refuted"
     assert v.tiers["symbolic"].evidence["X_rows_unchanged"]["ok"] is True  # Lemma 10.1 holds
+
+
+def test_lemma7_moments_as_derived():
+    v = run("ahn2023.lemma7")
+    assert v.verdict == "verified", v.as_dict()
+
+
+@pytest.mark.parametrize("override", [
+    {"E_CC": "(n+2)/n*lambda_j**2 + lambda_j*p_1/n"},
+    {"E_wC": "lambda_j**2"},
+    {"X_j": "1/((n+1)/n*lambda_j + p_1/n)"},
+    {"iso": "(n-1)/n + (d+1)/n"},
+])
+def test_lemma7_mutants_refuted(override):
+    assert run("ahn2023.lemma7", **override).verdict == "refuted"
