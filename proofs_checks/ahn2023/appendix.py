@@ -13,6 +13,7 @@ y_q, so [Z_k]_{d+1,n+1} + <w*, x_q> = [Zbar_k]_{d+1,n+1}: an exact identity of t
 from __future__ import annotations
 
 import itertools
+from functools import lru_cache
 
 import mpmath
 import numpy as np
@@ -194,20 +195,31 @@ LEMMA7_SETTING = LinearICLSetting(
     sizes={"quick": {"n": 5, "d": 3}, "default": {"n": 5, "d": 3}, "paper": {"n": 5, "d": 3}})
 
 
-def lemma7_symbolic(ctx: Context) -> TierResult:
-    """E[w_j C] and E[<C, E_{d+1,j}> C] by the kernel (C = Z_0 M Z_0^T / n, probes p, q), at
-    diagonal rational Lambda (d = 3, n symbolic); then the stationary point of the convex f_j."""
-    from moments.tensor import matrix, scalar, vector  # noqa: F401
+PROBES = sympy.symbols("p_y q_y")
 
-    F = ctx.formulas
+
+@lru_cache(maxsize=None)
+def lemma7_moments():
+    """E[(u^T w*)(p^T C q)] and E[(w*^T X X^T r / n)(p^T C q)], C = Z_0 M Z_0^T / n."""
+    from moments.tensor import scalar, vector
+
     n = sparse.n_sym
     sp = symbolic_prompt("identity")
-    py, qy = sympy.symbols("p_y q_y")
+    py, qy = PROBES
     p = BlockMat([[vector("p_x")], [scalar(py)]])
     q = BlockMat([[vector("q_x")], [scalar(qy)]])
     pCq = (p.T @ sp.Z @ sp.mask @ sp.Z.T @ q)[0, 0] / n
-    E1 = expectation((vector("u").T @ sp.w) * pCq)
-    E2 = expectation((sp.w.T @ sp.X @ sp.X.T @ vector("r")) / n * pCq)
+    return (expectation((vector("u").T @ sp.w) * pCq),
+            expectation((sp.w.T @ sp.X @ sp.X.T @ vector("r")) / n * pCq))
+
+
+def lemma7_symbolic(ctx: Context) -> TierResult:
+    """E[w_j C] and E[<C, E_{d+1,j}> C] by the kernel (C = Z_0 M Z_0^T / n, probes p, q), at
+    diagonal rational Lambda (d = 3, n symbolic); then the stationary point of the convex f_j."""
+    F = ctx.formulas
+    n = sparse.n_sym
+    py, qy = PROBES
+    E1, E2 = lemma7_moments()
     findings, rows = [], []
     d = 3
     px, qx = sympy.Matrix(sympy.symbols("px0:3")), sympy.Matrix(sympy.symbols("qx0:3"))
