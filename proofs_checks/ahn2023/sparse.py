@@ -271,13 +271,16 @@ def refine(g: sympy.Expr, xs: list, x0, digits: int = 40) -> CriticalPoint:
 
 
 def restricted_optimum(n: int, d: int, layers: int, model: str = "eq9",
-                       seed: int = 0) -> CriticalPoint | None:
-    """The minimiser a* (and b*) of g at sizes (n, d), for ``bench`` and the claims."""
-    g = restricted_loss(layers, model).subs({n_sym: n, d_sym: d})
-    xs = variables(layers, model)
+                       seed: int = 0, starts: int = 8) -> CriticalPoint:
+    """The best critical point (a*, and b* for eq. (13)) of g at sizes (n, d): multi-start
+    L-BFGS on the exactly derived g, refined by Newton in mpmath (for bench/train.py's
+    "Thm 4 setting" row: A_i* = a_i* Sigma^{-1} is the optimum within S, loss g*)."""
     rng = np.random.default_rng(seed)
-    starts = [np.full(len(xs), -0.5)] + [rng.standard_normal(len(xs)) for _ in range(4)]
-    return minimise(g, xs, np.array(starts))
+    m = len(variables(layers, model))
+    x0 = [np.full(m, -0.5)] + [rng.standard_normal(m) * 0.7 for _ in range(starts - 1)]
+    runs = numeric_optimum(n, d, layers, model, x0)
+    best = min(runs, key=lambda r: r["loss"])
+    return newton_mp(layers, model, n, d, best["end"], digits=20)
 
 
 def exact_sparse_loss(layers: int):
