@@ -98,7 +98,7 @@ def train_eq9(budget: str, seed: int, device: str, progress: bool) -> dict:
 
 
 def _train_eq9(budget: str, seed: int, device: str, progress: bool) -> dict:
-    ctx_b = {"quick": dict(seeds=3, steps=150, batch=2000, sampled_seeds=1, sampled_steps=15),
+    ctx_b = {"quick": dict(seeds=3, steps=150, batch=1000, sampled_seeds=1, sampled_steps=10),
              "default": dict(seeds=5, steps=400, batch=4000, sampled_seeds=2, sampled_steps=150),
              "paper": dict(seeds=5, steps=1000, batch=20000, sampled_seeds=5,
                            sampled_steps=500)}[budget]
@@ -250,7 +250,7 @@ def train_eq13(budget: str, seed: int, device: str, progress: bool) -> dict:
 
 
 def _train_eq13(budget: str, seed: int, device: str, progress: bool) -> dict:
-    b = {"quick": dict(seeds=1, batch=4000, steps=25), "default": dict(seeds=3, batch=6000,
+    b = {"quick": dict(seeds=1, batch=1000, steps=10), "default": dict(seeds=3, batch=6000,
                                                                          steps=200),
          "paper": dict(seeds=5, batch=20000, steps=1000)}[budget]
     n, d, L = 10, 5, 3
