@@ -599,7 +599,7 @@ def thm5_numeric(ctx: Context) -> TierResult:
 
 THM4 = Claim(
     id="ahn2023.thm4",
-    title="k-layer sparse transformer (9): A_i = a_i Sigma^{-1} essentially contains critical points",
+    title="k-layer sparse transformer (9): A_i = a_i inv(Sigma) essentially contains critical points",
     paper=PAPER,
     statement=(r"For $x^{(i)}\sim\mathcal N(0,\Sigma)$, $w_\star\sim\mathcal N(0,\Sigma^{-1})$ and "
                r"the parameters (9), with $\mathcal S=\{A: A_i=a_i\Sigma^{-1}\}$, "
@@ -614,7 +614,7 @@ THM4 = Claim(
 
 THM5 = Claim(
     id="ahn2023.thm5",
-    title="k-layer transformer (13): A_i = a_i Sigma^{-1}, B_i = b_i I essentially contains "
+    title="k-layer transformer (13): A_i = a_i inv(Sigma), B_i = b_i I essentially contains "
           "critical points",
     paper=PAPER,
     statement=(r"For $x^{(i)}\sim\mathcal N(0,\Sigma)$, $w_\star\sim\mathcal N(0,\Sigma^{-1})$ and "
