@@ -21,7 +21,6 @@ import sympy
 
 from models.lsa import lsa_forward, readout
 from moments.blocks import BlockMat
-from moments.tensor import zeros
 from moments.wick import canonical, expectation
 from verify.claim import Claim, Context, TierResult
 from verify.evidence import Finding, combine, step

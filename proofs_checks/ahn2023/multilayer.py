@@ -27,7 +27,6 @@ import torch
 
 from models.device import runtime
 from models.lsa import LSAConfig, LinearTransformer
-from models.sampler import sample_prompts
 from moments.letters import space_size
 from moments.montecarlo import z_critical
 from moments.spectral import LAMBDA, TR, spectral_value
@@ -35,7 +34,7 @@ from verify.claim import Claim, Context, TierResult
 from verify.evidence import Finding, combine, step
 from verify.formulas import FormulaSymbol, NamedFormula, formula_value
 
-from ..linear_icl import LinearICLSetting, SigmaSpec, make_instance, prompt_law
+from ..linear_icl import LinearICLSetting, SigmaSpec, prompt_law
 from . import sparse
 from .one_layer import PAPER
 
