@@ -33,7 +33,7 @@ from verify.claim import Claim, Context, TierResult
 from verify.evidence import Finding, combine, jsonable, step
 from verify.formulas import FormulaSymbol, NamedFormula, compile_formula, formula_value
 
-from .linear_icl import (LinearICLSetting, cayley_orthogonal, make_instance, prompt_law,
+from ..linear_icl import (LinearICLSetting, cayley_orthogonal, make_instance, prompt_law,
                          symbolic_prompt)
 
 PAPER = "ahn2023"

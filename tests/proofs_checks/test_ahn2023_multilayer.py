@@ -1,0 +1,81 @@
+"""ahn2023 Theorems 3-5: as printed they come out verified; a wrong set S or covariance is refuted."""
+import pytest
+
+from proofs_checks.ahn2023 import sparse
+from verify.registry import find
+from verify.runner import check_claim
+
+QUICK = {"budget": "quick", "seed": 0}
+
+
+def run(claim_id, tiers=("symbolic",), **overrides):
+    return check_claim(find(claim_id), tiers=tiers, overrides=overrides, **QUICK)
+
+
+def test_error_on_S_is_a_polynomial_in_W():
+    # the forward pass of (9) and (13) at A_i = a_i I, B_i = b_i I is w*^T s(W) x_q exactly,
+    # and E tr s(W)^2 by Wishart moments equals Isserlis on the forward pass
+    assert sparse.error_identity(2, "eq13").is_zero()
+    assert sparse.error_identity(3, "eq9").is_zero()
+    import sympy
+    assert sympy.expand(sparse.restricted_loss(2, "eq9")
+                        - sparse.restricted_loss_kernel(2, "eq9")) == 0
+
+
+def test_thm4_verified_with_a_vanishing_gradient_on_S():
+    v = run("ahn2023.thm4", tiers=("symbolic", "numeric"))
+    assert v.verdict == "verified", v.as_dict()
+    ev = v.tiers["symbolic"].evidence["infimum_of_gradient_norms"]
+    assert ev["restricted_loss_is_whitened"] is True
+    # grad_{A_i} f = c_i Sigma with d c_i = dg/da_i (App. B.2's mechanism)
+    for form in ev["gradient_form"].values():
+        assert form["constant_in_Sigma"] is True
+        assert any(v is True for k, v in form.items() if k.startswith("d*c"))
+    assert float(ev["T_at_critical_point"]) < 1e-60
+    seq = [float(r["T"]) for r in ev["sequence_a*+10^-m"]]
+    assert all(b < a for a, b in zip(seq, seq[1:]))
+    num = v.tiers["numeric"].evidence
+    assert num["exact_full_gradient_float64"]["max_|grad|/(K_eps_grad~)"] <= 1
+
+
+@pytest.mark.parametrize("direction", ["Identity(d)", "Sigma"])
+def test_thm4_wrong_set_is_refuted_with_a_positive_bound(direction):
+    v = run("ahn2023.thm4", S_A=direction)
+    assert v.verdict == "refuted"
+    ce = v.counterexample
+    assert float(ce["T_at_point"]) > 1e-6 and ce["T_numerical_minimum_over_S"] != "not found"
+
+
+def test_thm4_wrong_set_is_refuted_by_the_numeric_tier():
+    v = run("ahn2023.thm4", tiers=("numeric",), S_A="Identity(d)")
+    assert v.verdict == "refuted"
+    assert v.tiers["numeric"].evidence["exact_full_gradient_float64"]["ok"] is False
+
+
+def test_thm3_structure_and_global_minimum():
+    v = run("ahn2023.thm3", tiers=("symbolic", "numeric"))
+    assert v.verdict == "verified", v.as_dict()
+    ev = v.tiers["numeric"].evidence["diagonal_is_global"]
+    # at Sigma = I the diagonal minimiser is in fact a multiple of I in each layer
+    assert ev["relative_distance_to_scalar"] < 1e-6
+
+
+def test_thm3_non_isotropic_covariance_is_refuted():
+    v = run("ahn2023.thm3", tiers=("symbolic", "numeric"), Sigma_x="Identity(d) + OneMatrix(d, d)")
+    assert v.verdict == "refuted"
+    assert v.tiers["numeric"].evidence["diagonal_is_global"]["ok"] is False
+
+
+@pytest.mark.slow
+def test_thm5_verified():
+    v = run("ahn2023.thm5", tiers=("symbolic", "numeric"))
+    assert v.verdict == "verified", v.as_dict()
+    form = v.tiers["symbolic"].evidence["infimum_of_gradient_norms"]["gradient_form"]
+    assert form["B_0"]["constant_in_Sigma"] is True  # grad_B f = c' I on S
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("override", [{"S_B": "Sigma"}, {"S_A": "Identity(d)"}])
+def test_thm5_wrong_set_is_refuted(override):
+    v = run("ahn2023.thm5", **override)
+    assert v.verdict == "refuted"
