@@ -2484,19 +2484,21 @@ def _explicit_pair(ell, xi, v, alpha, nQ, L):
     return best
 
 
-def lemma10_numeric(ctx: Context) -> TierResult:
-    F = ctx.formulas["L_sq"]
-    sizes = LEMMA10_SIZES[ctx.budget.name]
-    inst = make_instance(ctx, "lemma10", sizes, BUDGET_TAU["quick"])
-    dyn = dynamics(inst)
-    gen = torch.Generator().manual_seed(ctx.seed_for("lemma10"))
+@lru_cache(maxsize=8)
+def _lemma10_search(seed: int, sizes: tuple, starts: int) -> dict:
+    """The Hessian search of Lemma 10 at every (gamma, alpha) of the grids: formula-free, so it is
+    computed once per instance and shared by every formula checked against it (mutants included).
+
+    Returns the instance data, zeta_0, Delta_0, gamma*alpha of (44) and per grid point the largest
+    |Hessian eigenvalue| found with its point and eigenvector."""
     from torch.func import hessian
 
-    def L_of(gamma, alpha):
-        v = float_value(F, {"gamma": gamma, "alpha": alpha, "H": inst.H, "K": inst.K, "N": inst.N,
-                            "Zbar_norm": dyn.Zbar_norm, "fbar_max": dyn.fbar_max, "A_norm": dyn.A_norm})
-        return math.sqrt(v)
-
+    sizes = dict(sizes)
+    gen_d = torch.Generator().manual_seed(seed)
+    inst = Instance(sizes, BUDGET_TAU["quick"], random_dictionary(sizes["K"], sizes["d"], sizes["m"],
+                                                                   sizes["N"], gen_d), seed)
+    dyn = dynamics(inst)
+    gen = torch.Generator().manual_seed(seed)
     # the alpha of (44) at a Gaussian initialisation with w = 0
     Q0 = init_Q(inst, gen)
     zeta0 = dyn.zeta(Q0)
@@ -2504,26 +2506,46 @@ def lemma10_numeric(ctx: Context) -> TierResult:
     c44 = 4 * math.sqrt(2 * inst.K) * dyn.Zbar_norm * math.sqrt(delta0) / zeta0   # gamma * alpha of (44)
     generic = [(1.0, 1.0), (10.0, 1.0), (1e2, 10.0), (1e4, 1e2), (1e5, 1e2), (1e6, 1e3), (1e7, 1e4)]
     reading44 = [(g, c44 / g) for g in (1e2, 1e4, 1e5, 1e6, 1e7)]
-    starts = {"quick": 3, "default": 5}.get(ctx.budget.name, 8)
-    rows = {"generic_alpha": [], "alpha_of_44": []}
-    worst = None
+    grids = {}
     for label, grid in (("generic_alpha", generic), ("alpha_of_44", reading44)):
+        rows = []
         for gamma, alpha in grid:
             ell, nQ = _ell_flat(dyn, gamma)
-            L = L_of(gamma, alpha)
             best = (0.0, None, None)
             for s in range(starts):
                 xi = _lemma10_point(dyn, gamma, alpha, gen, (0.0, 1.0, 2.0, 0.5, 3.0, 1.5, 0.25, 5.0)[s])
-                Hm = hessian(ell)(xi)
-                evals, evecs = torch.linalg.eigh(Hm)
+                evals, evecs = torch.linalg.eigh(hessian(ell)(xi))
                 i = int(evals.abs().argmax())
                 if float(evals[i].abs()) > best[0]:
                     best = (float(evals[i].abs()), xi, evecs[:, i])
-            row = {"gamma": gamma, "alpha": alpha, "max_abs_hessian_eigenvalue": best[0], "L": L,
-                   "ratio": best[0] / L}
+            rows.append((gamma, alpha) + best)
+        grids[label] = rows
+    return {"inst": inst, "dyn": dyn, "zeta0": zeta0, "delta0": delta0, "c44": c44, "grids": grids}
+
+
+def lemma10_numeric(ctx: Context) -> TierResult:
+    F = ctx.formulas["L_sq"]
+    sizes = LEMMA10_SIZES[ctx.budget.name]
+    starts = {"quick": 3, "default": 5}.get(ctx.budget.name, 8)
+    search = _lemma10_search(ctx.seed_for("lemma10"), tuple(sorted(sizes.items())), starts)
+    inst, dyn, zeta0, delta0, c44 = (search[k] for k in ("inst", "dyn", "zeta0", "delta0", "c44"))
+
+    def L_of(gamma, alpha):
+        v = float_value(F, {"gamma": gamma, "alpha": alpha, "H": inst.H, "K": inst.K, "N": inst.N,
+                            "Zbar_norm": dyn.Zbar_norm, "fbar_max": dyn.fbar_max, "A_norm": dyn.A_norm})
+        return math.sqrt(v)
+
+    rows = {"generic_alpha": [], "alpha_of_44": []}
+    worst = None
+    for label, grid in search["grids"].items():
+        for gamma, alpha, top, xi, v in grid:
+            L = L_of(gamma, alpha)
+            row = {"gamma": gamma, "alpha": alpha, "max_abs_hessian_eigenvalue": top, "L": L,
+                   "ratio": top / L}
             rows[label].append(row)
-            if best[0] > L and label == "generic_alpha" and worst is None:
-                pair = _explicit_pair(ell, best[1], best[2], alpha, nQ, L)
+            if top > L and label == "generic_alpha" and worst is None:
+                ell, nQ = _ell_flat(dyn, gamma)
+                pair = _explicit_pair(ell, xi, v, alpha, nQ, L)
                 if pair is not None and pair["ratio"] > L:
                     worst = {"instance": inst.as_dict(), "gamma": gamma, "alpha": alpha,
                              "xi": "Q at the search point, alpha_hk = +-0.9 alpha",
