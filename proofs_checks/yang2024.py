@@ -2273,6 +2273,23 @@ def _random_points(inst: Instance, gen: torch.Generator, count: int):
         yield Q, w
 
 
+def _extreme_points(inst: Instance, gen: torch.Generator):
+    """(Q, w) where the bounds of Lemmas 8, 9 are nearly tight: w = 0 (Ahat = 0, delta_k = -A e_k),
+    and identical peaked heads with equal-sign w_hk (Ahat e_k = sum_h w_hk s_k -> H gamma alpha e_j)."""
+    Q1 = 8.0 * torch.randn(1, inst.d, inst.d, generator=gen, dtype=torch.float64)
+    yield 0.3 * torch.randn(inst.H, inst.d, inst.d, generator=gen, dtype=torch.float64), \
+        torch.zeros(inst.H, inst.K, dtype=torch.float64)
+    for ws in (1.0, 30.0):
+        yield Q1.expand(inst.H, inst.d, inst.d).clone(), torch.full((inst.H, inst.K), ws, dtype=torch.float64)
+
+
+def _ratio(lhs: float, bound: float) -> float:
+    """lhs / bound for a bound on a norm; a bound <= 0 below a positive lhs is exceeded infinitely."""
+    if bound > 0:
+        return lhs / bound
+    return 0.0 if lhs <= 0 and bound == 0 else math.inf
+
+
 def lemma7_symbolic(ctx: Context) -> TierResult:
     K = SIZE["K"]
     c83 = 2                                   # ||(v_j - v_i) v_k^T|| <= 2 for unit tokens (83)
@@ -2311,7 +2328,7 @@ def lemma7_numeric(ctx: Context) -> TierResult:
             bound = float_value(F, {"gamma": gamma, "alpha": alpha, "fbar_max": dyn.fbar_max,
                                     "excess": ex})
             norms = gQ.flatten(1).norm(dim=1)                 # ||d l / d Q_h||_F, h = 1..H
-            r = float(norms.max()) / bound
+            r = _ratio(float(norms.max()), bound)
             count += 1
             if r > worst:
                 worst, where = r, {"gamma": gamma, "alpha": alpha, "excess": ex,
@@ -2356,14 +2373,10 @@ def _bk_delta(dyn: Dynamics, Q: torch.Tensor, w: torch.Tensor):
     return B, delta
 
 
-def _bounds_numeric(ctx: Context, which: str) -> TierResult:
-    inst = make_instance(ctx)
+def _bounds_points(inst: Instance, F, gen: torch.Generator, which: str, worst: dict, where: dict) -> None:
+    """Update worst[name] (the largest lhs / bound) over the points and three gammas."""
     dyn = dynamics(inst)
-    F = ctx.formulas
-    gen = torch.Generator().manual_seed(ctx.seed_for(which))
-    worst = {}
-    where = {}
-    pts = list(_random_points(inst, gen, 9))
+    pts = list(_random_points(inst, gen, 9)) + list(_extreme_points(inst, gen))
     for gamma in (0.1, 1.0, 10.0):
         for i, (Q, w) in enumerate(pts):
             B, delta = _bk_delta(dyn, Q, w)
@@ -2372,8 +2385,9 @@ def _bounds_numeric(ctx: Context, which: str) -> TierResult:
                 alpha = float(al.abs().max())
                 vals = {"gamma": gamma, "H": inst.H, "alpha": alpha, "Zbar_norm": dyn.Zbar_norm,
                         "A_norm": dyn.A_norm}
-                ratios = {"b_bound": float(B.norm(dim=1).max()) / float_value(F["b_bound"], vals),
-                          "delta_bound": float(delta.norm(dim=0).max()) / float_value(F["delta_bound"], vals)}
+                ratios = {"b_bound": _ratio(float(B.norm(dim=1).max()), float_value(F["b_bound"], vals)),
+                          "delta_bound": _ratio(float(delta.norm(dim=0).max()),
+                                                float_value(F["delta_bound"], vals))}
             else:
                 scale = (1e-3, 0.1, 1.0)[i % 3]
                 Q2 = Q + scale * torch.randn(Q.shape, generator=gen, dtype=torch.float64)
@@ -2386,23 +2400,37 @@ def _bounds_numeric(ctx: Context, which: str) -> TierResult:
                 lhs_b = (B - B2).norm(dim=1)                         # (K, H): ||b_k^h - b_k^h'||
                 rhs_b = torch.tensor([float_value(F["b_lip"], {"Zbar_norm": dyn.Zbar_norm, "dQ_h": float(x)})
                                       for x in dQh], dtype=torch.float64)
-                rb = float((lhs_b / rhs_b).max())
+                rb = max(_ratio(float(x), float(y)) for x, y in zip(lhs_b.flatten(), rhs_b.expand_as(lhs_b).flatten()))
                 lhs_d = (delta - delta2).norm(dim=0)                 # (K,)
                 dal = (al - al2).norm(dim=0)                         # (K,)
                 rhs_d = torch.tensor([float_value(F["delta_lip"], {
                     "gamma": gamma, "H": inst.H, "alpha": alpha, "dQ": dQ, "dalpha_k": float(x)})
                     for x in dal], dtype=torch.float64)
-                rd = float((lhs_d / rhs_d).max())
+                rd = max(_ratio(float(x), float(y)) for x, y in zip(lhs_d, rhs_d))
                 ratios = {"b_lip": rb, "delta_lip": rd}
             for name, r in ratios.items():
                 if r > worst.get(name, 0.0):
                     worst[name] = r
-                    where[name] = {"gamma": gamma, "point": i, "ratio": r}
+                    where[name] = {"gamma": gamma, "H": inst.H, "point": i, "ratio": r}
+
+
+def _bounds_numeric(ctx: Context, which: str) -> TierResult:
+    """Lemmas 8, 9 at random and near-tight points of the quick instance and of the same
+    dictionary with one head (H enters the bounds; ||A||_2 > 1 there tells H from a constant)."""
+    sizes = SETTING.resolve(ctx.budget.name, ctx.sizes)
+    F = ctx.formulas
+    gen = torch.Generator().manual_seed(ctx.seed_for(which))
+    worst = {}
+    where = {}
+    for inst in (make_instance(ctx, sizes=sizes), make_instance(ctx, sizes={**sizes, "H": 1})):
+        _bounds_points(inst, F, gen, which, worst, where)
+    inst = make_instance(ctx, sizes=sizes)
+    points = 2 * 3 * (9 + 3)                  # two instances, three gammas, 12 points
     findings = []
     for name, r in worst.items():
         ok = r <= 1.0
         findings.append(Finding(name, ok, {"worst_ratio_lhs_over_bound": r, "at": where[name],
-                                           "points": len(pts) * 3},
+                                           "points": points},
                                 None if ok else {"instance": inst.as_dict(), **where[name], "seed": ctx.seed},
                                 "" if ok else f"{name} is exceeded by a factor {r:.3g}"))
     return combine(findings, {"instance": inst.as_dict()})
