@@ -997,23 +997,25 @@ def eq33_symbolic(ctx: Context) -> TierResult:
         rows, bad, undecided = [], None, None
         for inst in insts:
             Astar, _ = exact_optimum(inst)
+            a = sympy.Matrix(sympy.symbols(f"a0:{inst.N}"))       # Ahat_k, every entry a symbol
+            ones = {x: 1 for x in a}
             ks = range(inst.N) if kind == "prompt" else range(inst.N, inst.K)
             for k in ks:
-                target, why = _safe_exact(F[f"delta_{kind}"], _token_values(inst, k, sympy.zeros(inst.N, 1)))
-                if target is None:
+                delta, why = _safe_exact(F[f"delta_{kind}"], _token_values(inst, k, a))
+                if delta is None:
                     undecided = why
                     break
-                target = -sympy.Matrix(target)
-                diff = (target - Astar[:, k]).applyfunc(sympy.cancel)
+                target = a - sympy.Matrix(delta)        # (33): delta_k = Ahat_k - A_{:,k} for every Ahat_k
+                diff = (target - Astar[:, k]).applyfunc(lambda x: sympy.cancel(sympy.together(x)))
                 ok = diff == sympy.zeros(inst.N, 1)
                 rows.append({"instance": (inst.m, inst.N), "token": k + 1, "agree": ok})
                 if not ok and bad is None:
                     i = _first_nonzero(diff)[0]
                     bad = {"instance": inst.as_dict(), "token": k + 1, "entry": i,
-                           "paper_target": str(sympy.factor(target[i])),
+                           "paper_Ahat_k_minus_delta_k": str(sympy.factor(target[i])),
                            "derived_minimiser": str(sympy.factor(Astar[i, k])),
-                           "at_tau_1/4": {"paper": _rational_str(_at_tau(target[i])),
-                                          "derived": _rational_str(_at_tau(Astar[i, k]))}}
+                           "at_tau_1/4_Ahat_k_ones": {"paper": _rational_str(_at_tau(target[i].subs(ones))),
+                                                      "derived": _rational_str(_at_tau(Astar[i, k]))}}
             if undecided:
                 break
         name = f"zero_at_the_minimiser_{kind}"
@@ -1027,8 +1029,9 @@ def eq33_symbolic(ctx: Context) -> TierResult:
     steps = _loss_steps() + [
         step("Minimiser", r"\nabla_{\hat a}\mathcal L_k = 0 \iff \hat a = A_{:,k}",
              "Solved exactly on rational instances (tau symbolic) from the derived gradient."),
-        step("Comparison with (33)", r"\delta_k^\theta\big|_{\hat a_k = A_{:,k}} \overset{?}{=} 0",
-             "(33) must vanish exactly at the minimiser of L_k, so that L -> L* iff delta_k -> 0 (37)."),
+        step("Comparison with (33)", r"\hat a_k - \delta_k^\theta(\hat a_k) \overset{?}{=} A_{:,k}",
+             "(33) must be Ahat_k minus the minimiser of L_k, exactly, for a symbolic Ahat_k (so that "
+             "L -> L* iff delta_k -> 0 (37))."),
     ]
     return combine(findings, {"instances": [i.as_dict() for i in insts]}, steps=steps)
 
@@ -1041,10 +1044,11 @@ def eq33_numeric(ctx: Context) -> TierResult:
     worst, bad, why = 0.0, None, ""
     for k in range(inst.K):
         kind = "prompt" if k < inst.N else "query"
-        vals = {"Z": D.Z.numpy(), "z_k": D.Zhat.numpy()[:, [k]], "Ahat_k": np.zeros((inst.N, 1)),
+        a = ctx.rng("eq33-Ahat", k).standard_normal((inst.N, 1))      # a generic Ahat_k
+        vals = {"Z": D.Z.numpy(), "z_k": D.Zhat.numpy()[:, [k]], "Ahat_k": a,
                 "m": inst.m, "N": inst.N, "tau": inst.tau, "e_k": np.eye(inst.N)[:, [min(k, inst.N - 1)]]}
         try:
-            target = -np.asarray(float_value(F[f"delta_{kind}"], vals)).reshape(-1)
+            target = a.reshape(-1) - np.asarray(float_value(F[f"delta_{kind}"], vals)).reshape(-1)
         except Exception as exc:  # an ill-typed formula cannot be evaluated
             why = f"{type(exc).__name__}: {exc}"
             break

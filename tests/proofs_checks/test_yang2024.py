@@ -112,6 +112,9 @@ MUTANTS = {
     "eq33 delta_query constant": ("yang2024.eq33", ("symbolic",),
                                   {**Y.EQ33.correction.formulas,
                                    "delta_query": "2*(" + Y.EQ33.correction.formulas["delta_query"] + ")"}),
+    "eq33 dropped Ahat_k": ("yang2024.eq33", ("symbolic", "numeric"),
+                            {**Y.EQ33.correction.formulas,
+                             "delta_query": "-Inverse(Z.T*Z + m*tau*Identity(N))*Z.T*z_k"}),
     # mutation-testing survivors before the checks compared whole expressions / probed every letter
     "lemma7 gamma -> fbar_max": ("yang2024.lemma7", ("symbolic",),
                                  {"grad_bound": "2*sqrt(2)*alpha*sqrt(excess)*fbar_max**2"}),
