@@ -2734,12 +2734,31 @@ class Run:
     invariants: dict
 
 
+_RUN_CACHE: dict = {}
+
+
 def _gd_run(dyn: Dynamics, Q0: torch.Tensor, eta_Q: float, eta_w: float, rate: float, steps: int,
             zeta0: float, gamma: float | None = None, alpha44: float | None = None) -> Run:
+    """GD (10) from (Q0, w = 0); ratios[t] = (L_t - L*) / (rate^t (L_0 - L*)).  The trajectory does
+    not depend on ``rate``, so it is memoised (formulas that change only the rate share it)."""
+    inst = dyn.inst
+    key = (inst.seed, tuple(sorted(inst.sizes.items())), inst.tau, Q0.numpy().tobytes(), eta_Q, eta_w,
+           steps, zeta0, gamma, alpha44)
+    if key not in _RUN_CACHE:
+        if len(_RUN_CACHE) > 256:
+            _RUN_CACHE.clear()
+        _RUN_CACHE[key] = _gd_trajectory(dyn, Q0, eta_Q, eta_w, steps, zeta0, gamma, alpha44)
+    excess, inv = _RUN_CACHE[key]
+    ratios = [1.0] + [ex / (rate ** t * excess[0]) for t, ex in enumerate(excess[1:], 1)]
+    return Run(ratios, list(excess), dict(inv))
+
+
+def _gd_trajectory(dyn: Dynamics, Q0: torch.Tensor, eta_Q: float, eta_w: float, steps: int,
+                   zeta0: float, gamma: float | None, alpha44: float | None) -> tuple[list, dict]:
     inst = dyn.inst
     Q, w = Q0.clone(), torch.zeros(inst.H, inst.K, dtype=torch.float64)
     ex0, gQ, gw = _grads(dyn, Q, w)
-    ratios, excess = [1.0], [ex0]
+    excess = [ex0]
     inv = {"min_zeta_over_zeta0": 1.0, "max_alpha_over_alpha44": 0.0, "min_PL_ratio": math.inf}
     for t in range(1, steps + 1):
         if gamma is not None:   # PL inequality (49) at the current point: ||grad_xi l||^2 >= sigma (l - L*)
@@ -2749,7 +2768,6 @@ def _gd_run(dyn: Dynamics, Q0: torch.Tensor, eta_Q: float, eta_w: float, rate: f
         Q, w = Q - eta_Q * gQ, w - eta_w * gw
         ex, gQ, gw = _grads(dyn, Q, w)
         excess.append(ex)
-        ratios.append(ex / (rate ** t * ex0))
         if not math.isfinite(ex):
             break
         if t % max(1, steps // 20) == 0 or t == steps:
@@ -2757,7 +2775,7 @@ def _gd_run(dyn: Dynamics, Q0: torch.Tensor, eta_Q: float, eta_w: float, rate: f
             if gamma is not None and alpha44 is not None:
                 inv["max_alpha_over_alpha44"] = max(inv["max_alpha_over_alpha44"],
                                                     float((w / gamma).norm(dim=1).max()) / alpha44)
-    return Run(ratios, excess, inv)
+    return excess, inv
 
 
 def _thm1_constants(F, dyn: Dynamics, Q0: torch.Tensor) -> dict:
@@ -2836,8 +2854,21 @@ def thm1_numeric(ctx: Context) -> TierResult:
     return combine(findings, {"sizes": dict(sizes), "tau": BUDGET_TAU[ctx.budget.name]})
 
 
+_HESSIAN_CACHE: dict = {}
+
+
 def _hessian_top(dyn: Dynamics, Q0: torch.Tensor) -> float:
-    """Largest |eigenvalue| of the Hessian of L in theta = (Q, w) at (Q0, 0), by power iteration."""
+    """Largest |eigenvalue| of the Hessian of L in theta = (Q, w) at (Q0, 0), by power iteration
+    (formula-free: memoised per instance and Q0)."""
+    key = (dyn.inst.seed, tuple(sorted(dyn.inst.sizes.items())), dyn.inst.tau, Q0.numpy().tobytes())
+    if key not in _HESSIAN_CACHE:
+        if len(_HESSIAN_CACHE) > 64:
+            _HESSIAN_CACHE.clear()
+        _HESSIAN_CACHE[key] = _hessian_power(dyn, Q0)
+    return _HESSIAN_CACHE[key]
+
+
+def _hessian_power(dyn: Dynamics, Q0: torch.Tensor) -> float:
     inst = dyn.inst
     nQ = inst.H * inst.d * inst.d
     x0 = torch.cat([Q0.reshape(-1), torch.zeros(inst.H * inst.K, dtype=torch.float64)])
