@@ -3074,8 +3074,9 @@ def thm2_symbolic(ctx: Context) -> TierResult:
                                                      "eta_w", "zeta_0")})
     vals = {B: 2, D0: sympy.Rational(3, 2), Zn: 3, tau: sympy.Rational(1, 10), dl: sympy.Rational(1, 20),
             eps: sympy.Rational(1, 1000), ew: sympy.Rational(1, 5), z0: sympy.Rational(1, 100), N: 5, m: 4, K: 12}
-    pv, dv = float(paper.subs(vals)), float(T_derived.subs(vals))
-    ok_T = abs(pv - dv) <= 1e-9 * abs(dv) or pv >= dv
+    pe, dv = sympy.N(paper.subs(vals), 30), float(T_derived.subs(vals))
+    pv = float(pe) if pe.is_real else str(pe)              # (21) must be a real number of steps
+    ok_T = pe.is_real is True and (abs(pv - dv) <= 1e-9 * abs(dv) or pv >= dv)
     if ok_T:   # (21) must be >= the derived T wherever the theorem applies, not just at one point
         ok_T, where = _T_min_probe(paper, T_derived, ctx.rng("thm2-T"),
                                    (B, D0, Zn, tau, dl, eps, ew, z0, N, m, K))
@@ -3084,7 +3085,8 @@ def thm2_symbolic(ctx: Context) -> TierResult:
     findings = [Finding("T_min_from_the_proof", ok_T, {"derived": str(T_derived), "at": {str(k): str(v) for k, v in vals.items()},
                                                         "paper_value": pv, "derived_value": dv},
                         None if ok_T else {"paper_T": pv, "derived_T": dv, "at": {str(k): str(v) for k, v in vals.items()}},
-                        "" if ok_T else "(21) stops before the chain (69)-(70) reaches epsilon")]
+                        "" if ok_T else "(21) stops before the chain (69)-(70) reaches epsilon" if isinstance(pv, float)
+                        else "(21) is not a real number of steps")]
     # noise level: (20) has regulariser (m tau / 2N)||lambda||^2, (25) has (tau' / 2)||lambda||^2
     tp = sympy.Symbol("tau_prime", positive=True)
     obj20, _ = _ridge_minimiser(SIZE["m"] * TAU_SYM / SIZE["N"])
@@ -3138,6 +3140,47 @@ def _thm2_chain(seed: int, sizes: tuple, tau: float, seed_init: int, seed_prompt
     return worst, where
 
 
+TAIL_GRID = {"N": (1, 2, 4, 10, 50, 300), "delta": (0.5, 0.1, 1e-2, 1e-4, 1e-8),
+             "tau": (0.01, 1.0, 7.0), "lam_sq": (0.05, 1.0, 30.0)}
+
+
+def _tail_exact(F) -> Finding:
+    """(68) exactly: y - Z^T lambda = eps^T lambda has i.i.d. N(0, tau ||lambda||^2) entries, so
+    P(||y - Z^T lambda||^2 >= t) = Q(N/2, t / (2 tau ||lambda||^2)) (regularised upper incomplete
+    gamma, mpmath at 30 digits); it must be <= delta on a grid of N, delta, tau, ||lambda||^2."""
+    import mpmath
+
+    syms = sorted(F.free_symbols, key=str)
+    f = sympy.lambdify(syms, F, "mpmath")
+    worst, bad = 0.0, None
+    with mpmath.workdps(30):
+        for N in TAIL_GRID["N"]:
+            for dl in TAIL_GRID["delta"]:
+                for tau in TAIL_GRID["tau"]:
+                    for lsq in TAIL_GRID["lam_sq"]:
+                        point = {"N": N, "delta": mpmath.mpf(dl), "tau": mpmath.mpf(tau), "lam_sq": mpmath.mpf(lsq)}
+                        try:
+                            t = f(*[point[str(x)] for x in syms])
+                        except (ValueError, ZeroDivisionError, TypeError):
+                            t = None
+                        if t is None or not isinstance(t, mpmath.mpf) or not mpmath.isfinite(t):
+                            prob = None
+                        else:
+                            prob = mpmath.mpf(1) if t <= 0 else mpmath.gammainc(N / mpmath.mpf(2), t / (2 * tau * lsq),
+                                                                                mpmath.inf, regularized=True)
+                        ratio = math.inf if prob is None else float(prob / dl)
+                        if ratio > worst:
+                            worst = ratio
+                            bad = {"N": N, "delta": dl, "tau": tau, "lam_sq": lsq,
+                                   "threshold": None if t is None else str(t),
+                                   "probability": None if prob is None else mpmath.nstr(prob, 12)}
+    ok = worst <= 1.0
+    return Finding("tail_68_exact", ok, {"worst_probability_over_delta": worst, "at": bad,
+                                         "grid": {k: list(v) for k, v in TAIL_GRID.items()}},
+                   None if ok else bad,
+                   "" if ok else "P(||y - Z^T lambda||^2 >= (68)) exceeds delta (exact chi-square tail)")
+
+
 def thm2_numeric(ctx: Context) -> TierResult:
     F = ctx.formulas
     inst = make_instance(ctx)
@@ -3163,6 +3206,7 @@ def thm2_numeric(ctx: Context) -> TierResult:
     findings.append(Finding("tail_68", ok_tail, {"rows": rows, "samples": n},
                             None if ok_tail else {"rows": rows, "instance": inst.as_dict()},
                             "" if ok_tail else "the tail (68) is exceeded more often than delta"))
+    findings.append(_tail_exact(F["tail"]))
     # the chain (22) <= (L - L*) ||y||^2 / (m tau) along a GD trajectory, every prompt: formula-free,
     # so computed once per instance and shared by every formula checked (mutants included)
     worst, where = _thm2_chain(inst.seed, tuple(sorted(inst.sizes.items())), inst.tau,

@@ -120,6 +120,10 @@ MUTANTS = {
                                  {"grad_bound": "2*sqrt(2)*alpha*sqrt(excess)*fbar_max**2"}),
     "lemma7 excess**(3/2)": ("yang2024.lemma7", ("symbolic",),
                              {"grad_bound": "2*sqrt(2)*gamma*alpha*fbar_max*excess**(3/2)"}),
+    "thm2 tail without the sqrt term": ("yang2024.thm2", ("numeric",),
+                                        {"tail": "N*tau*lam_sq + 2*lam_sq*tau*log(1/delta)"}),
+    "thm2 T_min complex": ("yang2024.thm2", ("symbolic",), {"T_min": Y.THM2_FORMULAS[0].text.replace(
+        "log(1/delta)) + 2", "log(1/B)) + 2")}),
     "lemma9 negative bound": ("yang2024.lemma9", ("numeric",), {"b_bound": "-Zbar_norm"}),
     "lemma9 A_norm -> H": ("yang2024.lemma9", ("numeric",), {"delta_bound": "gamma*H*alpha + H"}),
     "lemma9 dropped A_norm": ("yang2024.lemma9", ("numeric",), {"delta_bound": "gamma*H*alpha"}),
