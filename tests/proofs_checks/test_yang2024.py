@@ -109,6 +109,24 @@ MUTANTS = {
     "thm2 noise level": ("yang2024.thm2", ("symbolic",), {"noise_level": "tau/N"}),
     "thm2 T too small": ("yang2024.thm2", ("symbolic",), {"T_min": Y.THM2_FORMULAS[0].text.replace("(m*tau*epsilon)", "(m**2*tau*epsilon)")}),
     "thm2 tail too low": ("yang2024.thm2", ("numeric",), {"tail": "N*tau*lam_sq/4"}),
+    "eq33 delta_query constant": ("yang2024.eq33", ("symbolic",),
+                                  {**Y.EQ33.correction.formulas,
+                                   "delta_query": "2*(" + Y.EQ33.correction.formulas["delta_query"] + ")"}),
+    "eq33 dropped Ahat_k": ("yang2024.eq33", ("symbolic", "numeric"),
+                            {**Y.EQ33.correction.formulas,
+                             "delta_query": "-Inverse(Z.T*Z + m*tau*Identity(N))*Z.T*z_k"}),
+    # mutation-testing survivors before the checks compared whole expressions / probed every letter
+    "lemma7 gamma -> fbar_max": ("yang2024.lemma7", ("symbolic",),
+                                 {"grad_bound": "2*sqrt(2)*alpha*sqrt(excess)*fbar_max**2"}),
+    "lemma7 excess**(3/2)": ("yang2024.lemma7", ("symbolic",),
+                             {"grad_bound": "2*sqrt(2)*gamma*alpha*fbar_max*excess**(3/2)"}),
+    "thm2 tail without the sqrt term": ("yang2024.thm2", ("numeric",),
+                                        {"tail": "N*tau*lam_sq + 2*lam_sq*tau*log(1/delta)"}),
+    "thm2 T_min complex": ("yang2024.thm2", ("symbolic",), {"T_min": Y.THM2_FORMULAS[0].text.replace(
+        "log(1/delta)) + 2", "log(1/B)) + 2")}),
+    "lemma9 negative bound": ("yang2024.lemma9", ("numeric",), {"b_bound": "-Zbar_norm"}),
+    "lemma9 A_norm -> H": ("yang2024.lemma9", ("numeric",), {"delta_bound": "gamma*H*alpha + H"}),
+    "lemma9 dropped A_norm": ("yang2024.lemma9", ("numeric",), {"delta_bound": "gamma*H*alpha"}),
 }
 
 
@@ -127,6 +145,20 @@ def test_mutants_are_refuted(name):
 def test_corrections_alone_are_verified(claim_id, fix):
     v = run(claim_id, ("symbolic",), **fix)
     assert v.verdict == "verified", v.as_dict()
+
+
+SLOW_MUTANTS = {
+    "lemma10 L too small": ("yang2024.lemma10", ("numeric",), {"L_sq": f"({Y.L61_CORRECTED})/10**6"}),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(SLOW_MUTANTS))
+def test_slow_mutants_are_refuted(name):
+    claim_id, tiers, overrides = SLOW_MUTANTS[name]
+    v = run(claim_id, tiers, **overrides)
+    assert v.verdict == "refuted", (name, v.as_dict())
+    assert v.counterexample
 
 
 # ---------------------------------------------------------------- properties
