@@ -55,7 +55,7 @@ class Setting:
 
 def thm1_setting(rt, paper_sizes: bool, find_init: bool = True) -> Setting:
     """ahn2023 Thm 1: one LSA layer with full P, Q; optimum eq. (8) (verified by the engine)."""
-    from proofs_checks import ahn2023 as a
+    from proofs_checks.ahn2023 import one_layer as a
     from verify.claim import BUDGETS, Context
 
     budget = "paper" if paper_sizes else "default"
@@ -147,7 +147,56 @@ def looped_setting(rt, paper_sizes: bool, find_init: bool = True) -> Setting:
                    sampled, error)
 
 
-SETTINGS = {"thm1": thm1_setting, "looped": looped_setting}
+def thm4_setting(rt, paper_sizes: bool, find_init: bool = True) -> Setting:
+    """ahn2023 Thm 4: the sparse multi-layer model (9) with full symmetric A_i; target the
+    critical point A_i = a_i* Sigma^{-1} on S the engine derives (up to the order of the layers,
+    which the loss does not see, Lemma 8)."""
+    import itertools
+
+    from proofs_checks.ahn2023 import sparse
+
+    d, n, L = 5, 20, (3 if paper_sizes else 2)
+    sigma = torch.diag(torch.tensor([1.0, 1.0, 0.25, 0.0625, 1.0], dtype=rt.dtype, device=rt.device))
+    sigma_inv = torch.linalg.inv(sigma)
+    a_star = sparse.restricted_optimum(n, d, L, "eq9").floats()
+    targets = [torch.stack([float(a) * sigma_inv for a in perm])
+               for perm in set(itertools.permutations(a_star))]
+    compiled = sparse.full_loss(L, "eq9").compile()
+    law = PromptLaw(sigma=sigma.cpu().double(), n=n, w_cov=sigma_inv.cpu().double())
+    P = torch.zeros(d + 1, d + 1, dtype=rt.dtype, device=rt.device)
+    P[d, d] = 1.0
+
+    def sym(A):
+        return (A + A.mT) / 2
+
+    def exact(params):
+        As = sym(params[0])
+        env = {"Sigma": sigma, "Sigma_inv": sigma_inv}
+        env.update({f"A_{i}": As[i] for i in range(L)})
+        return compiled(env, {"n": n})
+
+    def sampled(params, batch, gen):
+        As = sym(params[0])
+        layers = [(P, torch.nn.functional.pad(As[i], (0, 1, 0, 1))) for i in range(L)]
+        pr = sample_prompts(law, batch, gen, dtype=rt.dtype, device=rt.device)
+        Z = pr.Z()
+        err = readout(lsa_forward(Z, layers, mask_matrix(n, Z), n)) + pr.yq
+        return (err ** 2).mean()
+
+    def error(params):
+        As = sym(params[0].detach())
+        return min(float(torch.linalg.norm(As - T) / torch.linalg.norm(T)) for T in targets)
+
+    def init(seed):
+        g = torch.Generator(device=rt.device).manual_seed(seed)
+        return [0.1 * torch.randn(L, d, d, generator=g, dtype=rt.dtype, device=rt.device)]
+
+    seed = _good_seed(init, exact, error, rt) if find_init else 0
+    return Setting("ahn2023.thm4", f"d={d}, n={n}, {L} layers of (9), Sigma=diag(1,1,1/4,1/16,1)",
+                   lambda s: init(seed), exact, sampled, error)
+
+
+SETTINGS = {"thm1": thm1_setting, "thm4": thm4_setting, "looped": looped_setting}
 
 
 # ---------------------------------------------------------------------------------- methods

@@ -22,7 +22,7 @@ def _bench():
     return mod
 
 
-@pytest.mark.parametrize("key", ["thm1", "looped"])
+@pytest.mark.parametrize("key", ["thm1", "thm4", "looped"])
 def test_sampled_loss_estimates_the_exact_loss(key):
     bench = _bench()
     if key not in bench.SETTINGS:
