@@ -177,10 +177,11 @@ def test_pdf_without_latex_is_one_line(capsys, tmp_path, monkeypatch):
 # ------------------------------------------------------------------------------ the PDF itself
 @needs_latex
 def test_ahn2023_report_pdf_shows_verdicts_derivation_and_figures(capsys, tmp_path):
-    """The issue's command, at the quick budget with every tier (so the train figure is in it)."""
+    """The issue's command restricted to Thm 1 and Lemma 2 (the whole paper is the slow test
+    below), at the quick budget with every tier (so the train figure is in it)."""
     out = tmp_path / "r"
-    code, stdout, err = _run(capsys, "report", "--paper", "ahn2023", "--budget", "quick",
-                             "--out", str(out), "--pdf")
+    code, stdout, err = _run(capsys, "report", "ahn2023.thm1", "ahn2023.lemma2", "--budget",
+                             "quick", "--out", str(out), "--pdf")
     assert (out / "report.tex").exists() and (out / "report.pdf").exists(), err
     text = subprocess.run(["pdftotext", str(out / "report.pdf"), "-"], capture_output=True,
                           text=True, check=True).stdout
@@ -200,3 +201,22 @@ def test_ahn2023_report_pdf_shows_verdicts_derivation_and_figures(capsys, tmp_pa
         fig = out / "figures" / f"{claim}-train.pdf"
         assert fig.exists() and b"/Subtype /Image" not in fig.read_bytes()
     assert "training loss" in text and "gap to the optimum" in text
+
+
+@pytest.mark.slow
+def test_whole_paper_report_compiles(capsys, tmp_path):
+    """`icl-verify report --paper ahn2023 --pdf`: every claim of the paper typesets (figures
+    included) and the PDF names each of them with its verdict."""
+    from verify.registry import by_paper
+
+    out = tmp_path / "r"
+    code, stdout, err = _run(capsys, "report", "--paper", "ahn2023", "--budget", "quick",
+                             "--out", str(out), "--pdf")
+    assert (out / "report.pdf").exists(), err
+    text = subprocess.run(["pdftotext", str(out / "report.pdf"), "-"], capture_output=True,
+                          text=True, check=True).stdout
+    flat = re.sub(r"\s+", "", text)
+    verdicts = re.findall(r"Verdict:(verified|corrected|refuted|inconclusive)—", flat)
+    claims = by_paper("ahn2023")
+    assert len(verdicts) == len(claims)
+    assert all(c.id in flat for c in claims)
