@@ -21,7 +21,7 @@ from .common import as_float, finish, heads_risk, mc_heads_risk
 from .gd_claims import EQ7, eq7_numbers
 from .saturated import lifted_problem
 from .setting import C_SYM, D_SYM, S_SYM, SETTING, symbolic_dims
-from .stationary_claims import THM4_FORMULAS, _thm4_point, _thm4_point_numbers
+from .stationary_claims import THM4_FORMULAS, _thm4_point, _thm4_point_floats
 from .structured import leading_text, value_at
 from .tensors import probe_tensor
 
@@ -274,16 +274,7 @@ def lemma2_numeric(ctx: Context) -> TierResult:
         return finish([Finding("risks_vs_monte_carlo", None, {}, reason="no structured point")])
     subs = {D_SYM: d, S_SYM: inst.s, C_SYM: inst.C}
     t_star = w["_t"].subs(subs)
-    pt = _thm4_point_numbers(F, d, inst.w_star_exact)
-    b = np.zeros(d + 1)
-    b[:d] = np.array(pt["b_x"].evalf(), dtype=float).ravel()
-    b[d] = float(pt["b_y"])
-    A = np.zeros((d + 1, d + 1))
-    A[:d, :d] = np.array(pt["A_xx"].evalf(), dtype=float)
-    A[:d, d] = np.array(pt["a_xy"].evalf(), dtype=float).ravel()
-    A[d, :d] = np.array(pt["a_yx"].evalf(), dtype=float).ravel()
-    A[d, d] = float(pt["a_yy"])
-    v = np.array(pt["v"].evalf(), dtype=float).ravel()
+    b, A, v = _thm4_point_floats(F, d, inst.w_star_exact)
     P = np.zeros((1, d + 1, d + 1))
     P[0, d] = float(t_star) * b
     exact1 = as_float(w["_R1"].subs(subs))

@@ -490,6 +490,20 @@ def _thm4_point(F) -> tuple[dict, dict] | None:
     return point, {"b_y": sympy.sympify(F["b_y"]), "a_yy": sympy.sympify(F["a_yy"])}
 
 
+def _thm4_point_floats(F, d: int, w_star) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The named point as float arrays: b (d+1), A ((d+1) x (d+1)) assembled from its blocks, v (d)."""
+    pt = _thm4_point_numbers(F, d, w_star)
+    b = np.zeros(d + 1)
+    b[:d] = np.array(pt["b_x"].evalf(), dtype=float).ravel()
+    b[d] = float(pt["b_y"])
+    A = np.zeros((d + 1, d + 1))
+    A[:d, :d] = np.array(pt["A_xx"].evalf(), dtype=float)
+    A[:d, d] = np.array(pt["a_xy"].evalf(), dtype=float).ravel()
+    A[d, :d] = np.array(pt["a_yx"].evalf(), dtype=float).ravel()
+    A[d, d] = float(pt["a_yy"])
+    return b, A, np.array(pt["v"].evalf(), dtype=float).ravel()
+
+
 def _thm4_point_numbers(F, d: int, w_star) -> dict:
     vals = {"d": d, "w_star": sympy.Matrix(w_star)}
     out = {n: sympy.Matrix(formula_value(F[n], vals)) if getattr(F[n], "is_Matrix", False)
@@ -613,16 +627,7 @@ def thm4_numeric(ctx: Context) -> TierResult:
     F = ctx.formulas
     inst = SETTING.instance(ctx.budget.name, ctx.sizes)
     d = inst.d
-    pt = _thm4_point_numbers(F, d, inst.w_star_exact)
-    b = np.zeros(d + 1)
-    b[:d] = np.array(pt["b_x"].evalf(), dtype=float).ravel()
-    b[d] = float(pt["b_y"])
-    A = np.zeros((d + 1, d + 1))
-    A[:d, :d] = np.array(pt["A_xx"].evalf(), dtype=float)
-    A[:d, d] = np.array(pt["a_xy"].evalf(), dtype=float).ravel()
-    A[d, :d] = np.array(pt["a_yx"].evalf(), dtype=float).ravel()
-    A[d, d] = float(pt["a_yy"])
-    v = np.array(pt["v"].evalf(), dtype=float).ravel()
+    b, A, v = _thm4_point_floats(F, d, inst.w_star_exact)
     samples = min(ctx.budget.mc_samples, 20_000)
     f = _gradient_mc_finding("gradient_monte_carlo", derive.single_head_risk("linear"), b, A, v,
                              inst, ctx, samples)
