@@ -869,7 +869,7 @@ def lemma2_symbolic(ctx: Context) -> TierResult:
         if not ok:
             rng = ctx.rng("lemma2-ce")
             subs = {s: sympy.Rational(int(rng.integers(-3, 4)), int(rng.integers(1, 3)))
-                    for s in diff.free_symbols}
+                    for s in sorted(diff.free_symbols, key=str)}
             ce = {"layer": layer, "sizes": {"d": d, "n": n}, "instance": {str(k): str(v) for k, v in subs.items()},
                   "transformer": str(m.subs(subs)), "preconditioned_gd": str(g.subs(subs))}
         findings.append(Finding(f"layer_{layer}", ok, {

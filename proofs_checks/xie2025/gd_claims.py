@@ -496,7 +496,7 @@ def lemma3_symbolic(ctx: Context) -> TierResult:
         draws.append({"draw": k, "w": [str(x) for x in w], "c": str(c), "identity": ok,
                       "det_W1": str(new["W_1"].det())})
         if not ok:
-            num = {s: int(rng.integers(-2, 3)) for s in diff.free_symbols}
+            num = {s: int(rng.integers(-2, 3)) for s in sorted(diff.free_symbols, key=str)}
             Ez = E.subs(num)
             findings.append(Finding("yq_lsa_equals_ltb", False, {"draws": draws}, {
                 "sizes": {"d": d, "C": C}, "weights": {n: m.tolist() for n, m in weights.items()},
