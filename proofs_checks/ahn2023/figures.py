@@ -6,10 +6,12 @@ L-BFGS from i.i.d. Gaussian initialisations, 5 seeds at the paper budget.
 
 Training modes.  Model (9): the exact population loss derived by the moment kernel
 (``sparse.full_loss``, compiled, one problem per seed in one batch) and, beside it, L-BFGS on one
-fixed batch of sampled prompts through the real forward pass (as the paper trains).  Model (13)
-with three layers: the error has degree 27 in X, beyond Isserlis, so the full-matrix population
-loss is not derived; training is on a fixed sampled batch, and the trained weights are compared
-with the optimum of the exactly derived loss on S (``sparse.restricted_value_torch``).
+fixed batch of sampled prompts through the real forward pass (as the paper trains).  Model (13):
+with three layers the error has degree 27 in X, beyond Isserlis, so the exact-loss run uses two
+layers (the full-matrix loss, evaluated through whitening, ``eq13_loss``); at --budget default
+and paper the paper's three layers are also trained on a fixed sampled batch.  The trained
+weights are compared with the critical points of the exactly derived loss on S
+(``sparse.restricted_value_torch``, ``sparse.newton_mp``).
 
 Metrics (``models.metrics.dist_to_identity``): Dist(Sigma^{1/2} A_i Sigma^{1/2}, I) (-> 0 on S),
 Dist(A_i, I) (stays at Dist(Sigma^{-1}, I) on S), Dist(B_i, I), the loss against g* = min_S f.
@@ -240,8 +242,38 @@ def fig2_train(ctx: Context) -> TierResult:
 
 
 # ------------------------------------------------------------------------------------------------
-# Model (13): fixed-batch training, compared with the exact optimum on S
+# Model (13): exact-loss training (two layers) and fixed-batch training (three layers)
 # ------------------------------------------------------------------------------------------------
+# budget -> exact-loss run (layers, seeds, L-BFGS steps) and the three-layer fixed-batch run
+EQ13_BUDGETS = {
+    "quick": dict(exact_layers=2, seeds=3, steps=400, dist=DIST_SAMPLED, sampled=None),
+    "default": dict(exact_layers=2, seeds=3, steps=1200, dist=DIST_EXACT,
+                    sampled=dict(seeds=2, batch=6000, steps=200)),
+    "paper": dict(exact_layers=2, seeds=5, steps=3000, dist=DIST_EXACT,
+                  sampled=dict(seeds=5, batch=20000, steps=1000)),
+}
+
+
+@lru_cache(maxsize=None)
+def eq13_loss(layers: int):
+    """f(A, B) of model (13) at Sigma = I, w* ~ N(0, I), derived by the moment kernel (compiled).
+
+    With R = Sigma^{1/2}, x = R x~ and w* = R^{-1} w~ the forward pass maps to the same pass on the
+    whitened prompt with A~_i = R A_i R and B~_i = R^{-1} B_i R, so f_Sigma(A, B) = f_I(A~, B~)
+    exactly: the same function of the trained (A_i, B_i), with 555 instead of 2613 terms at two
+    layers (``tests/proofs_checks/test_ahn2023_figures.py`` checks the identity against the
+    Sigma-derived loss)."""
+    return sparse.full_loss(layers, "eq13", isotropic=True, w_prior="identity").compile()
+
+
+def eq13_population_loss(layers: int, n: int, R: torch.Tensor, A: torch.Tensor, B: torch.Tensor):
+    """f_Sigma(A, B) for batched A, B (batch, layers, d, d), A symmetric, R = Sigma^{1/2}."""
+    Ri = torch.linalg.inv(R)
+    env = {f"A_{i}": R @ A[:, i] @ R for i in range(layers)}
+    env.update({f"B_{i}": Ri @ B[:, i] @ R for i in range(layers)})
+    return eq13_loss(layers)(env, {"n": n, "d": A.shape[-1]})
+
+
 @lru_cache(maxsize=None)
 def train_eq13(budget: str, seed: int, device: str, progress: bool) -> dict:
     """Figures 3 and 4 share this run (cached per process)."""
@@ -250,13 +282,80 @@ def train_eq13(budget: str, seed: int, device: str, progress: bool) -> dict:
 
 
 def _train_eq13(budget: str, seed: int, device: str, progress: bool) -> dict:
-    b = {"quick": dict(seeds=1, batch=1000, steps=10), "default": dict(seeds=3, batch=6000,
-                                                                         steps=200),
-         "paper": dict(seeds=5, batch=20000, steps=1000)}[budget]
-    n, d, L = 10, 5, 3
+    b = EQ13_BUDGETS[budget]
+    n, d, L = 10, 5, b["exact_layers"]
     rt = runtime(device)
-    S = sigmas(seed + 7, b["seeds"], d)
+    K = b["seeds"]
+    S = sigmas(seed + 7, K, d)
+    R = torch.tensor(np.array([_sqrt(s) for s in S]), dtype=rt.dtype, device=rt.device)
+    gen = rt.generator(seed + 11)
+    A = (INIT_SCALE * torch.randn(K, L, d, d, generator=gen, dtype=rt.dtype,
+                                  device=rt.device)).requires_grad_()
+    Bw = (INIT_SCALE * torch.randn(K, L, d, d, generator=gen, dtype=rt.dtype,
+                                   device=rt.device)).requires_grad_()
+
+    def sym(M):
+        return (M + M.transpose(-1, -2)) / 2
+
+    def loss():
+        return eq13_population_loss(L, n, R, sym(A), Bw)
+
+    def snapshot():
+        As = sym(A).detach().cpu().double().numpy()
+        Bs = Bw.detach().cpu().double().numpy()
+        return [_metrics(S[k], As[k], Bs[k][:L - 1]) for k in range(K)]
+
+    curves: list = []
+    with Progress(b["steps"], "ahn2023 Fig. 3/4 exact-loss L-BFGS", progress) as bar:
+        show = bar.callback()
+
+        def track(step, losses):
+            if step % 25 == 0 or step == 1:
+                ms = snapshot()
+                curves.append({"step": step, "loss": losses.detach().cpu().double().tolist(),
+                               **{key: [m[key] for m in ms]
+                                  for key in ("dist_whitened", "dist_B")}})
+            show(step, losses)
+
+        results = optimise_batched(loss, [A, Bw], method="lbfgs", steps=b["steps"],
+                                   progress=track)
+    final = loss().detach().cpu().double().numpy()
     runs = []
+    for k, m in enumerate(snapshot()):
+        r = {"seed_index": k, "final_loss": float(final[k]), **m,
+             **results[k].summary(curve_points=20)}
+        r.pop("curve", None)
+        r["critical_point_of_g"] = _nearest_critical_point(L, n, d, m)
+        runs.append(r)
+    return {"runs": runs, "curves": curves, "g_star": restricted_star(n, d, L, "eq13"),
+            "n": n, "d": d, "layers": L, "seeds": K, "steps": b["steps"],
+            "dist_threshold": b["dist"], "runtime": rt.describe(),
+            "dist_sigma_inv": [dist_to_identity(torch.tensor(np.linalg.inv(s))) for s in S],
+            "fixed_batch_three_layers": ([] if b["sampled"] is None else
+                                         _train_eq13_sampled(b["sampled"], seed, rt, progress))}
+
+
+def _nearest_critical_point(layers: int, n: int, d: int, metrics: dict) -> dict:
+    """Newton on grad g = 0 (g = f restricted to S) from the trained scales (a_i, b_i)."""
+    x0 = list(metrics["scale_whitened"]) + list(metrics["scale_B"])
+    try:
+        cp = sparse.newton_mp(layers, "eq13", n, d, x0, digits=20)
+    except Exception as exc:  # noqa: BLE001 - Newton may leave the basin; reported, not raised
+        return {"start": x0, "error": f"{type(exc).__name__}: {exc}"}
+    end = cp.floats()
+    return {"start": x0, "point": end.tolist(), "value": float(cp.value),
+            "grad_norm": float(cp.grad_norm),
+            "hessian_eigenvalues": [float(e) for e in cp.hessian_eigenvalues],
+            "relative_distance_from_start": float(np.linalg.norm(end - x0)
+                                                  / np.linalg.norm(end))}
+
+
+def _train_eq13_sampled(b: dict, seed: int, rt, progress: bool) -> list:
+    """Three layers of (13) by L-BFGS on one fixed batch of prompts, as the paper trains; the
+    population loss of the result is a Monte Carlo estimate of E[e^2 | X] over fresh X."""
+    n, d, L = 10, 5, 3
+    S = sigmas(seed + 7, b["seeds"], d)
+    out = []
     for k in range(b["seeds"]):
         sig = torch.tensor(S[k])
         law = PromptLaw(sigma=sig, n=n, w_cov=torch.linalg.inv(sig))
@@ -271,7 +370,6 @@ def _train_eq13(budget: str, seed: int, device: str, progress: bool) -> dict:
                            method="lbfgs", steps=b["steps"], progress=bar.callback())
         As = ((model.A + model.A.transpose(-1, -2)) / 2).detach().cpu().double().numpy()
         Bs = model.B.detach().cpu().double().numpy()
-        # population loss of the trained weights: Monte Carlo of E[e^2 | X] (real forward pass)
         cpu_model = model.to("cpu", torch.float64)
         Lx = torch.linalg.cholesky(sig)
         Lw = torch.linalg.cholesky(law.w_cov)
@@ -279,78 +377,131 @@ def _train_eq13(budget: str, seed: int, device: str, progress: bool) -> dict:
         with torch.no_grad():
             vals = torch.cat([conditional_loss(cpu_model, Lx @ torch.randn(
                 200, d, n, generator=g, dtype=torch.float64), Lx, Lw) for _ in range(5)])
-        runs.append({"seed_index": k, "batch": b["batch"],
-                     "population_loss_mc": float(vals.mean()),
-                     "population_loss_se": float(vals.std() / np.sqrt(len(vals))),
-                     **_metrics(S[k], As, Bs[:L - 1]), **res.summary(curve_points=20)})
-    return {"runs": runs, "g_star": restricted_star(n, d, L, "eq13"), "n": n, "d": d,
-            "layers": L, "runtime": rt.describe(),
-            "dist_sigma_inv": [dist_to_identity(torch.tensor(np.linalg.inv(s))) for s in S]}
+        out.append({"seed_index": k, "batch": b["batch"], "layers": L,
+                    "population_loss_mc": float(vals.mean()),
+                    "population_loss_se": float(vals.std() / np.sqrt(len(vals))),
+                    **_metrics(S[k], As, Bs[:L - 1]), **res.summary(curve_points=20)})
+    return out
 
 
-def _unconverged(out: dict, name: str) -> TierResult | None:
-    """An undecided result when no run converged (diverged, or out of steps far from g*)."""
-    if any(r["status"] == "converged" for r in out["runs"]):
+def _eq13_undecided(out: dict, name: str) -> TierResult | None:
+    """An undecided result when every exact-loss run diverged."""
+    ok = [r for r in out["runs"] if r["status"] != "diverged"]
+    if ok:
         return None
-    r = out["runs"][0]
-    why = (r["reason"] if r["status"] == "diverged" else
-           f"no run converged within this budget ({r['steps']} L-BFGS steps; final training "
-           f"loss {r['final_loss']:.4g} vs g* = {out['g_star']['g_star']:.4g} on S); a larger "
-           f"--budget (paper: 1000 steps, batch 20000, 5 seeds, GPU) decides")
-    return combine([Finding(name, None, {"runs": out["runs"]}, reason=why)],
+    return combine([Finding(name, None, {"runs": out["runs"]}, reason=out["runs"][0]["reason"])],
                    {"restricted_optimum": out["g_star"], "runtime": out["runtime"]})
 
 
+def _eq13_setting(out: dict, seed: int) -> dict:
+    return {"n": out["n"], "d": out["d"], "layers": out["layers"], "seeds": out["seeds"],
+            "lbfgs_steps": out["steps"], "seed": seed,
+            "objective": "the exact population loss f(A, B) derived by the moment kernel",
+            "note": "three layers of (13) have an error of degree 27 in X (degree 54 in the loss), "
+                    "beyond Isserlis, so the exact-loss run uses two layers (Theorem 5 holds for "
+                    "every k); the three-layer fixed-batch run of the paper is in "
+                    "'fixed_batch_three_layers' at --budget default and paper"}
+
+
 def fig3_train(ctx: Context) -> TierResult:
+    """Fig. 3: Dist(B_i, I) -> 0, Dist(Sigma^{1/2} A_i Sigma^{1/2}, I) -> 0, Dist(A_i, I) stays,
+    and the loss converges: to a critical value of f on S (Theorem 5's set)."""
     out = train_eq13(ctx.budget.name, ctx.seed, ctx.device, bool(ctx.progress))
-    undecided = _unconverged(out, "convergence_to_S")
+    undecided = _eq13_undecided(out, "convergence_to_S")
     if undecided is not None:
         return undecided
-    ok_runs = [r for r in out["runs"] if r["status"] == "converged"]
+    return fig3_decide(out, ctx.seed)
+
+
+def fig3_decide(out: dict, seed: int) -> TierResult:
+    """Fig. 3's findings from a model-(13) run.  A metric missed by a run that stopped on its
+    step budget (not converged) is undecided, not a counterexample: more steps decide."""
+    ok_runs = [r for r in out["runs"] if r["status"] != "diverged"]
+    thr = out["dist_threshold"]
     dB = float(np.mean([max(r["dist_B"]) for r in ok_runs]))
     dw = float(np.mean([max(r["dist_whitened"]) for r in ok_runs]))
     dp = float(np.mean([min(r["dist_plain"]) for r in ok_runs]))
     ds = float(np.mean(out["dist_sigma_inv"]))
-    loss = float(np.mean([r["population_loss_mc"] for r in ok_runs]))
+    first = out["curves"][0]
+    dB0 = float(np.mean([max(v) for v in first["dist_B"]]))
+    dw0 = float(np.mean([max(v) for v in first["dist_whitened"]]))
+    # the trained loss is a critical value of g = f|_S: Newton on grad g = 0 from the trained
+    # scales (a_i, b_i) lands next to them, at the same loss
+    crit = [r["critical_point_of_g"] for r in ok_runs]
+    gaps = [abs(r["final_loss"] / c["value"] - 1) if "value" in c else float("inf")
+            for r, c in zip(ok_runs, crit)]
+    moved = [c.get("relative_distance_from_start", float("inf")) for c in crit]
+    loss_ok = max(gaps) <= thr and max(moved) <= thr
+    g_star = out["g_star"]["g_star"]
     findings = [
-        Finding("B_distance_to_identity", dB <= DIST_SAMPLED,
-                {"mean_over_seeds_of_max_i_dist_B_I": dB, "threshold": DIST_SAMPLED},
-                None if dB <= DIST_SAMPLED else {"runs": ok_runs, "seed": ctx.seed},
-                "" if dB <= DIST_SAMPLED else "B_0, B_1 are not close to multiples of I"),
-        Finding("whitened_distance_to_identity", dw <= DIST_SAMPLED,
-                {"mean_over_seeds_of_max_i_dist": dw, "threshold": DIST_SAMPLED},
-                None if dw <= DIST_SAMPLED else {"runs": ok_runs, "seed": ctx.seed},
-                "" if dw <= DIST_SAMPLED else "A_i is not close to a multiple of Sigma^{-1}"),
+        Finding("B_distance_to_identity", dB <= thr,
+                {"mean_over_seeds_of_max_i_dist_B_I": dB, "at_step_1": dB0, "threshold": thr},
+                None if dB <= thr else {"runs": ok_runs, "seed": seed},
+                "" if dB <= thr else "B_i are not close to multiples of I"),
+        Finding("whitened_distance_to_identity", dw <= thr,
+                {"mean_over_seeds_of_max_i_dist": dw, "at_step_1": dw0, "threshold": thr},
+                None if dw <= thr else {"runs": ok_runs, "seed": seed},
+                "" if dw <= thr else "A_i is not close to a multiple of Sigma^{-1}"),
         Finding("plain_distance_stays", dp >= 0.5 * ds,
-                {"mean_over_seeds_of_min_i_dist_A_I": dp, "dist_sigma_inverse_I": ds}),
+                {"mean_over_seeds_of_min_i_dist_A_I": dp, "dist_sigma_inverse_I": ds},
+                None if dp >= 0.5 * ds else {"runs": ok_runs},
+                "" if dp >= 0.5 * ds else "A_i approaches a multiple of I (plain GD)"),
+        Finding("loss_converges_to_a_critical_value_on_S", loss_ok,
+                {"final_losses": [r["final_loss"] for r in ok_runs],
+                 "critical_values_of_g_next_to_the_trained_scales":
+                     [c.get("value") for c in crit],
+                 "relative_gaps": gaps, "relative_newton_moves": moved, "threshold": thr,
+                 "g_star_min_over_S": g_star, "loss_at_0": out["d"],
+                 "global_minimum_on_S_reached": [abs(r["final_loss"] / g_star - 1) <= 1e-3
+                                                 for r in ok_runs],
+                 "note": "the paper reads Fig. 3c as convergence to the global minimum; the "
+                         "loss does not reach 0 (g* > 0 at n = 10), and a run that stops at a "
+                         "local minimum of g on S is still a point of S"},
+                None if loss_ok else {"runs": ok_runs, "critical_points": crit},
+                "" if loss_ok else "the trained loss is not a critical value of f on S"),
     ]
-    return combine(findings, {"runs": out["runs"], "restricted_optimum": out["g_star"],
-                              "mean_population_loss_mc": loss, "loss_at_0": out["d"],
-                              "runtime": out["runtime"],
-                              "note": "fixed-batch L-BFGS as in the paper; the population loss "
-                                      "of the trained weights is a Monte Carlo estimate, "
-                                      "compared with g* = min over S of the derived loss"})
+    if not all(r["status"] == "converged" for r in ok_runs):
+        findings = [f if f.ok is not False else Finding(
+            f.name, None, f.evidence,
+            reason=f"{f.reason} within {out['steps']} L-BFGS steps, and the runs had not "
+                   f"converged (a larger --budget decides)") for f in findings]
+    return combine(findings, {"setting": _eq13_setting(out, seed), "runs": out["runs"],
+                              "curves": out["curves"], "restricted_optimum": out["g_star"],
+                              "fixed_batch_three_layers": out["fixed_batch_three_layers"],
+                              "runtime": out["runtime"]})
 
 
 def fig4_train(ctx: Context) -> TierResult:
-    """Fig. 4 / Sec. 6.1 observation 2: |A_0| < |A_1| < |A_2| (increasing in the layer index)."""
+    """Fig. 4 / Sec. 6.1 observation 2: |A_0| < |A_1| < ... (increasing in the layer index),
+    read in the whitened scales a_i = tr(Sigma^{1/2} A_i Sigma^{1/2}) / d."""
     out = train_eq13(ctx.budget.name, ctx.seed, ctx.device, bool(ctx.progress))
-    undecided = _unconverged(out, "increasing_magnitudes")
+    undecided = _eq13_undecided(out, "increasing_magnitudes")
     if undecided is not None:
         return undecided
-    ok_runs = [r for r in out["runs"] if r["status"] == "converged"]
+    ok_runs = [r for r in out["runs"] if r["status"] != "diverged"]
     rows = [{"seed_index": r["seed_index"], "scale_whitened": r["scale_whitened"],
              "frobenius_norm": r["frobenius_norm"], "scale_B": r["scale_B"],
              "increasing": bool(np.all(np.diff(np.abs(r["scale_whitened"])) > 0))}
             for r in ok_runs]
+    L = out["layers"]
     star = out["g_star"]["point"]
-    star_increasing = bool(np.all(np.diff(np.abs(star[:3])) > 0))
     ok = all(r["increasing"] for r in rows)
+    if not ok and not all(r["status"] == "converged" for r in ok_runs):
+        ok = None  # a run stopped on its step budget: more steps decide
     return combine([Finding("increasing_magnitudes", ok,
                             {"runs": rows, "restricted_optimum_a*_b*": star,
-                             "restricted_optimum_increasing": star_increasing},
-                            None if ok else {"runs": rows, "seed": ctx.seed},
-                            "" if ok else "the trained |a_i| are not increasing in i")])
+                             "restricted_optimum_increasing":
+                                 bool(np.all(np.diff(np.abs(star[:L])) > 0)),
+                             "fixed_batch_three_layers": [
+                                 {"seed_index": r["seed_index"],
+                                  "scale_whitened": r["scale_whitened"],
+                                  "increasing": bool(np.all(np.diff(np.abs(
+                                      r["scale_whitened"])) > 0))}
+                                 for r in out["fixed_batch_three_layers"]]},
+                            None if ok is not False else {"runs": rows, "seed": ctx.seed},
+                            "" if ok else "the trained |a_i| are not increasing in i"
+                            + ("" if ok is False else " and the runs had not converged"))],
+                   {"setting": _eq13_setting(out, ctx.seed)})
 
 
 _S53 = ("d = 5, n = 20, Sigma = U^T D^2 U, D = diag(1, 1, 0.5, 0.25, 1), w* ~ N(0, Sigma^{-1})",
