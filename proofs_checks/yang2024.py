@@ -3371,10 +3371,9 @@ FIG3_GRID = {"m": 100, "tau": 0.01, "K": 200, "N": tuple(range(50, 151, 10))}
 
 def _gap_direction(change: dict, m: int) -> str:
     """What Fig. 3's 'closer N to m is better' predicts for a step from_N -> to_N."""
-    a, b = change["from_N"], change["to_N"]
-    if b <= m:
-        return f"fall from N = {a} to {b} (moving toward N = m = {m})"
-    return f"rise from N = {a} to {b} (moving away from N = m = {m})"
+    if change["to_N"] <= m:
+        return f"fall (the step moves toward N = m = {m})"
+    return f"rise (the step moves away from N = m = {m})"
 
 
 def fig3_numeric(ctx: Context) -> TierResult:
