@@ -47,3 +47,25 @@ def test_lemma7_moments_as_derived():
 ])
 def test_lemma7_mutants_refuted(override):
     assert run("ahn2023.lemma7", **override).verdict == "refuted"
+
+
+def test_lemma8_block_outside_c_sigma_k_is_decided_at_an_exact_instance():
+    """11^T is not c Sigma^k: the full-matrix loss of (13) at one rational instance refutes the
+    symmetry (it used to be undecided, so a mutant P_top = OneMatrix survived)."""
+    v = run("ahn2023.lemma8", P_top="OneMatrix(d, d)")
+    assert v.verdict == "refuted", v.as_dict()
+    ev = v.tiers["symbolic"].evidence["symmetric_in_a"]
+    assert ev["f(a_0, a_1)"] != ev["f(a_1, a_0)"]
+
+
+@pytest.mark.parametrize("label", ["w_star.T*w_star", "x_q.T*x_q"])
+def test_lemma9_label_outside_c_wx_is_refuted_by_the_forward_pass(label):
+    """w*^T w* agreed with w*^T x_q at the old fixed probes ((2, 1) . (1, 3) = 5 = |(2, 1)|^2)."""
+    v = run("ahn2023.lemma9", y_bar=label)
+    assert v.verdict == "refuted", v.as_dict()
+    ce = v.counterexample
+    assert ce["Zbar_minus_Z_query_label"] != ce["w_star^T x_q"]
+
+
+def test_lemma9_equivalent_label_is_verified():
+    assert run("ahn2023.lemma9", y_bar="x_q.T*w_star").verdict == "verified"
