@@ -49,3 +49,22 @@ def runtime(name: str = "auto", dtype: torch.dtype | None = None) -> Runtime:
     if dtype is None:
         dtype = torch.float64 if device.type == "cpu" else torch.float32
     return Runtime(device, dtype)
+
+
+class cpu_threads:
+    """Run torch on one cpu thread inside the block (restored after): on a shared machine the
+    tiny batched matrix products of the forward pass run ~10x faster than with contended
+    threads.  No effect on cuda."""
+
+    def __init__(self, device: str) -> None:
+        self.active = runtime(device).device.type == "cpu"
+
+    def __enter__(self):
+        if self.active:
+            self.saved = torch.get_num_threads()
+            torch.set_num_threads(1)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.active:
+            torch.set_num_threads(self.saved)

@@ -25,7 +25,7 @@ import numpy as np
 import sympy
 import torch
 
-from models.device import runtime
+from models.device import cpu_threads, runtime
 from models.lsa import LSAConfig, LinearTransformer
 from moments.letters import space_size
 from moments.montecarlo import z_critical
@@ -338,25 +338,6 @@ def thm5_symbolic(ctx: Context) -> TierResult:
 # ------------------------------------------------------------------------------------------------
 # numeric tier: derived loss vs Monte Carlo, and the Monte Carlo gradient at the named point
 # ------------------------------------------------------------------------------------------------
-class cpu_threads:
-    """Run torch on one cpu thread inside the block (restored after): on a shared machine the
-    tiny batched matrix products of the forward pass run ~10x faster than with contended
-    threads.  No effect on cuda."""
-
-    def __init__(self, device: str) -> None:
-        self.active = runtime(device).device.type == "cpu"
-
-    def __enter__(self):
-        if self.active:
-            self.saved = torch.get_num_threads()
-            torch.set_num_threads(1)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self.active:
-            torch.set_num_threads(self.saved)
-
-
 def experiment_instance(ctx: Context, setting: LinearICLSetting, tag: str = "instance"):
     """Sigma = U^T D^2 U with an exact rational rotation U (Cayley), unless --sigma is given."""
     spec = ctx.sigma or SigmaSpec("rotated", tuple(Fraction(str(v)) for v in experiment_spectrum()))
