@@ -57,7 +57,10 @@ class cpu_threads:
     threads.  No effect on cuda."""
 
     def __init__(self, device: str) -> None:
-        self.active = runtime(device).device.type == "cpu"
+        try:
+            self.active = runtime(device).device.type == "cpu"
+        except DeviceUnavailable:  # reported by the check that asks for the device
+            self.active = False
 
     def __enter__(self):
         if self.active:

@@ -5,7 +5,7 @@ import time
 import traceback
 from typing import Mapping, Sequence
 
-from models.device import DeviceUnavailable
+from models.device import DeviceUnavailable, cpu_threads
 
 from .claim import BUDGETS, TIERS, Claim, Context, TierResult
 from .errors import UsageError
@@ -21,7 +21,11 @@ def run_tiers(claim: Claim, ctx: Context, tiers: Sequence[str]) -> dict[str, Tie
             continue
         start = time.perf_counter()
         try:
-            result = check(ctx)
+            if ctx.budget.name == "paper":  # paper sizes: large batches use every thread
+                result = check(ctx)
+            else:
+                with cpu_threads(ctx.device):
+                    result = check(ctx)
         except (UsageError, DeviceUnavailable):
             raise
         except Exception as exc:  # a crash in a check is reported, never a wrong verdict
