@@ -2440,6 +2440,125 @@ def _bounds_numeric(ctx: Context, which: str) -> TierResult:
     return combine(findings, {"instance": inst.as_dict()})
 
 
+# ---------------------------------------------------------------------------------------------
+# Proof chains of Lemmas 8-10: every constant of a step is computed here (or read from the named
+# formula of the lemma the step cites), and the printed bound must be at least the chain's bound.
+# ---------------------------------------------------------------------------------------------
+UNIT = sympy.Integer(1)   # ||v_k||_2 of every token: the dictionary's tokens have unit norm
+
+
+def _l2_over_l1() -> sympy.Expr:
+    """The least c with ||x||_2 <= c ||x||_1 (any length): with a_i = |x_i|,
+    (sum a_i)^2 - sum a_i^2 = 2 sum_{i<j} a_i a_j has nonnegative coefficients, and e_1 attains it."""
+    a = sympy.symbols("a0:4", nonnegative=True)
+    gap = sympy.Poly(sympy.expand(sum(a) ** 2 - sum(x ** 2 for x in a)), *a)
+    if any(c < 0 for c in gap.coeffs()):
+        raise RuntimeError("||x||_2 <= ||x||_1: the expansion has a negative coefficient")
+    e1 = (1, 0, 0, 0)
+    return sympy.sqrt(sum(x ** 2 for x in e1)) / sum(e1)
+
+
+def _softmax_l1() -> sympy.Expr:
+    """||softmax(u)||_1 = sum_j softmax(u)_j, by sympy for a symbolic u of length 3."""
+    u = sympy.symbols("u0:3", real=True)
+    total = sympy.simplify(sum(softmax_columns(sympy.Matrix(u))))
+    if total.free_symbols:
+        raise RuntimeError(f"the entries of a softmax sum to {total}, not a constant")
+    return total
+
+
+def _bilinear_over_frobenius() -> sympy.Expr:
+    """The constant c in |v^T M u| <= c ||M||_F for unit tokens v, u: Cauchy-Schwarz on vec(M)
+    and vec(v u^T) (Lagrange's identity, by sympy at d = 2), ||v u^T||_F = ||v||_2 ||u||_2."""
+    v = sympy.Matrix(sympy.symbols("v0:2", real=True))
+    u = sympy.Matrix(sympy.symbols("u0:2", real=True))
+    M = sympy.Matrix(2, 2, sympy.symbols("M0:4", real=True))
+    a, b = list(M), list(v * u.T)
+    lagrange = sum((a[i] * b[j] - a[j] * b[i]) ** 2 for i in range(4) for j in range(i + 1, 4))
+    cs_gap = sympy.expand(sum(x ** 2 for x in a) * sum(x ** 2 for x in b) - sum(x * y for x, y in zip(a, b)) ** 2
+                          - lagrange)
+    outer = sympy.expand(sum(x ** 2 for x in b) - (v.T * v)[0] * (u.T * u)[0])
+    if cs_gap != 0 or outer != 0 or sympy.expand((v.T * M * u)[0] - sum(x * y for x, y in zip(a, b))) != 0:
+        raise RuntimeError("|v^T M u| <= ||M||_F ||v|| ||u||: an identity failed")
+    return UNIT * UNIT                                         # ||v_j||_2 ||v_k||_2
+
+
+def _cauchy_schwarz(n: sympy.Expr) -> sympy.Expr:
+    """sum_{i<=n} x_i <= ||1_n||_2 ||x||_2: the constant ||1_n||_2 = sqrt(sum_{i<=n} 1)."""
+    i = sympy.Symbol("i", positive=True, integer=True)
+    return sympy.sqrt(sympy.summation(1, (i, 1, n)))
+
+
+def _lemma2_C() -> sympy.Expr:
+    """Lemma 2's constant C of (30), from its named formula (the chain cites the lemma)."""
+    return next(f for f in LEMMA2.formulas if f.name == "C").parse()
+
+
+@lru_cache(maxsize=1)
+def lemma8_chain() -> dict:
+    """The bounds the proofs of Lemmas 8 and 9 give, as sympy expressions in the formulas' symbols,
+    with the chain's constants (each named for its step)."""
+    H = SIZE["H"]
+    g, a, Zb, An, dQh, dQ, dak = (sympy.Symbol(n, positive=True) for n in
+                                  ("gamma", "alpha", "Zbar_norm", "A_norm", "dQ_h", "dQ", "dalpha_k"))
+    l2_l1 = _l2_over_l1()                 # ||x||_2 <= ||x||_1, second line of (46)
+    C = _lemma2_C()                       # Lemma 2 (30), third line of (46)
+    tok = _bilinear_over_frobenius()      # |v_j^T (Q_h - Q_h') v_k| <= ||Q_h - Q_h'||_F, last line of (46)
+    s_lip = l2_l1 * C * tok               # (46): ||s_k^h(theta) - s_k^h(theta')||_2 <= s_lip ||Q_h - Q_h'||_F
+    s_norm = l2_l1 * _softmax_l1()        # ||s_k^h||_2 <= ||s_k^h||_1 = 1
+    cs_H = _cauchy_schwarz(H)             # sum_h x_h <= sqrt(H) (sum_h x_h^2)^{1/2}
+    sum_H = sympy.summation(1, (sympy.Symbol("h", positive=True, integer=True), 1, H))
+    return {
+        "s_lip": s_lip, "s_norm": s_norm,
+        # (50): b_k^h = Zbar s_k^h, so ||b - b'||_2 <= ||Zbar||_2 ||s - s'||_2 and (46)
+        "b_lip": Zb * s_lip * dQh,
+        # (51): the two sums of the proof, |alpha_hk| <= alpha and (46) in the first,
+        # ||s'||_2 <= 1 in the second, then Cauchy-Schwarz over h in both
+        "delta_lip": g * a * s_lip * cs_H * dQ + g * s_norm * cs_H * dak,
+        # (52), (53) (Lemma 9): ||b_k^h|| <= ||Zbar|| ||s||_2, ||delta_k|| <= gamma sum_h |alpha_hk| ||s||_2 + ||A e_k||
+        "b_bound": Zb * s_norm, "delta_bound": g * sum_H * a * s_norm + An,
+        "constants": {"l2_over_l1": l2_l1, "lemma2_C": C, "unit_tokens_bilinear": tok,
+                      "softmax_l1": _softmax_l1(), "cauchy_schwarz_H": cs_H},
+    }
+
+
+def _chain_findings(ctx: Context, derived: Mapping[str, sympy.Expr], names: Sequence[str],
+                    tag: str, where: Mapping[str, str]) -> list[Finding]:
+    """One finding per formula: is the printed bound >= the chain's bound at every positive point?"""
+    rng = ctx.rng(tag)
+    findings = []
+    for name in names:
+        paper = sympy.sympify(ctx.formulas[name])
+        ok, ce = _ratio_at_least_one(paper / derived[name], rng)
+        ev = {"derived_bound": str(derived[name]), "paper_bound": str(paper)}
+        findings.append(Finding(name, ok, ev, None if ok else {**ev, **(ce or {})},
+                                "" if ok else f"{name} is below the bound the proof {where[name]} gives "
+                                              f"at a positive point"))
+    return findings
+
+
+def lemma8_symbolic(ctx: Context) -> TierResult:
+    ch = lemma8_chain()
+    findings = _chain_findings(ctx, ch, ("b_lip", "delta_lip"), "lemma8-symbolic",
+                               {"b_lip": "(46)", "delta_lip": "of (51)"})
+    c = ch["constants"]
+    lx = sympy.latex
+    steps = [
+        step("Softmax (46)", r"\|s_k^h-s_k^{h\prime}\|_2\le\|s_k^h-s_k^{h\prime}\|_1\le C\max_j|v_j^\top(Q_h-Q_h')v_k|"
+             r"\le " + lx(ch["s_lip"]) + r"\,\|Q_h-Q_h'\|_F",
+             f"||x||_2 <= {c['l2_over_l1']} ||x||_1 (the expansion of (sum |x_i|)^2); C = {c['lemma2_C']} from "
+             f"Lemma 2's formula C (30); |v_j^T M v_k| <= {c['unit_tokens_bilinear']} ||M||_F by Cauchy-Schwarz "
+             f"on vec(M), vec(v_j v_k^T) with unit tokens."),
+        step("(50)", r"\|b_k^h-b_k^{h\prime}\|_2\le\|\bar Z\|_2\|s_k^h-s_k^{h\prime}\|_2\le " + lx(ch["b_lip"]),
+             "b_k^h = Zbar s_k^h."),
+        step("(51)", r"\|\delta_k-\delta_k'\|_2\le\gamma\sum_h|\alpha_{h,k}|\|s_k^h-s_k^{h\prime}\|_2+\gamma\sum_h"
+             r"|\alpha_{h,k}-\alpha_{h,k}'|\|s_k^{h\prime}\|_2\le " + lx(ch["delta_lip"]),
+             f"|alpha_hk| <= alpha and (46) in the first sum; ||s||_2 <= ||s||_1 = {c['softmax_l1']} in the "
+             f"second; Cauchy-Schwarz over the H heads gives {c['cauchy_schwarz_H']} in both."),
+    ]
+    return combine(findings, {"chain_constants": {k: str(v) for k, v in c.items()}}, steps=steps)
+
+
 LEMMA8 = Claim(
     id="yang2024.lemma8",
     title="Lipschitzness of b_k^h and delta_k (Lemma 8, eqs. (50), (51))",
@@ -2449,7 +2568,7 @@ LEMMA8 = Claim(
                r"+\gamma\sqrt H\|\alpha_k-\alpha_k'\|_2$ when $|\alpha_{h,k}|,|\alpha'_{h,k}|\le\alpha$."),
     assumptions=("unit-norm tokens",),
     formulas=LEMMA8_FORMULAS,
-    checks={"numeric": small_threads(lambda ctx: _bounds_numeric(ctx, "lemma8"))},
+    checks={"symbolic": lemma8_symbolic, "numeric": small_threads(lambda ctx: _bounds_numeric(ctx, "lemma8"))},
     setting=SETTING,
 )
 
