@@ -2717,6 +2717,85 @@ def lemma10_numeric(ctx: Context) -> TierResult:
     return combine(findings, {"instance": inst.as_dict()})
 
 
+def _young(l: int) -> sympy.Expr:
+    """Lemma 3 (31): ||sum_{i<=l} x_i||^2 <= l sum ||x_i||^2, the square of Cauchy-Schwarz's sqrt(l)."""
+    return _cauchy_schwarz(sympy.Integer(l)) ** 2
+
+
+@lru_cache(maxsize=1)
+def lemma10_chain() -> dict:
+    """L^2 as the proof of Lemma 10 builds it from (54)-(59), on the bounds of Lemmas 8, 9 as their
+    proofs give them (``lemma8_chain``).  Each part is the coefficient of a norm of xi - xi'."""
+    ch = lemma8_chain()
+    K, N, H = SIZE["K"], SIZE["N"], SIZE["H"]
+    g, a, Zb, fb, dQ, dak = (sympy.Symbol(n, positive=True) for n in
+                             ("gamma", "alpha", "Zbar_norm", "fbar_max", "dQ", "dalpha_k"))
+    k = sympy.Symbol("k", positive=True, integer=True)
+    sum_K = sympy.summation(1, (k, 1, K))
+    coeff = lambda expr, var: sympy.expand(expr).coeff(var)      # noqa: E731  (linear in var)
+    s_lip, s_norm = ch["s_lip"], ch["s_norm"]
+    b_bound, d_bound = ch["b_bound"], ch["delta_bound"]
+    dl_Q, dl_a = coeff(ch["delta_lip"], dQ), coeff(ch["delta_lip"], dak)     # (51)
+    b_lip = coeff(ch["b_lip"], sympy.Symbol("dQ_h", positive=True))          # (50)
+    BF = sympy.sqrt(H * b_bound ** 2)                  # ||B_k'||_F <= sqrt(H) max_h ||b_k^h|| (52)
+    dB = b_lip                                         # ||B_k - B_k'||_F <= b_lip (sum_h ||dQ_h||^2)^{1/2} (50)
+    # (54): (gamma/K)||Zbar|| (||B_k - B_k'||_F ||delta_k|| + ||B_k'||_F ||delta_k - delta_k'||)
+    aQ = g / K * Zb * (dB * d_bound + BF * dl_Q)       # coefficient of dQ
+    aA = g / K * Zb * BF * dl_a                        # coefficient of ||alpha_k - alpha_k'||
+    # (55): Young (l = 2) on the two terms, summed over k; x dQ^2 + y ||dalpha||^2 <= (x + y)||dxi||^2
+    c55 = _young(2) * sum_K * aQ ** 2 + _young(2) * aA ** 2
+    # (56)-(57): |(Zbar delta_k)^T zbar_j| <= ||Zbar|| ||delta_k|| fbar_max and ||(v_j - v_i) v_k^T||_F
+    # <= (||v_j|| + ||v_i||) ||v_k|| (the 2 of (83)); four product-rule terms
+    c83 = (UNIT + UNIT) * UNIT
+    P = c83 * g * fb * Zb / K
+    sm1 = _softmax_l1()                                # sum_j s_jk = sum_i s_ik = 1
+    cs_K, cs_N = _cauchy_schwarz(K), _cauchy_schwarz(N)
+    # (58): the four terms after summing over k, as coefficients of dQ, ||dalpha||_F,
+    # ||dalpha_{h,:}||_2 and ||dQ_h||_F
+    T1 = a * sm1 * sm1 * sum_K * dl_Q                  # alpha sum_k ||delta - delta'||: dQ part of (51)
+    T2 = a * sm1 * sm1 * dl_a * cs_K                   # ... its dalpha_k part, sum_k <= sqrt(K) ||.||_F
+    T3 = d_bound * sm1 * sm1 * cs_K                    # ||delta_k'|| |alpha_hk - alpha_hk'|, (53)
+    # ||delta_k'|| alpha (||s - s'||_1 sum_i s_ik + sum_j s'_jk ||s - s'||_1), ||.||_1 <= sqrt(N) ||.||_2, (46)
+    T4 = d_bound * a * (sm1 + sm1) * cs_N * s_lip * sum_K
+    # (59): Young (l = 4) on the four terms, summed over h: sum_h dQ^2 = H dQ^2, sum_h ||dQ_h||^2 = dQ^2,
+    # sum_h ||dalpha||_F^2 = H ||dalpha||_F^2, sum_h ||dalpha_{h,:}||^2 = ||dalpha||_F^2
+    cQ = _young(4) * P ** 2 * (H * T1 ** 2 + T4 ** 2)
+    cA = _young(4) * P ** 2 * (H * T2 ** 2 + T3 ** 2)
+    # x dQ^2 + y ||dalpha||^2 <= max(x, y) ||dxi||^2 (the proof then also bounds
+    # (alpha gamma H)^2 + (alpha gamma H + ||A||)^2 by the dQ bracket, a looser max)
+    c59 = sympy.Max(cQ, cA)
+    # (60): ||grad l - grad l'||^2 = ||grad_alpha||^2 + sum_h ||grad_Q_h||^2
+    return {"aQ": aQ, "aA": aA, "c55": c55, "P": P, "T": (T1, T2, T3, T4), "cQ": cQ, "cA": cA,
+            "c59": c59, "L_sq": c55 + c59}
+
+
+def lemma10_symbolic(ctx: Context) -> TierResult:
+    ch = lemma10_chain()
+    findings = _chain_findings(ctx, ch, ("L_sq",), "lemma10-symbolic", {"L_sq": "(54)-(59)"})
+    lx = lambda e: sympy.latex(sympy.factor(e))       # noqa: E731
+    T1, T2, T3, T4 = ch["T"]
+    steps = [
+        step("(54)", r"\|\nabla_{\alpha_k}\ell-\nabla_{\alpha_k}\ell'\|_2\le " + lx(ch["aQ"]) + r"\,\|\Delta Q\|+"
+             + lx(ch["aA"]) + r"\,\|\alpha_k-\alpha_k'\|_2",
+             "(45); ||B_k - B_k'||_F by (50), ||B_k'||_F <= sqrt(H) ||Zbar|| by (52), ||delta_k|| by (53), "
+             "||delta_k - delta_k'|| by (51), all as their proofs give them."),
+        step("(55)", r"\|\nabla_\alpha\ell-\nabla_\alpha\ell'\|_F^2\le " + lx(ch["c55"]) + r"\,\|\xi-\xi'\|_2^2",
+             "Young's inequality (Lemma 3, l = 2), summed over the K tokens."),
+        step("(57)-(58)", r"\|\nabla_{Q_h}\ell-\nabla_{Q_h}\ell'\|_F\le " + lx(ch["P"]) + r"\Big(" + lx(T1)
+             + r"\|\Delta Q\|+" + lx(T2) + r"\|\Delta\alpha\|_F+" + lx(T3) + r"\|\Delta\alpha_{h,:}\|_2+" + lx(T4)
+             + r"\|\Delta Q_h\|_F\Big)",
+             "(56) with |(Zbar delta)^T zbar_j| <= ||Zbar|| ||delta|| fbar_max and the 2 of (83); the product "
+             "rule gives four terms; sum_j s_jk = 1, Cauchy-Schwarz over k (sqrt(K)) and over j (sqrt(N)), "
+             "(46) for ||s - s'||_2, Lemmas 8, 9 for delta."),
+        step("(59)", r"\sum_h\|\nabla_{Q_h}\ell-\nabla_{Q_h}\ell'\|_F^2\le\max\Big\{" + lx(ch["cQ"]) + ",\ "
+             + lx(ch["cA"]) + r"\Big\}\|\xi-\xi'\|_2^2",
+             "Young's inequality (l = 4) squares the whole of (58), the prefactor included (the printed "
+             "(59) keeps it to the first power), summed over the H heads."),
+        step("(61)", r"L^2 = " + sympy.latex(ch["L_sq"]), "(55) + (59)."),
+    ]
+    return combine(findings, steps=steps)
+
+
 LEMMA10 = Claim(
     id="yang2024.lemma10",
     title="Smoothness of the loss (Lemma 10, eqs. (60), (61))",
@@ -2726,7 +2805,7 @@ LEMMA10 = Claim(
     assumptions=("gamma = sqrt(eta_w / eta_Q) > 0 and alpha > 0 arbitrary (the statement's "
                  "quantifiers); also reported: alpha of (44)",),
     formulas=LEMMA10_FORMULAS,
-    checks={"numeric": small_threads(lemma10_numeric)},
+    checks={"symbolic": lemma10_symbolic, "numeric": small_threads(lemma10_numeric)},
     setting=SETTING,
     correction=Correction(
         description="second term of (61): 16 (gamma fbar_max ||Zbar||)^2 / K max{1, 4 K alpha^2}[...] "
