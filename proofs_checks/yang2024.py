@@ -2787,7 +2787,7 @@ def lemma10_symbolic(ctx: Context) -> TierResult:
              "(56) with |(Zbar delta)^T zbar_j| <= ||Zbar|| ||delta|| fbar_max and the 2 of (83); the product "
              "rule gives four terms; sum_j s_jk = 1, Cauchy-Schwarz over k (sqrt(K)) and over j (sqrt(N)), "
              "(46) for ||s - s'||_2, Lemmas 8, 9 for delta."),
-        step("(59)", r"\sum_h\|\nabla_{Q_h}\ell-\nabla_{Q_h}\ell'\|_F^2\le\max\Big\{" + lx(ch["cQ"]) + ",\ "
+        step("(59)", r"\sum_h\|\nabla_{Q_h}\ell-\nabla_{Q_h}\ell'\|_F^2\le\max\Big\{" + lx(ch["cQ"]) + r",\ "
              + lx(ch["cA"]) + r"\Big\}\|\xi-\xi'\|_2^2",
              "Young's inequality (l = 4) squares the whole of (58), the prefactor included (the printed "
              "(59) keeps it to the first power), summed over the H heads."),
