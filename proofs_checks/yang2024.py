@@ -2440,6 +2440,150 @@ def _bounds_numeric(ctx: Context, which: str) -> TierResult:
     return combine(findings, {"instance": inst.as_dict()})
 
 
+# ---------------------------------------------------------------------------------------------
+# Proof chains of Lemmas 8-10: every constant of a step is computed here (or read from the named
+# formula of the lemma the step cites), and the printed bound must be at least the chain's bound.
+# ---------------------------------------------------------------------------------------------
+UNIT = sympy.Integer(1)   # ||v_k||_2 of every token: the dictionary's tokens have unit norm
+
+
+def _l2_over_l1() -> sympy.Expr:
+    """The least c with ||x||_2 <= c ||x||_1 (any length): with a_i = |x_i|,
+    (sum a_i)^2 - sum a_i^2 = 2 sum_{i<j} a_i a_j has nonnegative coefficients, and e_1 attains it."""
+    a = sympy.symbols("a0:4", nonnegative=True)
+    gap = sympy.Poly(sympy.expand(sum(a) ** 2 - sum(x ** 2 for x in a)), *a)
+    if any(c < 0 for c in gap.coeffs()):
+        raise RuntimeError("||x||_2 <= ||x||_1: the expansion has a negative coefficient")
+    e1 = (1, 0, 0, 0)
+    return sympy.sqrt(sum(x ** 2 for x in e1)) / sum(e1)
+
+
+def _softmax_l1() -> sympy.Expr:
+    """||softmax(u)||_1 = sum_j softmax(u)_j, by sympy for a symbolic u of length 3."""
+    u = sympy.symbols("u0:3", real=True)
+    total = sympy.simplify(sum(softmax_columns(sympy.Matrix(u))))
+    if total.free_symbols:
+        raise RuntimeError(f"the entries of a softmax sum to {total}, not a constant")
+    return total
+
+
+def _bilinear_over_frobenius() -> sympy.Expr:
+    """The constant c in |v^T M u| <= c ||M||_F for unit tokens v, u: Cauchy-Schwarz on vec(M)
+    and vec(v u^T) (Lagrange's identity, by sympy at d = 2), ||v u^T||_F = ||v||_2 ||u||_2."""
+    v = sympy.Matrix(sympy.symbols("v0:2", real=True))
+    u = sympy.Matrix(sympy.symbols("u0:2", real=True))
+    M = sympy.Matrix(2, 2, sympy.symbols("M0:4", real=True))
+    a, b = list(M), list(v * u.T)
+    lagrange = sum((a[i] * b[j] - a[j] * b[i]) ** 2 for i in range(4) for j in range(i + 1, 4))
+    cs_gap = sympy.expand(sum(x ** 2 for x in a) * sum(x ** 2 for x in b) - sum(x * y for x, y in zip(a, b)) ** 2
+                          - lagrange)
+    outer = sympy.expand(sum(x ** 2 for x in b) - (v.T * v)[0] * (u.T * u)[0])
+    if cs_gap != 0 or outer != 0 or sympy.expand((v.T * M * u)[0] - sum(x * y for x, y in zip(a, b))) != 0:
+        raise RuntimeError("|v^T M u| <= ||M||_F ||v|| ||u||: an identity failed")
+    return UNIT * UNIT                                         # ||v_j||_2 ||v_k||_2
+
+
+def _cauchy_schwarz(n: sympy.Expr) -> sympy.Expr:
+    """sum_{i<=n} x_i <= ||1_n||_2 ||x||_2: the constant ||1_n||_2 = sqrt(sum_{i<=n} 1)."""
+    i = sympy.Symbol("i", positive=True, integer=True)
+    return sympy.sqrt(sympy.summation(1, (i, 1, n)))
+
+
+def _lemma2_C() -> sympy.Expr:
+    """Lemma 2's constant C of (30), from its named formula (the chain cites the lemma)."""
+    return next(f for f in LEMMA2.formulas if f.name == "C").parse()
+
+
+@lru_cache(maxsize=1)
+def lemma8_chain() -> dict:
+    """The bounds the proofs of Lemmas 8 and 9 give, as sympy expressions in the formulas' symbols,
+    with the chain's constants (each named for its step)."""
+    H = SIZE["H"]
+    g, a, Zb, An, dQh, dQ, dak = (sympy.Symbol(n, positive=True) for n in
+                                  ("gamma", "alpha", "Zbar_norm", "A_norm", "dQ_h", "dQ", "dalpha_k"))
+    l2_l1 = _l2_over_l1()                 # ||x||_2 <= ||x||_1, second line of (46)
+    C = _lemma2_C()                       # Lemma 2 (30), third line of (46)
+    tok = _bilinear_over_frobenius()      # |v_j^T (Q_h - Q_h') v_k| <= ||Q_h - Q_h'||_F, last line of (46)
+    s_lip = l2_l1 * C * tok               # (46): ||s_k^h(theta) - s_k^h(theta')||_2 <= s_lip ||Q_h - Q_h'||_F
+    s_norm = l2_l1 * _softmax_l1()        # ||s_k^h||_2 <= ||s_k^h||_1 = 1
+    cs_H = _cauchy_schwarz(H)             # sum_h x_h <= sqrt(H) (sum_h x_h^2)^{1/2}
+    sum_H = sympy.summation(1, (sympy.Symbol("h", positive=True, integer=True), 1, H))
+    return {
+        "s_lip": s_lip, "s_norm": s_norm,
+        # (50): b_k^h = Zbar s_k^h, so ||b - b'||_2 <= ||Zbar||_2 ||s - s'||_2 and (46)
+        "b_lip": Zb * s_lip * dQh,
+        # (51): the two sums of the proof, |alpha_hk| <= alpha and (46) in the first,
+        # ||s'||_2 <= 1 in the second, then Cauchy-Schwarz over h in both
+        "delta_lip": g * a * s_lip * cs_H * dQ + g * s_norm * cs_H * dak,
+        # (52), (53) (Lemma 9): ||b_k^h|| <= ||Zbar|| ||s||_2, ||delta_k|| <= gamma sum_h |alpha_hk| ||s||_2 + ||A e_k||
+        "b_bound": Zb * s_norm, "delta_bound": g * sum_H * a * s_norm + An,
+        "constants": {"l2_over_l1": l2_l1, "lemma2_C": C, "unit_tokens_bilinear": tok,
+                      "softmax_l1": _softmax_l1(), "cauchy_schwarz_H": cs_H},
+    }
+
+
+def _chain_findings(ctx: Context, derived: Mapping[str, sympy.Expr], names: Sequence[str],
+                    tag: str, where: Mapping[str, str]) -> list[Finding]:
+    """One finding per formula: is the printed bound >= the chain's bound at every positive point?"""
+    rng = ctx.rng(tag)
+    findings = []
+    for name in names:
+        paper = sympy.sympify(ctx.formulas[name])
+        ok, ce = _ratio_at_least_one(paper / derived[name], rng)
+        ev = {"derived_bound": str(derived[name]), "paper_bound": str(paper)}
+        if not ok and ce and "at" in ce:   # the first point found may be barely below; show the worst
+            ce = {**ce, "smallest_ratio_found": _smallest_ratio(paper / derived[name], rng)}
+        low = (ce or {}).get("smallest_ratio_found", {}).get("ratio_float", (ce or {}).get("ratio_float"))
+        findings.append(Finding(name, ok, ev, None if ok else {**ev, **(ce or {})},
+                                "" if ok else f"{name} is below the bound the proof {where[name]} gives "
+                                              f"at a positive point" + (f" (paper / proof = {low:.3g})"
+                                                                        if low is not None else "")))
+    return findings
+
+
+def _smallest_ratio(ratio: sympy.Expr, rng: np.random.Generator, count: int = 400) -> dict:
+    """The smallest value of ratio found at count points of _ratio_at_least_one's grid, exact."""
+    syms = sorted(ratio.free_symbols, key=str)
+    f = sympy.lambdify(syms, ratio, "math")
+    best = None
+    for _ in range(count):
+        point = {s: float(rng.choice([1e-6, 1e-2, 1.0, 1e2, 1e6])) * float(rng.uniform(0.5, 2.0)) for s in syms}
+        point.update({s: float(max(1, round(point[s]))) for s in syms if s.is_integer})
+        try:
+            val = f(*[point[s] for s in syms])
+        except (OverflowError, ZeroDivisionError, ValueError):
+            continue
+        if best is None or val < best[0]:
+            best = (val, point)
+    if best is None:
+        return {}
+    exact = {s: sympy.Rational(v).limit_denominator(10 ** 12) for s, v in best[1].items()}
+    r = ratio.subs(exact)
+    return {"at": {str(k): str(v) for k, v in exact.items()}, "ratio_float": float(r)}
+
+
+def lemma8_symbolic(ctx: Context) -> TierResult:
+    ch = lemma8_chain()
+    findings = _chain_findings(ctx, ch, ("b_lip", "delta_lip"), "lemma8-symbolic",
+                               {"b_lip": "(46)", "delta_lip": "of (51)"})
+    c = ch["constants"]
+    lx = sympy.latex
+    steps = [
+        step("Softmax (46)", r"\|s_k^h-s_k^{h\prime}\|_2\le\|s_k^h-s_k^{h\prime}\|_1\le C\max_j|v_j^\top(Q_h-Q_h')v_k|"
+             r"\le " + lx(ch["s_lip"]) + r"\,\|Q_h-Q_h'\|_F",
+             f"||x||_2 <= {c['l2_over_l1']} ||x||_1 (the expansion of (sum |x_i|)^2); C = {c['lemma2_C']} from "
+             f"Lemma 2's formula C (30); |v_j^T M v_k| <= {c['unit_tokens_bilinear']} ||M||_F by Cauchy-Schwarz "
+             f"on vec(M), vec(v_j v_k^T) with unit tokens."),
+        step("(50)", r"\|b_k^h-b_k^{h\prime}\|_2\le\|\bar Z\|_2\|s_k^h-s_k^{h\prime}\|_2\le " + lx(ch["b_lip"]),
+             "b_k^h = Zbar s_k^h."),
+        step("(51)", r"\|\delta_k-\delta_k'\|_2\le\gamma\sum_h|\alpha_{h,k}|\|s_k^h-s_k^{h\prime}\|_2+\gamma\sum_h"
+             r"|\alpha_{h,k}-\alpha_{h,k}'|\|s_k^{h\prime}\|_2\le " + lx(ch["delta_lip"]),
+             f"|alpha_hk| <= alpha and (46) in the first sum; ||s||_2 <= ||s||_1 = {c['softmax_l1']} in the "
+             f"second; Cauchy-Schwarz over the H heads gives {c['cauchy_schwarz_H']} in both."),
+    ]
+    return combine(findings, {"chain_constants": {k: str(v) for k, v in c.items()}}, steps=steps)
+
+
 LEMMA8 = Claim(
     id="yang2024.lemma8",
     title="Lipschitzness of b_k^h and delta_k (Lemma 8, eqs. (50), (51))",
@@ -2449,7 +2593,7 @@ LEMMA8 = Claim(
                r"+\gamma\sqrt H\|\alpha_k-\alpha_k'\|_2$ when $|\alpha_{h,k}|,|\alpha'_{h,k}|\le\alpha$."),
     assumptions=("unit-norm tokens",),
     formulas=LEMMA8_FORMULAS,
-    checks={"numeric": small_threads(lambda ctx: _bounds_numeric(ctx, "lemma8"))},
+    checks={"symbolic": lemma8_symbolic, "numeric": small_threads(lambda ctx: _bounds_numeric(ctx, "lemma8"))},
     setting=SETTING,
 )
 
@@ -2598,6 +2742,85 @@ def lemma10_numeric(ctx: Context) -> TierResult:
     return combine(findings, {"instance": inst.as_dict()})
 
 
+def _young(l: int) -> sympy.Expr:
+    """Lemma 3 (31): ||sum_{i<=l} x_i||^2 <= l sum ||x_i||^2, the square of Cauchy-Schwarz's sqrt(l)."""
+    return _cauchy_schwarz(sympy.Integer(l)) ** 2
+
+
+@lru_cache(maxsize=1)
+def lemma10_chain() -> dict:
+    """L^2 as the proof of Lemma 10 builds it from (54)-(59), on the bounds of Lemmas 8, 9 as their
+    proofs give them (``lemma8_chain``).  Each part is the coefficient of a norm of xi - xi'."""
+    ch = lemma8_chain()
+    K, N, H = SIZE["K"], SIZE["N"], SIZE["H"]
+    g, a, Zb, fb, dQ, dak = (sympy.Symbol(n, positive=True) for n in
+                             ("gamma", "alpha", "Zbar_norm", "fbar_max", "dQ", "dalpha_k"))
+    k = sympy.Symbol("k", positive=True, integer=True)
+    sum_K = sympy.summation(1, (k, 1, K))
+    coeff = lambda expr, var: sympy.expand(expr).coeff(var)      # noqa: E731  (linear in var)
+    s_lip, s_norm = ch["s_lip"], ch["s_norm"]
+    b_bound, d_bound = ch["b_bound"], ch["delta_bound"]
+    dl_Q, dl_a = coeff(ch["delta_lip"], dQ), coeff(ch["delta_lip"], dak)     # (51)
+    b_lip = coeff(ch["b_lip"], sympy.Symbol("dQ_h", positive=True))          # (50)
+    BF = sympy.sqrt(H * b_bound ** 2)                  # ||B_k'||_F <= sqrt(H) max_h ||b_k^h|| (52)
+    dB = b_lip                                         # ||B_k - B_k'||_F <= b_lip (sum_h ||dQ_h||^2)^{1/2} (50)
+    # (54): (gamma/K)||Zbar|| (||B_k - B_k'||_F ||delta_k|| + ||B_k'||_F ||delta_k - delta_k'||)
+    aQ = g / K * Zb * (dB * d_bound + BF * dl_Q)       # coefficient of dQ
+    aA = g / K * Zb * BF * dl_a                        # coefficient of ||alpha_k - alpha_k'||
+    # (55): Young (l = 2) on the two terms, summed over k; x dQ^2 + y ||dalpha||^2 <= (x + y)||dxi||^2
+    c55 = _young(2) * sum_K * aQ ** 2 + _young(2) * aA ** 2
+    # (56)-(57): |(Zbar delta_k)^T zbar_j| <= ||Zbar|| ||delta_k|| fbar_max and ||(v_j - v_i) v_k^T||_F
+    # <= (||v_j|| + ||v_i||) ||v_k|| (the 2 of (83)); four product-rule terms
+    c83 = (UNIT + UNIT) * UNIT
+    P = c83 * g * fb * Zb / K
+    sm1 = _softmax_l1()                                # sum_j s_jk = sum_i s_ik = 1
+    cs_K, cs_N = _cauchy_schwarz(K), _cauchy_schwarz(N)
+    # (58): the four terms after summing over k, as coefficients of dQ, ||dalpha||_F,
+    # ||dalpha_{h,:}||_2 and ||dQ_h||_F
+    T1 = a * sm1 * sm1 * sum_K * dl_Q                  # alpha sum_k ||delta - delta'||: dQ part of (51)
+    T2 = a * sm1 * sm1 * dl_a * cs_K                   # ... its dalpha_k part, sum_k <= sqrt(K) ||.||_F
+    T3 = d_bound * sm1 * sm1 * cs_K                    # ||delta_k'|| |alpha_hk - alpha_hk'|, (53)
+    # ||delta_k'|| alpha (||s - s'||_1 sum_i s_ik + sum_j s'_jk ||s - s'||_1), ||.||_1 <= sqrt(N) ||.||_2, (46)
+    T4 = d_bound * a * (sm1 + sm1) * cs_N * s_lip * sum_K
+    # (59): Young (l = 4) on the four terms, summed over h: sum_h dQ^2 = H dQ^2, sum_h ||dQ_h||^2 = dQ^2,
+    # sum_h ||dalpha||_F^2 = H ||dalpha||_F^2, sum_h ||dalpha_{h,:}||^2 = ||dalpha||_F^2
+    cQ = _young(4) * P ** 2 * (H * T1 ** 2 + T4 ** 2)
+    cA = _young(4) * P ** 2 * (H * T2 ** 2 + T3 ** 2)
+    # x dQ^2 + y ||dalpha||^2 <= max(x, y) ||dxi||^2 (the proof then also bounds
+    # (alpha gamma H)^2 + (alpha gamma H + ||A||)^2 by the dQ bracket, a looser max)
+    c59 = sympy.Max(cQ, cA)
+    # (60): ||grad l - grad l'||^2 = ||grad_alpha||^2 + sum_h ||grad_Q_h||^2
+    return {"aQ": aQ, "aA": aA, "c55": c55, "P": P, "T": (T1, T2, T3, T4), "cQ": cQ, "cA": cA,
+            "c59": c59, "L_sq": c55 + c59}
+
+
+def lemma10_symbolic(ctx: Context) -> TierResult:
+    ch = lemma10_chain()
+    findings = _chain_findings(ctx, ch, ("L_sq",), "lemma10-symbolic", {"L_sq": "(54)-(59)"})
+    lx = lambda e: sympy.latex(sympy.factor(e))       # noqa: E731
+    T1, T2, T3, T4 = ch["T"]
+    steps = [
+        step("(54)", r"\|\nabla_{\alpha_k}\ell-\nabla_{\alpha_k}\ell'\|_2\le " + lx(ch["aQ"]) + r"\,\|\Delta Q\|+"
+             + lx(ch["aA"]) + r"\,\|\alpha_k-\alpha_k'\|_2",
+             "(45); ||B_k - B_k'||_F by (50), ||B_k'||_F <= sqrt(H) ||Zbar|| by (52), ||delta_k|| by (53), "
+             "||delta_k - delta_k'|| by (51), all as their proofs give them."),
+        step("(55)", r"\|\nabla_\alpha\ell-\nabla_\alpha\ell'\|_F^2\le " + lx(ch["c55"]) + r"\,\|\xi-\xi'\|_2^2",
+             "Young's inequality (Lemma 3, l = 2), summed over the K tokens."),
+        step("(57)-(58)", r"\|\nabla_{Q_h}\ell-\nabla_{Q_h}\ell'\|_F\le " + lx(ch["P"]) + r"\Big(" + lx(T1)
+             + r"\|\Delta Q\|+" + lx(T2) + r"\|\Delta\alpha\|_F+" + lx(T3) + r"\|\Delta\alpha_{h,:}\|_2+" + lx(T4)
+             + r"\|\Delta Q_h\|_F\Big)",
+             "(56) with |(Zbar delta)^T zbar_j| <= ||Zbar|| ||delta|| fbar_max and the 2 of (83); the product "
+             "rule gives four terms; sum_j s_jk = 1, Cauchy-Schwarz over k (sqrt(K)) and over j (sqrt(N)), "
+             "(46) for ||s - s'||_2, Lemmas 8, 9 for delta."),
+        step("(59)", r"\sum_h\|\nabla_{Q_h}\ell-\nabla_{Q_h}\ell'\|_F^2\le\max\Big\{" + lx(ch["cQ"]) + r",\ "
+             + lx(ch["cA"]) + r"\Big\}\|\xi-\xi'\|_2^2",
+             "Young's inequality (l = 4) squares the whole of (58), the prefactor included (the printed "
+             "(59) keeps it to the first power), summed over the H heads."),
+        step("(61)", r"L^2 = " + sympy.latex(ch["L_sq"]), "(55) + (59)."),
+    ]
+    return combine(findings, steps=steps)
+
+
 LEMMA10 = Claim(
     id="yang2024.lemma10",
     title="Smoothness of the loss (Lemma 10, eqs. (60), (61))",
@@ -2607,7 +2830,7 @@ LEMMA10 = Claim(
     assumptions=("gamma = sqrt(eta_w / eta_Q) > 0 and alpha > 0 arbitrary (the statement's "
                  "quantifiers); also reported: alpha of (44)",),
     formulas=LEMMA10_FORMULAS,
-    checks={"numeric": small_threads(lemma10_numeric)},
+    checks={"symbolic": lemma10_symbolic, "numeric": small_threads(lemma10_numeric)},
     setting=SETTING,
     correction=Correction(
         description="second term of (61): 16 (gamma fbar_max ||Zbar||)^2 / K max{1, 4 K alpha^2}[...] "

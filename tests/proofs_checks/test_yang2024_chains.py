@@ -1,0 +1,87 @@
+"""yang2024 Lemmas 8, 10: the symbolic tiers rebuild the bounds from the proofs' chains of
+inequalities, so a bound tighter than (or incomparable with) the one the proof gives is refuted."""
+import numpy as np
+import pytest
+import sympy
+
+import proofs_checks.yang2024 as Y
+from verify.registry import find
+from verify.runner import check_claim
+
+
+def symbolic(claim_id, **overrides):
+    return check_claim(find(claim_id), tiers=("symbolic",), budget="quick", seed=0, device="cpu",
+                       overrides=overrides)
+
+
+def test_lemma8_printed_bounds_are_the_chains_bounds():
+    v = symbolic("yang2024.lemma8")
+    assert v.verdict == "verified", v.as_dict()
+    ev = v.tiers["symbolic"].evidence
+    assert ev["b_lip"]["ok"] and ev["delta_lip"]["ok"]
+    # the chain reads Lemma 2's C from its named formula rather than writing the number
+    assert ev["chain_constants"]["lemma2_C"] == str(Y.LEMMA2_FORMULAS[0].parse())
+    assert ev["chain_constants"]["cauchy_schwarz_H"] == "sqrt(H)"
+
+
+def test_lemma8_chain_follows_lemma2s_constant(monkeypatch):
+    """With the sharp constant 1 of Lemma 2 the chain gives half of (50)'s first constant."""
+    monkeypatch.setattr(Y, "_lemma2_C", lambda: sympy.Integer(1))
+    Y.lemma8_chain.cache_clear()
+    try:
+        ch = Y.lemma8_chain()
+        Zb, dQh = sympy.symbols("Zbar_norm dQ_h", positive=True)
+        assert sympy.simplify(ch["b_lip"] - Zb * dQh) == 0
+    finally:
+        Y.lemma8_chain.cache_clear()
+
+
+LEMMA8_MUTANTS = {
+    "b_lip constant 2 -> 1": {"b_lip": "Zbar_norm*dQ_h"},
+    "b_lip dQ_h -> Zbar_norm": {"b_lip": "2*Zbar_norm*Zbar_norm"},
+    "delta_lip constant 2 -> 1": {"delta_lip": "gamma*sqrt(H)*alpha*dQ + gamma*sqrt(H)*dalpha_k"},
+    "delta_lip dropped sqrt(H)": {"delta_lip": "2*gamma*sqrt(H)*alpha*dQ + gamma*dalpha_k"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(LEMMA8_MUTANTS))
+def test_lemma8_tighter_or_swapped_bound_is_refuted(name):
+    v = symbolic("yang2024.lemma8", **LEMMA8_MUTANTS[name])
+    assert v.verdict == "refuted", (name, v.as_dict())
+    ce = v.tiers["symbolic"].counterexample
+    assert ce["derived_bound"] and ce["paper_bound"]
+
+
+def test_lemma8_looser_bound_passes_the_chain():
+    v = symbolic("yang2024.lemma8", b_lip="3*Zbar_norm*dQ_h")
+    assert v.verdict == "verified", v.as_dict()
+
+
+def test_lemma10_printed_61_is_below_the_chain_and_the_correction_is_not():
+    v = symbolic("yang2024.lemma10")
+    assert v.verdict == "corrected", v.as_dict()
+    ce = v.tiers["symbolic"].counterexample
+    assert ce["ratio_float"] < 1 and ce["at"]
+    assert v.correction_tiers["symbolic"].status == "pass"
+
+
+@pytest.mark.parametrize("text", [
+    Y.L61_CORRECTED.replace("16*", "15*"),                 # a tighter constant
+    Y.L61_CORRECTED.replace("4*N", "3*N"),                 # a tighter bracket
+    Y.L61_CORRECTED.replace("Max(1, ", "Max(0, "),         # max{1, .} dropped: tighter at small alpha
+    Y.L61_CORRECTED.replace("Zbar_norm**2/K", "Zbar_norm*fbar_max/K"),    # incomparable swap
+], ids=["16->15", "4N->3N", "max1->max0", "Zbar->fbar"])
+def test_lemma10_tighter_L_sq_is_refuted(text):
+    v = symbolic("yang2024.lemma10", L_sq=text)
+    assert v.verdict == "refuted", v.as_dict()
+
+
+def test_ratio_probe_handles_max_and_integer_sizes():
+    K, N = sympy.Symbol("K", positive=True, integer=True), sympy.Symbol("N", positive=True, integer=True)
+    a = sympy.Symbol("alpha", positive=True)
+    ok, ce = Y._ratio_at_least_one(sympy.Max(1, 4 * K * a ** 2) * N / (N + 4 * K * a ** 2),
+                                   np.random.default_rng(0))
+    assert not ok and float(sympy.Rational(ce["at"]["K"])).is_integer()
+    ok, _ = Y._ratio_at_least_one(sympy.Max(1, 4 * K * a ** 2) * 2 * N / (N + 4 * N * K * a ** 2),
+                                  np.random.default_rng(0))
+    assert ok
