@@ -72,7 +72,7 @@ class Outcome:
                      else "equivalent to the original")
             return f"{label}: {eq.detail}"
         if self.status == "implied":
-            return f"a weaker statement the original implies (it must survive): {eq.detail}"
+            return f"{eq.detail} (a weaker statement the original implies: it must survive)"
         if self.status == "false_alarm":
             if eq.implied:
                 return (f"refuted although implied by the original, a weaker true statement (an "
