@@ -68,7 +68,8 @@ _J = FormulaSymbol("j", description="summation index")
 _DELTA = FormulaSymbol("delta", description="the accuracy parameter delta", positive=True)
 _XI = FormulaSymbol("xi", description="the target loss xi", positive=True)
 _EPS = FormulaSymbol("epsilon", description="the loss level epsilon", positive=True)
-_ZETA = FormulaSymbol("zeta", description="the margin zeta in (0, 1)", positive=True)
+_ZETA = FormulaSymbol("zeta", description="the margin zeta in (0, 1)", positive=True,
+                      unit=True)
 _LAM_J = FormulaSymbol("lambda_j", description="the j-th eigenvalue", positive=True)
 _LAM_1 = FormulaSymbol("lambda_1", description="the largest eigenvalue", positive=True)
 _LOSS = FormulaSymbol("loss", description="the loss L(A, 0)", positive=True)
@@ -1332,9 +1333,9 @@ LEMMA_A2_FORMULAS = (
     NamedFormula("hypothesis", "n >= 4*k**2*d**2", (_N, _D, _K), equation="Lemma A.2",
                  description="the sample size condition"),
     NamedFormula("lower", "1", _BOUND_SYMBOLS, equation="Lemma A.2",
-                 description="lower bound on alpha_{n,d,k}"),
+                 description="lower bound on alpha_{n,d,k}", weaker="smaller"),
     NamedFormula("upper", "1 + 4*k*d/sqrt(n)", _BOUND_SYMBOLS, equation="Lemma A.2",
-                 description="upper bound on alpha_{n,d,k}"),
+                 description="upper bound on alpha_{n,d,k}", weaker="larger"),
 )
 
 
@@ -1375,9 +1376,9 @@ LEMMA42_FORMULAS = (
     NamedFormula("delta", "(8*L*d/sqrt(n))**(1/(2*L))", (_N, _D, _L, _K), equation="Sec. 3.5",
                  description="delta := (8 L d / sqrt(n))^{1/(2L)}"),
     NamedFormula("lower", "lambda_j**k - delta**k*lambda_1**k", _BOUND_SYMBOLS,
-                 equation="Lemma 4.2", description="lower bound on alpha^(j)"),
+                 equation="Lemma 4.2", description="lower bound on alpha^(j)", weaker="smaller"),
     NamedFormula("upper", "lambda_j**k + delta**k*lambda_1**k", _BOUND_SYMBOLS,
-                 equation="Lemma 4.2", description="upper bound on alpha^(j)"),
+                 equation="Lemma 4.2", description="upper bound on alpha^(j)", weaker="larger"),
 )
 HYPOTHESIS_A2 = "n >= 4*k**2*d**2"
 
@@ -1465,9 +1466,9 @@ LEMMA_A5_FORMULAS = (
     NamedFormula("delta", "4*k*d/sqrt(n)", (_N, _D, _L, _K), equation="proof of Lemma A.5",
                  description="delta = 4 k d / sqrt(n), the value the proof ends with"),
     NamedFormula("lower", "lambda_j**k - delta*lambda_1**k", _BOUND_SYMBOLS, equation="Lemma A.5",
-                 description="lower bound on alpha^(j) (delta, not delta^k)"),
+                 description="lower bound on alpha^(j) (delta, not delta^k)", weaker="smaller"),
     NamedFormula("upper", "lambda_j**k + delta*lambda_1**k", _BOUND_SYMBOLS, equation="Lemma A.5",
-                 description="upper bound on alpha^(j)"),
+                 description="upper bound on alpha^(j)", weaker="larger"),
 )
 
 
@@ -1507,9 +1508,9 @@ LEMMA43_FORMULAS = (
     NamedFormula("delta", "(8*L*d/sqrt(n))**(1/(2*L))", (_N, _D, _L, _K), equation="Sec. 3.5",
                  description="delta := (8 L d / sqrt(n))^{1/(2L)}"),
     NamedFormula("lower", "(1 - lambda_j)**k - delta**k*(lambda_1 + 1)**k", _BOUND_SYMBOLS,
-                 equation="Lemma 4.3", description="lower bound on beta_i"),
+                 equation="Lemma 4.3", description="lower bound on beta_i", weaker="smaller"),
     NamedFormula("upper", "(1 - lambda_j)**k + delta**k*(lambda_1 + 1)**k", _BOUND_SYMBOLS,
-                 equation="Lemma 4.3", description="upper bound on beta_i"),
+                 equation="Lemma 4.3", description="upper bound on beta_i", weaker="larger"),
 )
 _BETA_SCALES = (Fraction(1, 4), Fraction(1), Fraction(2), Fraction(4))
 
@@ -1600,9 +1601,10 @@ LEMMA_A7_FORMULAS = (
     NamedFormula("lower", "(1 - lambda_j)**k - delta**k*(lambda_1 + 1)**k", _BOUND_SYMBOLS,
                  equation="Lemma A.7",
                  description="lower bound on the eigenvalue of E[(I - A^{1/2} Sigma A^{1/2})^k] "
-                             "(the lemma writes (lambda_i - 1)^k for (A^{1/2} Sigma A^{1/2} - I)^k)"),
+                             "(the lemma writes (lambda_i - 1)^k for (A^{1/2} Sigma A^{1/2} - I)^k)",
+                 weaker="smaller"),
     NamedFormula("upper", "(1 - lambda_j)**k + delta**k*(lambda_1 + 1)**k", _BOUND_SYMBOLS,
-                 equation="Lemma A.7", description="upper bound"),
+                 equation="Lemma A.7", description="upper bound", weaker="larger"),
 )
 
 LEMMA_A7 = Claim(
@@ -1878,9 +1880,9 @@ THM32_FORMULAS = (
     NamedFormula("delta", "(8*L*d/sqrt(n))**(1/(2*L))", (_N, _D, _L), equation="Sec. 3.5",
                  description="delta := (8 L d / sqrt(n))^{1/(2L)}"),
     NamedFormula("loss_bound", "8*L*d**2*2**(2*L)/sqrt(n)", _OPT_SYMBOLS, equation="Thm. 3.2 (1)",
-                 description="upper bound on L(A^opt, u^opt)"),
+                 description="upper bound on L(A^opt, u^opt)", weaker="larger"),
     NamedFormula("c", "8*delta*d**(1/(2*L))", _OPT_SYMBOLS, equation="Thm. 3.2 (2)",
-                 description="(1 - c) Sigma*^{-1} <= A^opt <= (1 + c) Sigma*^{-1}"),
+                 description="(1 - c) Sigma*^{-1} <= A^opt <= (1 + c) Sigma*^{-1}", weaker="larger"),
     NamedFormula("u_opt", "ZeroMatrix(d, 1)", (_D,), equation="Thm. 3.2 (2)", shape=("d", "1"),
                  description="u^opt"),
 )
@@ -2140,11 +2142,11 @@ THM_A8_FORMULAS = (
     NamedFormula("delta", "(8*L*d/sqrt(n))**(1/(2*L))", (_N, _D, _L), equation="Sec. 3.5",
                  description="delta := (8 L d / sqrt(n))^{1/(2L)}"),
     NamedFormula("loss_bound", "d*(2*delta)**(2*L)", _OPT_SYMBOLS, equation="Thm. A.8 (1)",
-                 description="upper bound on L(A^opt, d^opt)"),
+                 description="upper bound on L(A^opt, d^opt)", weaker="larger"),
     NamedFormula("spectral_bound", "4*delta*d**(1/(2*L))", _OPT_SYMBOLS, equation="(22)",
-                 description="bound on ||A^{opt 1/2} Sigma* A^{opt 1/2} - I||"),
+                 description="bound on ||A^{opt 1/2} Sigma* A^{opt 1/2} - I||", weaker="larger"),
     NamedFormula("c", "8*delta*d**(1/(2*L))", _OPT_SYMBOLS, equation="(23)",
-                 description="(1 - c) Sigma*^{-1} <= A^opt <= (1 + c) Sigma*^{-1}"),
+                 description="(1 - c) Sigma*^{-1} <= A^opt <= (1 + c) Sigma*^{-1}", weaker="larger"),
     NamedFormula("u_opt", "ZeroMatrix(d, 1)", (_D,), equation="(22)", shape=("d", "1"),
                  description="d^opt (= u^opt)"),
 )
@@ -2523,7 +2525,7 @@ THM34_FORMULAS = (
     NamedFormula("hypothesis", "loss >= 16*L*d*4**L/sqrt(n)", _GD_SYMBOLS, equation="Thm. 3.4",
                  description="L(A, 0) >= 16 L d 4^L / sqrt(n)"),
     NamedFormula("rhs", "loss**((2*L - 1)/L)/16", _GD_SYMBOLS, equation="Thm. 3.4",
-                 description="||grad_A L(A, 0)||^2 >= L(A, 0)^{(2L-1)/L} / 16"),
+                 description="||grad_A L(A, 0)||^2 >= L(A, 0)^{(2L-1)/L} / 16", weaker="smaller"),
 )
 GD_CORRECTION_RHS = "loss**((2*L - 1)/L)/(16*d**((L - 1)/L))"
 
@@ -2552,7 +2554,7 @@ THM_A11_FORMULAS = (
     NamedFormula("delta", "(8*L*d/sqrt(n))**(1/(2*L))", (_N, _D, _L), equation="Sec. 3.5",
                  description="delta := (8 L d / sqrt(n))^{1/(2L)}"),
     NamedFormula("rhs", "loss**((2*L - 1)/L)/16", _GD_SYMBOLS, equation="Thm. A.11",
-                 description="||grad L(A, 0)||^2 >= L(A, 0)^{(2L-1)/L} / 16"),
+                 description="||grad L(A, 0)||^2 >= L(A, 0)^{(2L-1)/L} / 16", weaker="smaller"),
 )
 
 THM_A11 = Claim(
@@ -2581,7 +2583,7 @@ LEMMA_A10_FORMULAS = (
     NamedFormula("delta", "(8*L*d/sqrt(n))**(1/(2*L))", (_N, _D, _L), equation="Sec. 3.5",
                  description="delta := (8 L d / sqrt(n))^{1/(2L)}"),
     NamedFormula("rhs", "epsilon**(4*L - 2)/4", _GD_SYMBOLS, equation="Lemma A.10",
-                 description="||grad L(A, 0)||^2 >= epsilon^{4L-2} / 4"),
+                 description="||grad L(A, 0)||^2 >= epsilon^{4L-2} / 4", weaker="smaller"),
 )
 
 LEMMA_A10 = Claim(
@@ -2877,7 +2879,7 @@ THM_A12_FORMULAS = (
     NamedFormula("delta", "(8*L*d/sqrt(n))**(1/(2*L))", (_N, _D, _L), equation="Sec. 3.5",
                  description="delta := (8 L d / sqrt(n))^{1/(2L)}"),
     NamedFormula("time", "(1/xi)**((L - 1)/L)*(16*L/(L - 1))**((L - 1)/(2*L - 1))", _FLOW_SYMBOLS,
-                 equation="Thm. A.12", description="after this time L(A(t), 0) <= xi"),
+                 equation="Thm. A.12", description="after this time L(A(t), 0) <= xi", weaker="larger"),
 )
 FLOW_CORRECTION = {"time": "(d/xi)**((L - 1)/L)*16*L/(L - 1)"}
 FLOW_REASON = ("the corrected gradient dominance (Thm. 3.4 with the factor d^{-(L-1)/L}) and the "
@@ -2912,7 +2914,7 @@ THM3_3 = Claim(
     formulas=THM_A12_FORMULAS + (
         NamedFormula("c", "8*(1 + 4*d**(1/(2*L)))*xi**(1/(2*L))", _FLOW_SYMBOLS,
                      equation="Thm. 3.3 (2)",
-                     description="(1 - c) A^opt <= A(t) <= (1 + c) A^opt"),),
+                     description="(1 - c) A^opt <= A(t) <= (1 + c) A^opt", weaker="larger"),),
     checks={"symbolic": lambda ctx: _flow_symbolic(ctx, FlowForm(True)),
             "numeric": single_threaded(lambda ctx: _flow_numeric(ctx, FlowForm(True)))},
     setting=FLOW_SETTING,
@@ -3299,7 +3301,7 @@ def _ood_claim(cid: str, title: str, lower: str, equation: str, statement: str) 
             NamedFormula("delta", "(8*L*d/sqrt(n))**(1/(2*L))", (_N, _D, _L), equation="Sec. 3.5",
                          description="delta := (8 L d / sqrt(n))^{1/(2L)}"),
             NamedFormula("bound", OOD_BOUND, _OOD_SYMBOLS, equation=equation,
-                         description="the bound on (TF_L(Z_0^out) - y_q^out)^2"),
+                         description="the bound on (TF_L(Z_0^out) - y_q^out)^2", weaker="larger"),
         ),
         checks={"symbolic": _ood_symbolic, "numeric": single_threaded(_ood_numeric)},
         setting=OOD_SETTING,

@@ -1561,7 +1561,7 @@ LEMMA1 = Claim(
 # Lemma 2: smoothness of softmax (30)
 # ==============================================================================================
 LEMMA2_FORMULAS = (
-    NamedFormula("C", "2", (), equation="(30)",
+    NamedFormula("C", "2", (), equation="(30)", weaker="larger",
                  description="||softmax(xi_1) - softmax(xi_2)||_1 <= C ||xi_1 - xi_2||_inf"),
 )
 
@@ -2263,7 +2263,7 @@ _dak = FormulaSymbol("dalpha_k", positive=True, description="||alpha_k - alpha_k
 
 LEMMA7_FORMULAS = (
     NamedFormula("grad_bound", "2*sqrt(2)*gamma*alpha*fbar_max*sqrt(excess)", (_gam, _alp, _fbar, _exc),
-                 equation="(42)", description="bound on ||d l / d Q_h||_F"),
+                 equation="(42)", description="bound on ||d l / d Q_h||_F", weaker="larger"),
 )
 
 
@@ -2359,15 +2359,16 @@ LEMMA7 = Claim(
 
 LEMMA8_FORMULAS = (
     NamedFormula("b_lip", "2*Zbar_norm*dQ_h", (_Zbn, _dQh), equation="(50)",
-                 description="bound on ||b_k^h(theta) - b_k^h(theta')||_2"),
+                 description="bound on ||b_k^h(theta) - b_k^h(theta')||_2", weaker="larger"),
     NamedFormula("delta_lip", "2*gamma*sqrt(H)*alpha*dQ + gamma*sqrt(H)*dalpha_k",
                  (_gam, _H, _alp, _dQ, _dak), equation="(51)",
-                 description="bound on ||delta_k(theta) - delta_k(theta')||_2"),
+                 description="bound on ||delta_k(theta) - delta_k(theta')||_2", weaker="larger"),
 )
 LEMMA9_FORMULAS = (
-    NamedFormula("b_bound", "Zbar_norm", (_Zbn,), equation="(52)", description="bound on ||b_k^h||_2"),
+    NamedFormula("b_bound", "Zbar_norm", (_Zbn,), equation="(52)", description="bound on ||b_k^h||_2",
+                 weaker="larger"),
     NamedFormula("delta_bound", "gamma*H*alpha + A_norm", (_gam, _H, _alp, _An), equation="(53)",
-                 description="bound on ||delta_k||_2"),
+                 description="bound on ||delta_k||_2", weaker="larger"),
 )
 
 
@@ -2620,7 +2621,7 @@ L61_CORRECTED = ("2*((1/K)*(2*gamma*Zbar_norm**2*(2*gamma*H*alpha + A_norm))**2 
                  " + 4*N*(alpha*gamma*H + A_norm)**2)")
 LEMMA10_FORMULAS = (
     NamedFormula("L_sq", L61_TEXT, (_gam, _alp, _H, _K, _N, _Zbn, _fbar, _An), equation="(61)",
-                 description="L^2, the square of the smoothness constant of l in xi"),
+                 description="L^2, the square of the smoothness constant of l in xi", weaker="larger"),
 )
 LEMMA10_SIZES = {"quick": {"K": 6, "d": 3, "m": 2, "N": 3, "H": 3},
                  "default": {"K": 8, "d": 3, "m": 2, "N": 3, "H": 4},
@@ -2851,7 +2852,8 @@ _ZZn = FormulaSymbol("ZtZhat_norm", positive=True, description="||Z^T Zhat||_2")
 THM1_FORMULAS = (
     NamedFormula("gamma_min", "zeta_0**(-5/4)*(128*sqrt(2)/(sqrt(2) - 1)*Zbar_norm**2*sqrt(H)*fbar_max"
                               "*K**(3/2)*Delta_0)**(1/2)",
-                 (_z0, _D0, _Zbn, _fbar, _H, _K), equation="(15)", description="the least admissible gamma"),
+                 (_z0, _D0, _Zbn, _fbar, _H, _K), equation="(15)", description="the least admissible gamma",
+                 weaker="larger"),
     NamedFormula("eta_w", "gamma**2*eta_Q", (_gam, _etaQ), equation="(16)",
                  description="the learning rate of the w_h"),
     NamedFormula("L_sq", "(8*sqrt(2)*H*sqrt(K)*Zbar_norm**2/zeta_0*sqrt(Delta_0) + 1 + ZtZhat_norm/(m*tau))**2"
@@ -2859,9 +2861,9 @@ THM1_FORMULAS = (
                          " + 2*H**2*Zbar_norm**4*(gamma**4/K**2 + 16384/(gamma*zeta_0**4)*K**3*Zbar_norm**2"
                          "*Delta_0**2)",
                  (_H, _K, _N, _m, _tau, _Zbn, _z0, _D0, _ZZn, _gam), equation="(17)",
-                 description="L^2; eta_Q <= 1/L"),
+                 description="L^2; eta_Q <= 1/L", weaker="larger"),
     NamedFormula("rate", "1 - eta_w*zeta_0/(2*K)", (_etaw, _z0, _K), equation="(18)",
-                 description="the contraction factor of L - inf L per step"),
+                 description="the contraction factor of L - inf L per step", weaker="larger"),
 )
 
 
@@ -3230,17 +3232,17 @@ def _fig_instance(ctx: Context, tag: str, **changes) -> Instance:
 # ==============================================================================================
 _Bl = FormulaSymbol("B", positive=True, description="a bound on ||lambda||_2 (Assumption 4)")
 _Zn = FormulaSymbol("Z_norm", positive=True, description="||Z||_2")
-_dl = FormulaSymbol("delta", positive=True, description="failure probability")
+_dl = FormulaSymbol("delta", positive=True, unit=True, description="failure probability")
 _epsf = FormulaSymbol("epsilon", positive=True, description="target accuracy of (22)")
 _lsq = FormulaSymbol("lam_sq", positive=True, description="||lambda||_2^2")
 THM2_FORMULAS = (
     NamedFormula("T_min", "log(B**2*Delta_0*(Z_norm + sqrt(tau)*(2*sqrt(N*log(1/delta)) + 2*log(1/delta)"
                           " + N)**(1/2))**2/(m*tau*epsilon))/log(1/(1 - eta_w*zeta_0/(2*K)))",
                  (_Bl, _D0, _Zn, _tau, _N, _dl, _m, _epsf, _etaw, _z0, _K), equation="(21)",
-                 description="iterations after which (22) holds with probability 1 - delta"),
+                 description="iterations after which (22) holds with probability 1 - delta", weaker="larger"),
     NamedFormula("tail", "N*tau*lam_sq + 2*sqrt(N*log(1/delta))*lam_sq*tau + 2*lam_sq*tau*log(1/delta)",
                  (_N, _tau, _lsq, _dl), equation="(68)",
-                 description="P(||y - Z^T lambda||^2 >= tail) <= delta (Laurent-Massart)"),
+                 description="P(||y - Z^T lambda||^2 >= tail) <= delta (Laurent-Massart)", weaker="larger"),
     NamedFormula("noise_level", "m*tau/N", (_m, _tau, _N), equation="Sec. 3.2",
                  description="the noise level the ridge (20) implicitly assumes, compared with (25)"),
 )

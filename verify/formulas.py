@@ -35,6 +35,13 @@ class FormulaSymbol:
     description: str = ""
     positive: bool = False
     symmetric: bool = False  # a matrix the claim assumes symmetric (A_i in ahn2023 eq. (9))
+    # a probability or a fraction: the claim only speaks of values in (0, 1) (delta in yang2024
+    # Thm. 2); implies positive.  The implication test of ``mutate`` draws it there.
+    unit: bool = False
+
+    def __post_init__(self):
+        if self.unit and (self.kind != "scalar" or self.name in SIZE_NAMES):
+            raise ValueError(f"symbol {self.name}: unit applies to a scalar that is not a size")
 
     def sympy(self) -> sympy.Basic:
         if self.kind == "matrix":
@@ -42,7 +49,9 @@ class FormulaSymbol:
             return sympy.MatrixSymbol(self.name, rows, cols)
         if self.name in SIZE_NAMES:
             return size_symbol(self.name)
-        return sympy.Symbol(self.name, positive=True) if self.positive else sympy.Symbol(self.name)
+        if self.positive or self.unit:
+            return sympy.Symbol(self.name, positive=True)
+        return sympy.Symbol(self.name)
 
     def as_dict(self) -> dict:
         out = {"name": self.name, "kind": self.kind, "description": self.description}
@@ -50,6 +59,8 @@ class FormulaSymbol:
             out["shape"] = list(self.shape)
         if self.symmetric:
             out["symmetric"] = True
+        if self.unit:
+            out["unit"] = True
         return out
 
 
@@ -63,12 +74,21 @@ def _dim(s: str):
     return sympy.sympify(s, locals={n: size_symbol(n) for n in names})
 
 
+WEAKER = ("larger", "smaller")
+
 _FORBIDDEN = re.compile(r"__|\bimport\b|\blambda\b|\bexec\b|\beval\b|\bopen\b|;")
 
 
 @dataclass(frozen=True)
 class NamedFormula:
-    """A closed form the paper asserts (``equation`` says where), in its declared symbols."""
+    """A closed form the paper asserts (``equation`` says where), in its declared symbols.
+
+    ``weaker`` says which way the formula is a bound: ``"larger"`` when the claim stays true, and
+    becomes weaker, if the formula's value is replaced by a larger one (an upper bound, a
+    sufficient threshold such as a least step count or a least admissible gamma); ``"smaller"``
+    for the opposite (a lower bound).  ``None`` (the default): the formula is asserted exactly.
+    ``icl-verify mutate`` uses it to recognise a mutant that is a true consequence of the claim
+    (a looser bound), which no sound check can refute."""
 
     name: str
     text: str
@@ -76,7 +96,16 @@ class NamedFormula:
     description: str = ""
     equation: str = ""
     shape: tuple[str, str] | None = None  # None: a scalar formula
+    weaker: str | None = None  # "larger" | "smaller" | None: see the class docstring
     _cache: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self):
+        if self.weaker is not None and self.weaker not in WEAKER:
+            raise ValueError(f"formula {self.name}: weaker must be one of {', '.join(WEAKER)} or "
+                             f"None, not {self.weaker!r}")
+        if self.weaker is not None and self.shape is not None:
+            raise ValueError(f"formula {self.name}: weaker applies to a scalar formula, not to a "
+                             f"{self.shape[0]}x{self.shape[1]} matrix")
 
     def locals(self) -> dict[str, Any]:
         out = {s.name: s.sympy() for s in self.symbols}
@@ -149,6 +178,7 @@ class NamedFormula:
             "equation": self.equation,
             "description": self.description,
             "shape": list(self.shape) if self.shape else None,
+            "weaker": self.weaker,
             "symbols": [s.as_dict() for s in self.symbols],
         }
 

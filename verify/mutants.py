@@ -23,6 +23,19 @@ symbol for several sizes: a non-zero rational function vanishes at such points w
 at most degree / range, the Schwartz-Zippel bound), and ``assumptions`` (they differ at a generic
 instance but agree on every instance that respects the claim's assumptions, e.g. a matrix the
 claim declares symmetric).  Otherwise ``none``, with the instance where they differ.
+
+A mutant that is not equivalent may still be a true consequence of the claim: for a scalar formula
+marked ``weaker`` (an upper bound, a sufficient threshold: ``"larger"``; a lower bound:
+``"smaller"``), a mutant that is at least as large (as small) on the claim's whole domain is a
+looser bound that the original implies, and a sound check can never refute it.  Its kind is
+``implied`` (still "equivalent" for the kill rate: it must survive, and a check that kills it
+raised a false alarm).  It is decided on the domain where every declared scalar is positive,
+``unit`` ones in (0, 1), sizes positive integers: first by sampling (``IMPLIED_INSTANCES``
+instances: the three size patterns and random larger sizes, scalars log-uniform rationals in
+[1e-3, 1e3], values compared at 50 digits), where one instance on the tighter side, or where the
+mutant is not a finite real number although the original is, keeps the kind ``none``; then sympy
+tries to prove it (the ratio or the difference of the two with a sign sympy can decide), and the
+sampling stands where it cannot.  A tighter or incomparable mutant is ``none``, as before.
 """
 from __future__ import annotations
 
@@ -39,7 +52,7 @@ from .errors import UsageError
 from .formulas import SIZE_NAMES, FormulaPrinter, NamedFormula, formula_value
 
 OPERATORS = ("constant", "swap", "drop_term", "sign", "transpose")
-EQUIVALENCE_KINDS = ("none", "simplification", "identity", "assumptions")
+EQUIVALENCE_KINDS = ("none", "simplification", "identity", "assumptions", "implied")
 
 # nodes whose arguments are a name and shapes, never mutated
 _LEAF_NODES = (sympy.MatrixSymbol, Identity, ZeroMatrix, OneMatrix)
@@ -76,7 +89,13 @@ class Equivalence:
 
     @property
     def equivalent(self) -> bool:
+        """Not counted as non-equivalent: the same statement, or (``implied``) a weaker one that
+        the original implies; either must survive a sound check."""
         return self.kind != "none"
+
+    @property
+    def implied(self) -> bool:
+        return self.kind == "implied"
 
     def as_dict(self) -> dict:
         out = {"kind": self.kind, "detail": self.detail}
@@ -469,4 +488,204 @@ def equivalence(formula: NamedFormula, mutant_text: str, seed: int = 0,
                 f"{sizes}" + _symbolic_proof(formula, original, mutant, True)
                 + " (they differ for a non-symmetric instance)", witness)
         witness = witness_a or witness
-    return Equivalence("none", "differs from the original", witness)
+    detail = "differs from the original"
+    if formula.weaker is not None:
+        implied, why = implication(formula, original, mutant, seed)
+        if implied:
+            return Equivalence("implied", why, witness)
+        detail += f" ({why})"
+    return Equivalence("none", detail, witness)
+
+
+# ---------------------------------------------------------------------------------- implication
+IMPLIED_INSTANCES = 60    # instances compared (at least 40 must be in the domain)
+IMPLIED_MIN = 40
+IMPLIED_ATTEMPTS = 400    # draws tried before giving up on reaching IMPLIED_INSTANCES
+IMPLIED_DIGITS = 50       # working precision of the comparison
+SCALAR_RANGE = (-3, 3)    # scalars log-uniform over [10^-3, 10^3]
+SIZE_RANGE = 1000         # random sizes log-uniform over [1, SIZE_RANGE]
+PROOF_OPS = 400           # larger differences are left to the sampling (simplify is slow there)
+
+
+def _bound_words(weaker: str) -> tuple[str, str, str]:
+    """(the comparison, what a looser value is, what a tighter one is) for ``weaker``."""
+    if weaker == "larger":
+        return ">=", "a looser upper bound (a larger value)", "tighter (smaller)"
+    return "<=", "a looser lower bound (a smaller value)", "tighter (larger)"
+
+
+def _scalar_symbols(formula: NamedFormula) -> list | None:
+    """The formula's declared symbols if they are all scalars, else None."""
+    if formula.shape is not None or any(s.kind != "scalar" for s in formula.symbols):
+        return None
+    return list(formula.symbols)
+
+
+def _draw_domain(formula: NamedFormula, rng: np.random.Generator, sizes: dict | None) -> dict:
+    """Exact rational values for the formula's scalars in the claim's domain: sizes positive
+    integers (``sizes``, or random ones), unit scalars in (0, 1), the others log-uniform."""
+    values = {}
+    for s in formula.symbols:
+        if s.name in SIZE_NAMES:
+            if sizes is not None and s.name in sizes:
+                values[s.name] = sympy.Integer(sizes[s.name])
+            else:
+                values[s.name] = sympy.Integer(int(round(SIZE_RANGE ** rng.uniform(0, 1))))
+        elif s.unit:
+            if rng.uniform() < 0.5:
+                v = 10.0 ** rng.uniform(-6, 0)
+            else:
+                v = rng.uniform(0, 1)
+            r = sympy.Rational(v).limit_denominator(10 ** 9)
+            values[s.name] = r if 0 < r < 1 else sympy.Rational(1, 2)
+        else:
+            v = 10.0 ** rng.uniform(*SCALAR_RANGE)
+            values[s.name] = sympy.Rational(v).limit_denominator(10 ** 9)
+    return values
+
+
+def _real(fn, args) -> "mpmath.mpf | None":
+    """fn(*args) as a finite real mpf, or None (a pole, a complex value, an infinity)."""
+    import mpmath
+
+    try:
+        v = fn(*args)
+    except (ZeroDivisionError, ValueError, TypeError, OverflowError):
+        return None
+    if isinstance(v, (int, float)):
+        v = mpmath.mpf(v)
+    if not isinstance(v, mpmath.mpf) or not mpmath.isfinite(v):
+        if isinstance(v, mpmath.mpc) and v.imag == 0 and mpmath.isfinite(v.real):
+            return v.real
+        return None
+    return v
+
+
+def _shown(values: dict) -> dict:
+    return {k: str(v) for k, v in values.items()}
+
+
+def implication(formula: NamedFormula, original: sympy.Basic, mutant: sympy.Basic,
+                seed: int = 0) -> tuple[bool, str]:
+    """(is the mutant implied by the original, why): for a scalar formula marked ``weaker``, is
+    the mutant on the weaker side of the original at every point of the claim's domain?"""
+    import mpmath
+
+    weaker = formula.weaker
+    if weaker is None:
+        return False, "the formula is not marked as a bound"
+    symbols = _scalar_symbols(formula)
+    if symbols is None or _is_matrix(original) or _is_matrix(mutant) \
+            or not isinstance(original, sympy.Expr) or not isinstance(mutant, sympy.Expr):
+        return False, "the implication test applies to scalar formulas of scalars only"
+    op, looser, tighter = _bound_words(weaker)
+    names = [s.name for s in symbols]
+    local = formula.locals()
+    args = [local[n] for n in names]
+    try:
+        f_o = sympy.lambdify(args, original, "mpmath")
+        f_m = sympy.lambdify(args, mutant, "mpmath")
+    except Exception as exc:  # noqa: BLE001 - a form lambdify cannot print
+        return False, f"cannot evaluate the formulas numerically ({_one_line(exc)})"
+    rng = np.random.default_rng([seed, 0x696D70])
+    patterns = size_assignments(formula)
+    compared, strict, ratios = 0, 0, []
+    with mpmath.workdps(IMPLIED_DIGITS):
+        tol = mpmath.mpf(10) ** (-(IMPLIED_DIGITS - 10))
+        for attempt in range(IMPLIED_ATTEMPTS):
+            if compared >= IMPLIED_INSTANCES:
+                break
+            sizes = patterns[attempt % len(patterns)] if attempt < 8 * len(patterns) else None
+            values = _draw_domain(formula, rng, sizes)
+            point = [mpmath.mpf(int(values[n].p)) / int(values[n].q) for n in names]
+            a = _real(f_o, point)
+            if a is None:
+                continue  # the original has no real value here: outside the claim's domain
+            compared += 1
+            b = _real(f_m, point)
+            if b is None:
+                return False, (f"not implied: the mutant is not a finite real number at "
+                               f"{_shown(values)} where the original is {mpmath.nstr(a, 12)}")
+            scale = max(abs(a), abs(b), mpmath.mpf(1e-300))
+            gap = b - a if weaker == "larger" else a - b
+            if gap < -tol * scale:
+                return False, (f"not implied: the mutant is {tighter} than the original at "
+                               f"{_shown(values)}: {mpmath.nstr(b, 12)} vs {mpmath.nstr(a, 12)}")
+            if gap > tol * scale:
+                strict += 1
+            if a != 0:
+                ratios.append(b / a)
+    if compared < IMPLIED_MIN:
+        return False, (f"not decided: the original has a finite real value at only {compared} of "
+                       f"{IMPLIED_ATTEMPTS} instances drawn")
+    if strict == 0:
+        return False, f"not decided: equal to the original at all {compared} instances drawn"
+    proof = _implied_proof(formula, original, mutant)
+    domain = _domain_words(formula)
+    if proof:
+        return True, f"implied: {proof}, {looser}; {domain}"
+    span = (f"; mutant/original from {mpmath.nstr(min(ratios), 6)} to {mpmath.nstr(max(ratios), 6)}"
+            if ratios else "")
+    return True, (f"implied: mutant {op} original at all {compared} instances of the domain "
+                  f"(strictly at {strict}; {IMPLIED_DIGITS}-digit values at exact rational points, "
+                  f"{domain}){span}: {looser}")
+
+
+def _domain_words(formula: NamedFormula) -> str:
+    unit = [s.name for s in formula.symbols if s.unit]
+    out = "scalars positive"
+    if unit:
+        out += f", {', '.join(unit)} in (0, 1)"
+    if any(s.name in SIZE_NAMES for s in formula.symbols):
+        out += ", sizes positive integers"
+    return out
+
+
+def _implied_proof(formula: NamedFormula, original: sympy.Expr, mutant: sympy.Expr) -> str:
+    """A symbolic reason the mutant is on the weaker side on the whole domain, or "": sympy
+    decides the sign of (mutant)/(original) - 1 or of (mutant) - (original) with every scalar
+    positive (a unit scalar u written 1/(1 + t), t > 0)."""
+    op = ">=" if formula.weaker == "larger" else "<="
+    local = formula.locals()
+    subs = {}
+    for s in formula.symbols:
+        sym = local[s.name]
+        if s.name in SIZE_NAMES:
+            continue
+        t = sympy.Symbol(f"_t_{s.name}", positive=True)
+        subs[sym] = 1 / (1 + t) if s.unit else sympy.Symbol(s.name, positive=True)
+    o, m = original.xreplace(subs), mutant.xreplace(subs)
+    text_ratio = f"({formula_str(mutant)})/({formula_str(original)})"
+    text_diff = f"({formula_str(mutant)}) - ({formula_str(original)})"
+    try:
+        if sympy.count_ops(m - o) > PROOF_OPS:
+            return ""
+        if o.is_positive or o.is_negative:
+            ratio = sympy.simplify(m / o)
+            above = (ratio - 1).is_nonnegative if o.is_positive else (ratio - 1).is_nonpositive
+            below = (ratio - 1).is_nonpositive if o.is_positive else (ratio - 1).is_nonnegative
+            if (above if formula.weaker == "larger" else below):
+                cmp = ">=" if (ratio - 1).is_nonnegative else "<="
+                sign = "positive" if o.is_positive else "negative"
+                return (f"{text_ratio} = {_unsub(ratio, subs)} {cmp} 1 (the original is "
+                        f"{sign})")
+        diff = sympy.simplify(m - o)
+        ok = diff.is_nonnegative if formula.weaker == "larger" else diff.is_nonpositive
+        if ok:
+            return f"{text_diff} = {_unsub(diff, subs)} {op} 0"
+    except Exception:  # noqa: BLE001 - the proof is an attempt; the sampling decided
+        return ""
+    return ""
+
+
+def _unsub(expr: sympy.Basic, subs: dict) -> str:
+    """Text of ``expr`` in the formula's own symbols (a unit scalar's 1/(1 + t) undone)."""
+    back = {}
+    for sym, new in subs.items():
+        if isinstance(new, sympy.Symbol):
+            back[new] = sympy.Symbol(sym.name)
+        else:  # 1/(1 + t): t = 1/u - 1
+            (t,) = new.free_symbols
+            back[t] = 1 / sympy.Symbol(sym.name) - 1
+    text = formula_str(expr.xreplace(back)) if back else formula_str(expr)
+    return text if len(text) <= 80 else text[:77] + "..."

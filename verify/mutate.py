@@ -8,6 +8,14 @@ survive, so each one is listed with the simplification or the exact evaluation t
 A killed mutant that is equivalent to the original is a false alarm (a check refutes a true
 statement) and fails the run like a surviving non-equivalent mutant does.
 
+A mutant of a formula marked as a bound (``NamedFormula.weaker``) that is a looser bound on the
+claim's whole domain (a larger upper bound, a larger sufficient threshold, a smaller lower bound)
+is *implied*: the original claim implies it, so it is a true statement that no sound check can
+refute.  Implied mutants are listed apart with the proof or the sampling that shows it (status
+``implied``, count ``implied``); they are not counted as non-equivalent, and a killed implied
+mutant is a false alarm (an unsound check) like a killed equivalent one.  A tighter mutant of a
+bound stays non-equivalent: the checks must refute it.
+
 A mutant's tiers run cheapest first (numeric, symbolic, train); once one refutes it the verdict
 is ``refuted`` whatever the others say, so the rest are skipped (``--every-tier`` runs them all,
 to see which tiers kill which mutants).  Survivors and equivalent mutants always run every tier.
@@ -29,7 +37,7 @@ from .mutants import Equivalence, Invalid, Mutant, equivalence, generate
 
 DEFAULT_TIERS = "symbolic,numeric"
 DEFAULT_BUDGET = "quick"
-STATUSES = ("killed", "equivalent", "survived", "false_alarm")
+STATUSES = ("killed", "equivalent", "implied", "survived", "false_alarm")
 TIER_COST = {"numeric": 0, "symbolic": 1, "train": 2}  # the order mutants are checked in
 
 
@@ -52,6 +60,8 @@ class Outcome:
     def status(self) -> str:
         if self.killed:
             return "false_alarm" if self.equivalence.equivalent else "killed"
+        if self.equivalence.implied:
+            return "implied"
         return "equivalent" if self.equivalence.equivalent else "survived"
 
     def explanation(self) -> str:
@@ -61,7 +71,12 @@ class Outcome:
             label = ("equivalent under the claim's assumptions" if eq.kind == "assumptions"
                      else "equivalent to the original")
             return f"{label}: {eq.detail}"
+        if self.status == "implied":
+            return f"{eq.detail} (a weaker statement the original implies: it must survive)"
         if self.status == "false_alarm":
+            if eq.implied:
+                return (f"refuted although implied by the original, a weaker true statement (an "
+                        f"unsound check; {eq.detail}): {self.reason}")
             return f"refuted although equivalent ({eq.detail}): {self.reason}"
         if self.status == "survived":
             where = ""
@@ -94,9 +109,14 @@ class FormulaReport:
     invalid: list[Invalid] = field(default_factory=list)
 
     def counts(self) -> dict:
+        """``equivalent`` and ``implied`` include the false alarms of their kind (refuted anyway);
+        ``non_equivalent`` (killed or survived) excludes both."""
         by = {s: sum(1 for o in self.outcomes if o.status == s) for s in STATUSES}
+        alarms_implied = sum(1 for o in self.outcomes
+                             if o.status == "false_alarm" and o.equivalence.implied)
         return {"mutants": len(self.outcomes), "killed": by["killed"] + by["false_alarm"],
-                "equivalent": by["equivalent"] + by["false_alarm"], "invalid": len(self.invalid),
+                "equivalent": by["equivalent"] + by["false_alarm"] - alarms_implied,
+                "implied": by["implied"] + alarms_implied, "invalid": len(self.invalid),
                 "survived": by["survived"], "false_alarms": by["false_alarm"],
                 "non_equivalent": by["killed"] + by["survived"]}
 
@@ -126,7 +146,7 @@ class ClaimReport:
 
 
 def totals(reports: list[ClaimReport]) -> dict:
-    keys = ("mutants", "killed", "equivalent", "invalid", "survived", "false_alarms",
+    keys = ("mutants", "killed", "equivalent", "implied", "invalid", "survived", "false_alarms",
             "non_equivalent")
     out = {k: sum(f.counts()[k] for r in reports for f in r.formulas) for k in keys}
     killed_non_eq = out["killed"] - out["false_alarms"]
@@ -222,22 +242,24 @@ def _rate(killed: int, total: int) -> str:
 def table(reports: list[ClaimReport]) -> str:
     from .output import _table
 
-    rows = [["claim", "formula", "mutants", "killed", "equivalent", "invalid", "survived",
-             "kill rate (non-equivalent)"]]
+    rows = [["claim", "formula", "mutants", "killed", "equivalent", "implied", "invalid",
+             "survived", "kill rate (non-equivalent)"]]
     for r in reports:
         for f in r.formulas:
             c = f.counts()
             rows.append([r.claim, f.formula, str(c["mutants"]), str(c["killed"]),
-                         str(c["equivalent"]), str(c["invalid"]), str(c["survived"]),
+                         str(c["equivalent"]), str(c["implied"]), str(c["invalid"]),
+                         str(c["survived"]),
                          _rate(c["killed"] - c["false_alarms"], c["non_equivalent"])])
     t = totals(reports)
     rows.append(["total", "", str(t["mutants"]), str(t["killed"]), str(t["equivalent"]),
-                 str(t["invalid"]), str(t["survived"]),
+                 str(t["implied"]), str(t["invalid"]), str(t["survived"]),
                  _rate(t["killed"] - t["false_alarms"], t["non_equivalent"])])
     out = [_table(rows), "",
            f"kill rate: {t['killed']}/{t['mutants']} mutants refuted; "
            f"{t['killed'] - t['false_alarms']}/{t['non_equivalent']} non-equivalent mutants killed"
-           f" ({_rate(t['killed'] - t['false_alarms'], t['non_equivalent'])})"]
+           f" ({_rate(t['killed'] - t['false_alarms'], t['non_equivalent'])})"
+           + (f"; {t['implied']} implied (looser bounds, not counted)" if t["implied"] else "")]
     for r in reports:
         if r.skipped:
             out.append(f"\n{r.claim}: not mutated: {r.skipped}"
@@ -246,8 +268,11 @@ def table(reports: list[ClaimReport]) -> str:
             out.append(f"\n{r.claim}: corrected as printed; its documented correction is the "
                        f"formula under test")
     for heading, status in (("Surviving non-equivalent mutants (weak checks)", "survived"),
-                            ("False alarms (equivalent mutants refuted)", "false_alarm"),
-                            ("Equivalent mutants (survive, as they must)", "equivalent")):
+                            ("False alarms (equivalent or implied mutants refuted)",
+                             "false_alarm"),
+                            ("Equivalent mutants (survive, as they must)", "equivalent"),
+                            ("Implied mutants (weaker bounds: true consequences, survive as they "
+                             "must)", "implied")):
         rows_ = [(r.claim, o) for r in reports for f in r.formulas for o in f.outcomes
                  if o.status == status]
         if rows_:

@@ -136,9 +136,10 @@ def test_report_counts_and_false_alarms():
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(run=False, reason="open target of the reliability issue: in yang2024, mutants "
-                   "that only loosen a bound of a true inequality survive, and `mutate --all` "
-                   "takes over an hour on 2 cores")
+@pytest.mark.xfail(run=False, reason="open target of the reliability issue: looser bounds are now "
+                   "implied (not counted), but in yang2024 tighter bounds survive the numeric-only "
+                   "checks of Lemmas 8 and 10 and Thm. 2 (weak checks), and `mutate --all` takes "
+                   "over an hour on 2 cores")
 def test_every_non_equivalent_mutant_of_every_claim_is_killed(capsys):
     """The issue's target: icl-verify mutate --all kills 100% of non-equivalent mutants."""
     code, out, _ = run(capsys, "mutate", "--all", "--json")
@@ -184,3 +185,129 @@ def test_block_matrix_mutants_are_killed(capsys):
     assert all(m["text"].startswith(("BlockMatrix", "-BlockMatrix"))
                for m in f["mutant_results"])
     assert report["totals"]["survived"] == 0 and code == 0
+
+
+# ---------------------------------------------------------------------------------- implied mutants
+from verify.formulas import FormulaSymbol, NamedFormula  # noqa: E402
+
+_X = FormulaSymbol("x", positive=True)
+_Y = FormulaSymbol("y", positive=True)
+_N = FormulaSymbol("N")
+_DELTA = FormulaSymbol("delta", positive=True, unit=True, description="failure probability")
+
+
+def bound(text, symbols=(_X, _Y), weaker="larger"):
+    return NamedFormula("b", text, tuple(symbols), weaker=weaker)
+
+
+def test_a_looser_constant_of_an_upper_bound_is_implied_by_proof():
+    eq = equivalence(bound("2*x*y"), "3*x*y")
+    assert eq.kind == "implied" and eq.equivalent
+    assert "(3*x*y)/(2*x*y) = 3/2 >= 1" in eq.detail and "looser upper bound" in eq.detail
+    # the paper's own constant of yang2024 Lemma 2
+    assert equivalence(formula("yang2024.lemma2", "C"), "3").kind == "implied"
+
+
+def test_an_implication_sympy_cannot_prove_is_decided_by_sampling(monkeypatch):
+    assert equivalence(bound("log(1 + x)", (_X,)), "x").kind == "implied"
+    import verify.mutants as mutants
+
+    monkeypatch.setattr(mutants, "_implied_proof", lambda *a: "")  # no proof: the sampling stands
+    eq = equivalence(bound("2*x*y"), "3*x*y")
+    assert eq.kind == "implied"
+    assert "mutant >= original at all 60 instances of the domain (strictly at 60" in eq.detail
+    assert "mutant/original from 1.5 to 1.5" in eq.detail
+    eq = equivalence(bound("sqrt(N + 2*log(1/delta))", (_N, _DELTA)),
+                     "(N + 2*log(1/delta))**(3/2)")
+    assert eq.kind == "implied" and "delta in (0, 1)" in eq.detail
+
+
+def test_a_tighter_constant_is_not_implied():
+    eq = equivalence(bound("2*x*y"), "x*y")
+    assert eq.kind == "none" and not eq.equivalent and eq.witness
+    assert "tighter (smaller) than the original" in eq.detail
+    assert equivalence(formula("yang2024.lemma2", "C"), "1").kind == "none"
+
+
+def test_a_swap_larger_at_some_instances_and_smaller_at_others_is_not_implied():
+    eq = equivalence(bound("x**2*y"), "x*y**2")
+    assert eq.kind == "none" and "tighter" in eq.detail
+    # a mutant with no real value where the original has one is not implied either
+    eq = equivalence(bound("x + y"), "x + y + sqrt(1 - x)")
+    assert eq.kind == "none" and "not a finite real number" in eq.detail
+
+
+def test_a_unit_domain_symbol_is_drawn_in_0_1():
+    f = bound("x*log(1/delta)", (_X, _DELTA))
+    eq = equivalence(f, "2*x*log(1/delta)")
+    assert eq.kind == "implied" and "= 2 >= 1" in eq.detail
+    # without the (0, 1) domain, log(1/delta) < 0 for delta > 1: twice it is a tighter bound
+    g = bound("x*log(1/delta)", (_X, FormulaSymbol("delta", positive=True)))
+    assert equivalence(g, "2*x*log(1/delta)").kind == "none"
+    assert FormulaSymbol("delta", unit=True).sympy().is_positive
+
+
+def test_a_lower_bound_is_looser_when_smaller():
+    f = bound("x/2", (_X,), weaker="smaller")
+    eq = equivalence(f, "x/3")
+    assert eq.kind == "implied" and "looser lower bound" in eq.detail
+    eq = equivalence(f, "x")
+    assert eq.kind == "none" and "tighter (larger)" in eq.detail
+
+
+def test_a_formula_not_marked_as_a_bound_has_no_implied_mutants():
+    f = NamedFormula("b", "2*x*y", (_X, _Y))
+    assert equivalence(f, "3*x*y").kind == "none"
+
+
+def test_a_killed_implied_mutant_is_a_false_alarm():
+    from verify.mutate import ClaimReport, FormulaReport
+
+    m = Mutant("f", "constant", "2 -> 3", "3*x")
+    implied = Equivalence("implied", "implied: (3*x)/(2*x) = 3/2 >= 1")
+    outcomes = [Outcome(m, "verified", [], implied, "ok"),
+                Outcome(m, "refuted", ["numeric"], implied, "numeric: the bound is exceeded"),
+                Outcome(m, "refuted", ["numeric"], Equivalence("none", "differs"), "x"),
+                Outcome(m, "verified", [], Equivalence("identity", "equal"), "y")]
+    assert [o.status for o in outcomes] == ["implied", "false_alarm", "killed", "equivalent"]
+    assert outcomes[0].explanation().startswith("implied: (3*x)/(2*x) = 3/2 >= 1")
+    assert "weaker statement the original implies" in outcomes[0].explanation()
+    assert "refuted although implied" in outcomes[1].explanation()
+    report = ClaimReport("a.thm1", "verified", "", [FormulaReport("a.thm1", "f", outcomes)])
+    c = report.formulas[0].counts()
+    assert (c["implied"], c["equivalent"], c["false_alarms"], c["non_equivalent"]) == (2, 1, 1, 1)
+    t = totals([report])
+    assert t["implied"] == 2 and t["kill_rate_non_equivalent"] == 1.0 and t["false_alarms"] == 1
+    from verify.mutate import table
+
+    text = table([report])
+    assert "Implied mutants (weaker bounds: true consequences, survive as they must):" in text
+    assert "False alarms (equivalent or implied mutants refuted):" in text
+
+
+def test_weaker_and_unit_are_validated():
+    with pytest.raises(ValueError, match="weaker"):
+        NamedFormula("b", "x", (_X,), weaker="bigger")
+    with pytest.raises(ValueError, match="scalar"):
+        NamedFormula("b", "Identity(d)", (FormulaSymbol("d"),), shape=("d", "d"), weaker="larger")
+    with pytest.raises(ValueError, match="unit"):
+        FormulaSymbol("A", "matrix", ("d", "d"), unit=True)
+    f = NamedFormula("b", "x", (_X, _DELTA), weaker="smaller")
+    d = f.as_dict()
+    assert d["weaker"] == "smaller" and {"name": "delta", "kind": "scalar", "unit": True,
+                                         "description": "failure probability"} in d["symbols"]
+
+
+def test_implied_mutants_in_the_json_report(capsys):
+    import jsonschema
+
+    from verify.schema import load
+
+    code, out, _ = run(capsys, "mutate", "yang2024.lemma2", "--tier", "symbolic", "--json")
+    report = json.loads(out)
+    jsonschema.validate(report, load("mutate"))
+    (f,) = report["claims"][0]["formulas"]
+    by_text = {m["text"]: m for m in f["mutant_results"]}
+    assert by_text["3"]["status"] == "implied" and by_text["3"]["equivalence"]["kind"] == "implied"
+    assert f["implied"] == 1 and report["totals"]["implied"] == 1
+    assert f["non_equivalent"] == f["killed"] + f["survived"] == 2
