@@ -343,7 +343,10 @@ def _draw(formula: NamedFormula, sizes: dict, rng: np.random.Generator, assume: 
             values[s.name] = sympy.Matrix(m.tolist())
         elif s.name not in SIZE_NAMES:
             v = int(rng.integers(1, VALUE_RANGE + 1))
-            values[s.name] = v if s.positive else v * int(rng.choice([-1, 1]))
+            # half the draws in (0, 1]: integers alone hide a difference that only shows for
+            # small values (Max(1, 4 K alpha^2) vs Max(2, 4 K alpha^2) agree for alpha >= 1)
+            x = sympy.Rational(1, v) if rng.integers(2) else sympy.Integer(v)
+            values[s.name] = x if s.positive else x * int(rng.choice([-1, 1]))
     return values
 
 

@@ -311,3 +311,15 @@ def test_implied_mutants_in_the_json_report(capsys):
     assert by_text["3"]["status"] == "implied" and by_text["3"]["equivalence"]["kind"] == "implied"
     assert f["implied"] == 1 and report["totals"]["implied"] == 1
     assert f["non_equivalent"] == f["killed"] + f["survived"] == 2
+
+
+def test_small_scalar_values_separate_mutants_that_agree_on_integers():
+    """Max(0, 4 K alpha^2) equals Max(1, 4 K alpha^2) at every integer alpha >= 1 (yang2024 eq.
+    (61)): the equivalence draws include values in (0, 1), where they differ."""
+    from proofs_checks.yang2024 import LEMMA10, L61_CORRECTED
+
+    f = LEMMA10.formula("L_sq")
+    mutant = L61_CORRECTED.replace("Max(1,", "Max(0,")
+    assert mutant != L61_CORRECTED
+    eq = equivalence(f, mutant, base=L61_CORRECTED)
+    assert eq.kind == "none", eq.as_dict()
