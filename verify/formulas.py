@@ -88,7 +88,12 @@ class NamedFormula:
     sufficient threshold such as a least step count or a least admissible gamma); ``"smaller"``
     for the opposite (a lower bound).  ``None`` (the default): the formula is asserted exactly.
     ``icl-verify mutate`` uses it to recognise a mutant that is a true consequence of the claim
-    (a looser bound), which no sound check can refute."""
+    (a looser bound), which no sound check can refute.
+
+    ``scale_free`` (a reason, or "") says the claim is the same statement when the formula is
+    multiplied by any positive constant, and why (a hypothesis Sigma = I where the loss obeys
+    f(A; c Sigma) = c f(c A; Sigma)): ``mutate`` then counts a positive multiple of the formula
+    as equivalent, citing the reason."""
 
     name: str
     text: str
@@ -97,6 +102,7 @@ class NamedFormula:
     equation: str = ""
     shape: tuple[str, str] | None = None  # None: a scalar formula
     weaker: str | None = None  # "larger" | "smaller" | None: see the class docstring
+    scale_free: str = ""  # why a positive multiple is the same statement, or "": see above
     _cache: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
@@ -179,6 +185,7 @@ class NamedFormula:
             "description": self.description,
             "shape": list(self.shape) if self.shape else None,
             "weaker": self.weaker,
+            **({"scale_free": self.scale_free} if self.scale_free else {}),
             "symbols": [s.as_dict() for s in self.symbols],
         }
 

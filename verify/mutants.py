@@ -18,11 +18,13 @@ ill-typed mutant (a shape error) is reported as invalid, exactly as ``--set`` wo
 
 Equivalence with the original (a mutant that cannot be refuted because it says the same thing) is
 decided in three steps: ``simplification`` (sympy simplifies the difference to zero),
-``identity`` (the two agree exactly, in rational arithmetic, at random integer instances of every
-symbol for several sizes: a non-zero rational function vanishes at such points with probability
-at most degree / range, the Schwartz-Zippel bound), and ``assumptions`` (they differ at a generic
-instance but agree on every instance that respects the claim's assumptions, e.g. a matrix the
-claim declares symmetric).  Otherwise ``none``, with the instance where they differ.
+``identity`` (the two agree exactly, in rational arithmetic, at random instances of every symbol
+for several sizes: integer matrix entries, scalars k or 1/k for a random integer k: a non-zero
+rational function vanishes at such points with probability at most degree / range, the
+Schwartz-Zippel bound; the reciprocals catch differences such as Max(0, x) vs Max(1, x) that only
+show for small values), ``assumptions`` (they differ at a generic instance but agree on every
+instance that respects the claim's assumptions, e.g. a matrix the claim declares symmetric), and
+``scale`` (a positive multiple of a formula declared ``scale_free``).  Otherwise ``none``, with the instance where they differ.
 
 A mutant that is not equivalent may still be a true consequence of the claim: for a scalar formula
 marked ``weaker`` (an upper bound, a sufficient threshold: ``"larger"``; a lower bound:
@@ -52,7 +54,7 @@ from .errors import UsageError
 from .formulas import SIZE_NAMES, FormulaPrinter, NamedFormula, formula_value
 
 OPERATORS = ("constant", "swap", "drop_term", "sign", "transpose")
-EQUIVALENCE_KINDS = ("none", "simplification", "identity", "assumptions", "implied")
+EQUIVALENCE_KINDS = ("none", "simplification", "identity", "assumptions", "scale", "implied")
 
 # nodes whose arguments are a name and shapes, never mutated
 _LEAF_NODES = (sympy.MatrixSymbol, Identity, ZeroMatrix, OneMatrix)
@@ -477,7 +479,7 @@ def equivalence(formula: NamedFormula, mutant_text: str, seed: int = 0,
     if witness is None:
         if compared == 0:
             return Equivalence("none", "could not evaluate the formulas at any instance")
-        return Equivalence("identity", f"equal in exact arithmetic at {compared} random integer "
+        return Equivalence("identity", f"equal in exact arithmetic at {compared} random rational "
                                        f"instances, sizes {sizes}"
                            + _symbolic_proof(formula, original, mutant, False))
     assumed = [s.name for s in formula.symbols if s.symmetric]
@@ -487,10 +489,17 @@ def equivalence(formula: NamedFormula, mutant_text: str, seed: int = 0,
             return Equivalence(
                 "assumptions",
                 f"the claim assumes {', '.join(assumed)} symmetric; equal in exact arithmetic at "
-                f"{compared_a} random integer instances with {', '.join(assumed)} symmetric, sizes "
+                f"{compared_a} random rational instances with {', '.join(assumed)} symmetric, sizes "
                 f"{sizes}" + _symbolic_proof(formula, original, mutant, True)
                 + " (they differ for a non-symmetric instance)", witness)
         witness = witness_a or witness
+    if formula.scale_free:
+        factor = _positive_multiple(formula, original, mutant, rng)
+        if factor is not None:
+            return Equivalence("scale", f"{factor} times the original at every instance compared "
+                                        f"(sizes {sizes}); the claim is the same statement for any "
+                                        f"positive multiple of {formula.name}: "
+                                        f"{formula.scale_free}", witness)
     detail = "differs from the original"
     if formula.weaker is not None:
         implied, why = implication(formula, original, mutant, seed)
@@ -498,6 +507,33 @@ def equivalence(formula: NamedFormula, mutant_text: str, seed: int = 0,
             return Equivalence("implied", why, witness)
         detail += f" ({why})"
     return Equivalence("none", detail, witness)
+
+
+def _positive_multiple(formula: NamedFormula, original, mutant, rng) -> sympy.Expr | None:
+    """c > 0 with mutant = c * original at every random instance (one c for all), else None."""
+    factor = None
+    for sizes in size_assignments(formula):
+        for _ in range(DRAWS):
+            values = _draw(formula, sizes, rng, assume=True)
+            try:
+                a, b = _value(original, values), _value(mutant, values)
+            except (ZeroDivisionError, ValueError, TypeError, NonInvertibleMatrixError):
+                return None
+            shape = a.shape if _is_matrix(a) else (b.shape if _is_matrix(b) else (1, 1))
+            a, b = _as_matrix(a, shape), _as_matrix(b, shape)
+            if a is None or b is None or a.shape != b.shape:
+                return None
+            for x, y in zip(a, b):
+                if x == 0:
+                    if y != 0:
+                        return None
+                    continue
+                c = sympy.nsimplify(y / x)
+                if factor is None:
+                    factor = c
+                if c != factor:
+                    return None
+    return factor if factor is not None and factor.is_positive and factor != 1 else None
 
 
 # ---------------------------------------------------------------------------------- implication

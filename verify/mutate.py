@@ -68,8 +68,9 @@ class Outcome:
         """Why a mutant survived (or why its kill is a false alarm)."""
         eq = self.equivalence
         if self.status == "equivalent":
-            label = ("equivalent under the claim's assumptions" if eq.kind == "assumptions"
-                     else "equivalent to the original")
+            label = {"assumptions": "equivalent under the claim's assumptions",
+                     "scale": "equivalent up to a positive factor"}.get(
+                         eq.kind, "equivalent to the original")
             return f"{label}: {eq.detail}"
         if self.status == "implied":
             return f"{eq.detail} (a weaker statement the original implies: it must survive)"

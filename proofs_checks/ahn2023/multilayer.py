@@ -619,7 +619,10 @@ THM3_SETTING = LinearICLSetting(
 )
 THM3_FORMULAS = (
     NamedFormula("Sigma_x", "Identity(d)", (_D,), equation="Thm. 3",
-                 description="the covariance of the covariates x_i (isotropic)", shape=("d", "d")),
+                 description="the covariance of the covariates x_i (isotropic)", shape=("d", "d"),
+                 scale_free="x -> sqrt(c) x scales every Z_k by sqrt(c) when A_i -> A_i / c, so "
+                            "f(A; c Sigma_x) = c f(c A; Sigma_x) and the minimisers' structure "
+                            "(diagonal, multiples of I) is the same for every c > 0"),
 )
 
 

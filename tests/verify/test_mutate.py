@@ -323,3 +323,20 @@ def test_small_scalar_values_separate_mutants_that_agree_on_integers():
     assert mutant != L61_CORRECTED
     eq = equivalence(f, mutant, base=L61_CORRECTED)
     assert eq.kind == "none", eq.as_dict()
+
+
+def test_positive_multiple_of_a_scale_free_hypothesis_is_equivalent():
+    """ahn2023 Thm 3 is the same statement for Sigma_x = c I, c > 0 (declared scale_free)."""
+    f = find("ahn2023.thm3").formula("Sigma_x")
+    eq = equivalence(f, "2*Identity(d)")
+    assert eq.kind == "scale" and eq.equivalent, eq.as_dict()
+    assert "positive multiple" in eq.detail
+    assert equivalence(f, "-Identity(d)").kind == "none"
+    assert equivalence(f, "OneMatrix(d, d)").kind == "none"
+
+
+def test_scale_is_only_for_formulas_declared_scale_free():
+    f = find("ahn2023.lemma8").formula("P_top")
+    assert not f.scale_free
+    g = find("xie2025.eq8").formulas[0]
+    assert equivalence(g, f"2*({g.text})").kind in ("none", "implied")
