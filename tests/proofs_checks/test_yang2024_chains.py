@@ -85,3 +85,18 @@ def test_ratio_probe_handles_max_and_integer_sizes():
     ok, _ = Y._ratio_at_least_one(sympy.Max(1, 4 * K * a ** 2) * 2 * N / (N + 4 * N * K * a ** 2),
                                   np.random.default_rng(0))
     assert ok
+
+
+def test_thm1_looser_rate_is_not_refuted():
+    """(18) is an upper bound on the contraction factor: a larger rate (even 1) is a weaker true
+    statement; a faster one is refuted by the proof's (43c)."""
+    from verify.registry import find
+    from verify.runner import check_claim
+
+    def verdict(rate):
+        return check_claim(find("yang2024.thm1"), tiers=("symbolic",), budget="quick", seed=0,
+                           overrides={"rate": rate}).verdict
+
+    assert verdict("1") == "verified"
+    assert verdict("2 - eta_w*zeta_0/(2*K)") == "verified"
+    assert verdict("1 - eta_w*zeta_0/K") == "refuted"
