@@ -311,3 +311,12 @@ def test_implied_mutants_in_the_json_report(capsys):
     assert by_text["3"]["status"] == "implied" and by_text["3"]["equivalence"]["kind"] == "implied"
     assert f["implied"] == 1 and report["totals"]["implied"] == 1
     assert f["non_equivalent"] == f["killed"] + f["survived"] == 2
+
+
+def test_a_condition_is_never_declared_equivalent_by_sampling():
+    # gatmiry2024's hypotheses are conditions: at the small size patterns n >= 4 k^2 d^2 is false
+    # for the original and every mutant alike, which says nothing; they stay non-equivalent
+    # (before, evaluating a condition raised AttributeError and stopped `mutate --paper gatmiry2024`)
+    f = formula("gatmiry2024.lemma_a2", "hypothesis")
+    eq = equivalence(f, "n >= 5*d**2*k**2")
+    assert eq.kind == "none" and not eq.equivalent
