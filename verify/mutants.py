@@ -357,7 +357,12 @@ class _Unevaluable(ValueError):
 
 
 def _number(v) -> sympy.Expr:
-    v = sympy.nsimplify(sympy.sympify(v))
+    v = sympy.sympify(v)
+    if isinstance(v, sympy.logic.boolalg.Boolean):
+        # a condition (gatmiry2024's hypotheses): true or false at small sizes says nothing about
+        # equivalence (n >= 4 k^2 d^2 is false at every size pattern); not decided, so "none"
+        raise _Unevaluable("a condition, not a number")
+    v = sympy.nsimplify(v)
     if not getattr(v, "is_number", False) or v.has(sympy.zoo, sympy.nan, sympy.oo):
         raise _Unevaluable(f"not a finite number: {v}")
     return v

@@ -340,3 +340,12 @@ def test_scale_is_only_for_formulas_declared_scale_free():
     assert not f.scale_free
     g = find("xie2025.eq8").formulas[0]
     assert equivalence(g, f"2*({g.text})").kind in ("none", "implied")
+
+
+def test_a_condition_is_never_declared_equivalent_by_sampling():
+    # gatmiry2024's hypotheses are conditions: at the small size patterns n >= 4 k^2 d^2 is false
+    # for the original and every mutant alike, which says nothing; they stay non-equivalent
+    # (before, evaluating a condition raised AttributeError and stopped `mutate --paper gatmiry2024`)
+    f = formula("gatmiry2024.lemma_a2", "hypothesis")
+    eq = equivalence(f, "n >= 5*d**2*k**2")
+    assert eq.kind == "none" and not eq.equivalent
