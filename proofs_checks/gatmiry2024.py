@@ -1031,7 +1031,7 @@ def _integer_spectrum(eigs: tuple) -> tuple[list[int], int]:
     return [int(Fraction(v) * q) for v in eigs], q
 
 
-@lru_cache(maxsize=None)
+@lru_cache(maxsize=8192)  # bounded: at n = 10^100 each entry holds integers of thousands of digits
 def _moment_numerators(k: int, eigs: tuple, n: int) -> tuple:
     """I_j with alpha_j = I_j / (n q)^k: E[W^k] = sum c n^e p_mu Sigma^s has degree |mu| + s = k,
     so at Sigma = diag(a / q) every term is an integer over q^k."""
@@ -1051,7 +1051,7 @@ def _moment_numerators(k: int, eigs: tuple, n: int) -> tuple:
     return tuple(out)
 
 
-@lru_cache(maxsize=200_000)
+@lru_cache(maxsize=8192)
 def moment_eigenvalues(k: int, eigs: tuple, n: int) -> list[Fraction]:
     """The eigenvalues alpha_j of E[(W/n)^k], W ~ Wishart(n, diag(eigs)), exactly: E[W^k] =
     sum c n^e p_mu Sigma^s is a polynomial in Sigma (same eigenvectors)."""
@@ -1060,7 +1060,7 @@ def moment_eigenvalues(k: int, eigs: tuple, n: int) -> list[Fraction]:
     return [Fraction(v, den) for v in _moment_numerators(k, eigs, n)]
 
 
-@lru_cache(maxsize=200_000)
+@lru_cache(maxsize=8192)
 def centred_eigenvalues(k: int, eigs: tuple, n: int) -> list[Fraction]:
     """The eigenvalues beta_i of E[(I - W/n)^k] = sum_j C(k, j) (-1)^j E[(W/n)^j]."""
     _, q = _integer_spectrum(eigs)
