@@ -146,17 +146,9 @@ def _train_eq9(budget: str, seed: int, device: str, progress: bool) -> dict:
     # fixed-batch L-BFGS on the real forward pass (as the paper trains), scored on the exact loss
     sampled = []
     for b in range(ctx_b["sampled_seeds"]):
-        law = PromptLaw(sigma=torch.tensor(S[b]), n=n, w_cov=torch.linalg.inv(torch.tensor(S[b])))
-        g = rt.generator(seed + 100 + b)
-        pr = sample_prompts(law, ctx_b["batch"], g, dtype=rt.dtype, device=rt.device)
-        model = LinearTransformer(LSAConfig(d=d, layers=L, parametrisation="eq9"),
-                                  init_scale=INIT_SCALE, generator=rt.generator(seed + 200 + b),
-                                  dtype=rt.dtype, device=rt.device)
-        Z = pr.Z()
-        with Progress(ctx_b["sampled_steps"], "ahn2023 Fig. 1 fixed-batch L-BFGS",
-                      progress) as bar:
-            res = optimise(lambda: ((model.predict(Z) - pr.yq) ** 2).mean(), model.parameters(),
-                           method="lbfgs", steps=ctx_b["sampled_steps"], progress=bar.callback())
+        model, _, res = _fit_fixed_batch(S[b], n, L, "eq9", ctx_b["batch"],
+                                         ctx_b["sampled_steps"], rt, seed + 100 + b,
+                                         seed + 200 + b, "ahn2023 Fig. 1", progress)
         Am = ((model.A + model.A.transpose(-1, -2)) / 2).detach().cpu().double()
         env = {"Sigma": torch.tensor(S[b]), "Sigma_inv": torch.linalg.inv(torch.tensor(S[b]))}
         env.update({f"A_{i}": Am[i] for i in range(L)})
@@ -166,6 +158,25 @@ def _train_eq9(budget: str, seed: int, device: str, progress: bool) -> dict:
     return {"runs": runs, "curves": curves, "g_star": star, "sampled": sampled,
             "dist_sigma_inv": [dist_to_identity(torch.tensor(np.linalg.inv(s))) for s in S],
             "n": n, "d": d, "layers": L, "runtime": rt.describe(), "seeds": B}
+
+
+def _fit_fixed_batch(sigma: np.ndarray, n: int, layers: int, parametrisation: str, batch: int,
+                     steps: int, rt, data_seed: int, init_seed: int, label: str, progress: bool):
+    """L-BFGS on the squared error of one fixed batch of prompts (x ~ N(0, Sigma), w* ~ N(0,
+    Sigma^{-1})) through the real forward pass, from a Gaussian init, as the paper trains.
+    Returns (model, law, TrainResult)."""
+    sig = torch.tensor(sigma)
+    law = PromptLaw(sigma=sig, n=n, w_cov=torch.linalg.inv(sig))
+    pr = sample_prompts(law, batch, rt.generator(data_seed), dtype=rt.dtype, device=rt.device)
+    model = LinearTransformer(LSAConfig(d=len(sigma), layers=layers,
+                                        parametrisation=parametrisation),
+                              init_scale=INIT_SCALE, generator=rt.generator(init_seed),
+                              dtype=rt.dtype, device=rt.device)
+    Z = pr.Z()
+    with Progress(steps, f"{label} fixed-batch L-BFGS", progress) as bar:
+        res = optimise(lambda: ((model.predict(Z) - pr.yq) ** 2).mean(), model.parameters(),
+                       method="lbfgs", steps=steps, progress=bar.callback())
+    return model, law, res
 
 
 def _diverged(out: dict) -> str | None:
@@ -358,16 +369,9 @@ def _train_eq13_sampled(b: dict, seed: int, rt, progress: bool) -> list:
     out = []
     for k in range(b["seeds"]):
         sig = torch.tensor(S[k])
-        law = PromptLaw(sigma=sig, n=n, w_cov=torch.linalg.inv(sig))
-        pr = sample_prompts(law, b["batch"], rt.generator(seed + 300 + k), dtype=rt.dtype,
-                            device=rt.device)
-        model = LinearTransformer(LSAConfig(d=d, layers=L, parametrisation="eq13"),
-                                  init_scale=INIT_SCALE, generator=rt.generator(seed + 400 + k),
-                                  dtype=rt.dtype, device=rt.device)
-        Z = pr.Z()
-        with Progress(b["steps"], "ahn2023 Fig. 3/4 fixed-batch L-BFGS", progress) as bar:
-            res = optimise(lambda: ((model.predict(Z) - pr.yq) ** 2).mean(), model.parameters(),
-                           method="lbfgs", steps=b["steps"], progress=bar.callback())
+        model, law, res = _fit_fixed_batch(S[k], n, L, "eq13", b["batch"], b["steps"], rt,
+                                           seed + 300 + k, seed + 400 + k, "ahn2023 Fig. 3/4",
+                                           progress)
         As = ((model.A + model.A.transpose(-1, -2)) / 2).detach().cpu().double().numpy()
         Bs = model.B.detach().cpu().double().numpy()
         cpu_model = model.to("cpu", torch.float64)

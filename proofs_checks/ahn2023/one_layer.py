@@ -17,7 +17,7 @@ import numpy as np
 import sympy
 import torch
 
-from models.device import cpu_threads, runtime
+from models.device import runtime
 from models.lsa import LSAConfig, LinearTransformer, lsa_forward, readout
 from models.sampler import sample_prompts
 from models.exact import ExactLoss
@@ -627,11 +627,6 @@ def _sampled_budget(ctx: Context) -> tuple[int, int]:
 
 
 def thm1_train(ctx: Context) -> TierResult:
-    with cpu_threads(ctx.device):
-        return _thm1_train(ctx)
-
-
-def _thm1_train(ctx: Context) -> TierResult:
     F = ctx.formulas
     inst = THM1_SETTING.instance(ctx.budget.name, ctx.sizes, ctx.sigma, ctx.rng("instance"))
     rt = runtime(ctx.device)
@@ -971,11 +966,6 @@ def lemma2_numeric(ctx: Context) -> TierResult:
 
 
 def lemma2_train(ctx: Context) -> TierResult:
-    with cpu_threads(ctx.device):
-        return _lemma2_train(ctx)
-
-
-def _lemma2_train(ctx: Context) -> TierResult:
     """Train the sparse model (9) on sampled prompts, then check the identity at trained weights."""
     F = ctx.formulas
     inst = LEMMA2_SETTING.instance(ctx.budget.name, ctx.sizes, ctx.sigma, ctx.rng("instance"))
