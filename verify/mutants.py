@@ -397,11 +397,10 @@ def _differs(a, b) -> bool:
     return a != b
 
 
-def _compare(formula, original, mutant, rng, assume: bool) -> tuple[int, dict | None]:
-    """(instances compared, the first instance where they differ or None)."""
-    compared = 0
+def _instances(formula, original, mutant, rng, assume: bool) -> Iterator[tuple]:
+    """(sizes, values, original's value, mutant's value) at DRAWS random instances per size
+    assignment; an instance where either has no exact value is redrawn (up to 5 times)."""
     for sizes in size_assignments(formula):
-        assignment = sizes
         for _ in range(DRAWS):
             for _attempt in range(5):  # redraw when an inverse is singular
                 values = _draw(formula, sizes, rng, assume)
@@ -409,12 +408,17 @@ def _compare(formula, original, mutant, rng, assume: bool) -> tuple[int, dict | 
                     a, b = _value(original, values), _value(mutant, values)
                 except (ZeroDivisionError, ValueError, TypeError, NonInvertibleMatrixError):
                     continue  # a pole, a singular inverse, or a form sympy cannot evaluate
+                yield sizes, values, a, b
                 break
-            else:
-                continue
-            compared += 1
-            if _differs(a, b):
-                return compared, _witness(formula, values, assignment, a, b)
+
+
+def _compare(formula, original, mutant, rng, assume: bool) -> tuple[int, dict | None]:
+    """(instances compared, the first instance where they differ or None)."""
+    compared = 0
+    for sizes, values, a, b in _instances(formula, original, mutant, rng, assume):
+        compared += 1
+        if _differs(a, b):
+            return compared, _witness(formula, values, sizes, a, b)
     return compared, None
 
 
@@ -517,27 +521,21 @@ def equivalence(formula: NamedFormula, mutant_text: str, seed: int = 0,
 def _positive_multiple(formula: NamedFormula, original, mutant, rng) -> sympy.Expr | None:
     """c > 0 with mutant = c * original at every random instance (one c for all), else None."""
     factor = None
-    for sizes in size_assignments(formula):
-        for _ in range(DRAWS):
-            values = _draw(formula, sizes, rng, assume=True)
-            try:
-                a, b = _value(original, values), _value(mutant, values)
-            except (ZeroDivisionError, ValueError, TypeError, NonInvertibleMatrixError):
-                return None
-            shape = a.shape if _is_matrix(a) else (b.shape if _is_matrix(b) else (1, 1))
-            a, b = _as_matrix(a, shape), _as_matrix(b, shape)
-            if a is None or b is None or a.shape != b.shape:
-                return None
-            for x, y in zip(a, b):
-                if x == 0:
-                    if y != 0:
-                        return None
-                    continue
-                c = sympy.nsimplify(y / x)
-                if factor is None:
-                    factor = c
-                if c != factor:
+    for _, _, a, b in _instances(formula, original, mutant, rng, assume=True):
+        shape = a.shape if _is_matrix(a) else (b.shape if _is_matrix(b) else (1, 1))
+        a, b = _as_matrix(a, shape), _as_matrix(b, shape)
+        if a is None or b is None or a.shape != b.shape:
+            return None
+        for x, y in zip(a, b):
+            if x == 0:
+                if y != 0:
                     return None
+                continue
+            c = sympy.nsimplify(y / x)
+            if factor is None:
+                factor = c
+            if c != factor:
+                return None
     return factor if factor is not None and factor.is_positive and factor != 1 else None
 
 
