@@ -2542,27 +2542,6 @@ def _chain_findings(ctx: Context, derived: Mapping[str, sympy.Expr], names: Sequ
     return findings
 
 
-def _smallest_ratio(ratio: sympy.Expr, rng: np.random.Generator, count: int = 400) -> dict:
-    """The smallest value of ratio found at count points of _ratio_at_least_one's grid, exact."""
-    syms = sorted(ratio.free_symbols, key=str)
-    f = sympy.lambdify(syms, ratio, "math")
-    best = None
-    for _ in range(count):
-        point = {s: float(rng.choice([1e-6, 1e-2, 1.0, 1e2, 1e6])) * float(rng.uniform(0.5, 2.0)) for s in syms}
-        point.update({s: float(max(1, round(point[s]))) for s in syms if s.is_integer})
-        try:
-            val = f(*[point[s] for s in syms])
-        except (OverflowError, ZeroDivisionError, ValueError):
-            continue
-        if best is None or val < best[0]:
-            best = (val, point)
-    if best is None:
-        return {}
-    exact = {s: sympy.Rational(v).limit_denominator(10 ** 12) for s, v in best[1].items()}
-    r = ratio.subs(exact)
-    return {"at": {str(k): str(v) for k, v in exact.items()}, "ratio_float": float(r)}
-
-
 def lemma8_symbolic(ctx: Context) -> TierResult:
     ch = lemma8_chain()
     findings = _chain_findings(ctx, ch, ("b_lip", "delta_lip"), "lemma8-symbolic",
@@ -2869,7 +2848,8 @@ THM1_FORMULAS = (
 
 def _ratio_at_least_one(ratio: sympy.Expr, rng: np.random.Generator) -> tuple[bool, dict | None]:
     """Is ratio >= 1 for all positive values of its symbols?  Exact when constant, else probed at
-    200 points spread over 12 orders of magnitude; a point with ratio < 1 is confirmed exactly."""
+    200 points spread over 12 orders of magnitude; a point with ratio < 1 is confirmed at the same
+    rational point in 60-digit arithmetic (ratio < 1 - 10^-40)."""
     ratio = sympy.simplify(ratio)
     if not ratio.free_symbols:
         return bool(ratio >= 1), None if ratio >= 1 else {"ratio": str(ratio)}
@@ -2885,13 +2865,66 @@ def _ratio_at_least_one(ratio: sympy.Expr, rng: np.random.Generator) -> tuple[bo
             val = f(*[point[s] for s in syms])
         except (OverflowError, ZeroDivisionError, ValueError):
             continue
-        if val < 1 - 1e-12:   # confirm with exact rational arithmetic at the same point
-            exact = {s: sympy.Rational(v).limit_denominator(10 ** 12) for s, v in point.items()}
-            r = ratio.subs(exact)
-            if bool(r < 1):
-                return False, {"at": {str(k): str(v) for k, v in exact.items()}, "ratio": str(r),
-                               "ratio_float": float(r)}
+        if val < 1 - 1e-12:
+            exact, r = _at_60_digits(ratio, syms, point)
+            if r < 1 - 1e-40:
+                return False, {"at": {str(k): str(v) for k, v in exact.items()},
+                               "ratio": sympy.Float(r, 30).__str__(), "ratio_float": float(r)}
     return True, None
+
+
+def _at_60_digits(ratio: sympy.Expr, syms: list, point: dict) -> tuple[dict, Any]:
+    """ratio at the rational point nearest ``point`` (denominators <= 10^12), in 60-digit mpmath
+    arithmetic (sympy's exact comparison of nested radicals inside Max can take minutes)."""
+    import mpmath
+
+    exact = {s: sympy.Rational(v).limit_denominator(10 ** 12) for s, v in point.items()}
+    g = sympy.lambdify(syms, ratio, "mpmath")
+    with mpmath.workdps(60):
+        return exact, g(*[mpmath.mpf(exact[s].p) / exact[s].q for s in syms])
+
+
+def _smallest_ratio(ratio: sympy.Expr, rng: np.random.Generator, count: int = 400) -> dict:
+    """The smallest value of ratio found at count points of _ratio_at_least_one's grid (60 digits)."""
+    syms = sorted(ratio.free_symbols, key=str)
+    f = sympy.lambdify(syms, ratio, "math")
+    best = None
+    for _ in range(count):
+        point = {s: float(rng.choice([1e-6, 1e-2, 1.0, 1e2, 1e6])) * float(rng.uniform(0.5, 2.0)) for s in syms}
+        point.update({s: float(max(1, round(point[s]))) for s in syms if s.is_integer})
+        try:
+            val = f(*[point[s] for s in syms])
+        except (OverflowError, ZeroDivisionError, ValueError):
+            continue
+        if best is None or val < best[0]:
+            best = (val, point)
+    if best is None:
+        return {}
+    exact, r = _at_60_digits(ratio, syms, best[1])
+    return {"at": {str(k): str(v) for k, v in exact.items()}, "ratio_float": float(r)}
+
+
+def _in_symbols_of(expr: sympy.Expr, other: sympy.Expr) -> sympy.Expr:
+    """expr with each free symbol replaced by the symbol of the same name in other (assumptions
+    differ between the derivations' symbols and the formulas')."""
+    by_name = {s.name: s for s in other.free_symbols}
+    return expr.xreplace({s: by_name[s.name] for s in expr.free_symbols if s.name in by_name})
+
+
+@lru_cache(maxsize=1)
+def thm1_L_sq_chain() -> sympy.Expr:
+    """L^2 of (17) as the proof of Theorem 1 obtains it: Lemma 10's L^2 as the proof of Lemma 10
+    builds it (``lemma10_chain``) at the alpha of (44), with ||A||_2 <= 1 + ||Z^T Zhat||_2 / (m tau)
+    (A of (34): ||(Z^T Z + m tau I)^{-1}||_2 <= 1/(m tau), ||(Z^T Zhat, (m tau I, 0))||_2 <=
+    ||Z^T Zhat||_2 + m tau) and fbar_max <= ||Zbar||_2 (a column's norm is at most the operator norm).
+    The chain is a Max of polynomials with non-negative coefficients in ||A||_2 and fbar_max, so the
+    substitutions keep it an upper bound."""
+    P = lambda n: sympy.Symbol(n, positive=True)             # noqa: E731
+    g, a, Zb, fb, An, D0, z0, ZZ, tau = (P(n) for n in ("gamma", "alpha", "Zbar_norm", "fbar_max", "A_norm",
+                                                         "Delta_0", "zeta_0", "ZtZhat_norm", "tau"))
+    K, m = SIZE["K"], SIZE["m"]
+    alpha44 = sympy.sqrt(2 * K) * 4 * Zb / (g * z0) * sympy.sqrt(D0)
+    return lemma10_chain()["L_sq"].subs({a: alpha44, An: 1 + ZZ / (m * tau), fb: Zb})
 
 
 def thm1_symbolic(ctx: Context) -> TierResult:
@@ -2921,6 +2954,10 @@ def thm1_symbolic(ctx: Context) -> TierResult:
         "geometric_sum_bound_4_over_eta_sigma": geo_ok},
         None if ok_g else {"derived": str(gamma_derived), "paper": ctx.formula_texts["gamma_min"], **(ce_g or {})},
         "" if ok_g else "(15) is smaller than what (48) needs: the drift of B_k is not controlled")]
+    # (17): at least L^2 of Lemma 10 at alpha of (44), as the proofs build it
+    paper_L = sympy.sympify(F["L_sq"])
+    findings += _chain_findings(ctx, {"L_sq": _in_symbols_of(thm1_L_sq_chain(), paper_L)}, ("L_sq",),
+                                "thm1-L", {"L_sq": "of Lemma 10 ((54)-(59)) at alpha of (44)"})
     # (16): eta_w = gamma^2 eta_Q from Lemma 6's gamma = sqrt(eta_w / eta_Q)
     ew = sympy.Symbol("eta_w", positive=True)
     eta_w_derived = sympy.solve(sympy.Eq(g, sympy.sqrt(ew / eta)), ew)[0]
@@ -2947,6 +2984,9 @@ def thm1_symbolic(ctx: Context) -> TierResult:
         step("Drift of B (48)", r"\|B_k^{(t)} - B_k^{(0)}\|_F \le " + sympy.latex(sympy.simplify(drift_B)) +
              r" \le (1-1/\sqrt2)\sqrt{\zeta_0}", "solved for gamma:"),
         step("Derived (15)", r"\gamma \ge " + sympy.latex(sympy.simplify(gamma_derived)), ""),
+        step("(17)", r"L^2 \ge " + sympy.latex(sympy.simplify(thm1_L_sq_chain())),
+             "Lemma 10's L^2 as its proof builds it ((54)-(59)) at alpha of (44), with ||A||_2 <= 1 + "
+             "||Z^T Zhat||_2/(m tau) (A of (34)) and fbar_max <= ||Zbar||_2."),
         step("Rate", r"1 - \frac{\eta_Q\sigma}{2} = " + sympy.latex(rate_derived),
              "(43c) with eta_w = gamma^2 eta_Q."),
     ]
@@ -3033,10 +3073,16 @@ def thm1_numeric(ctx: Context) -> TierResult:
     sizes = SETTING.resolve(ctx.budget.name, ctx.sizes)
     tol = 1e-9
     rows, worst, worst_ce = [], 0.0, None
-    practical = []
+    practical, bounds17 = [], []
     for r in range(instances):
         inst = make_instance(ctx, f"thm1-{r}", sizes)
         dyn = dynamics(inst)
+        # the bounds the proof of (17) uses (thm1_L_sq_chain), at the instance
+        bounds17.append({"instance": r, "A_norm": dyn.A_norm,
+                         "one_plus_ZtZhat_over_m_tau": 1 + dyn.ZtZhat_norm / (inst.m * inst.tau),
+                         "fbar_max": dyn.fbar_max, "Zbar_norm": dyn.Zbar_norm,
+                         "holds": dyn.A_norm <= (1 + 1e-12) * (1 + dyn.ZtZhat_norm / (inst.m * inst.tau))
+                         and dyn.fbar_max <= (1 + 1e-12) * dyn.Zbar_norm})
         gen = torch.Generator().manual_seed(ctx.seed_for("thm1-init", r))
         Q0 = init_Q(inst, gen)
         c = _thm1_constants(F, dyn, Q0)
@@ -3073,6 +3119,11 @@ def thm1_numeric(ctx: Context) -> TierResult:
         "what": "max over t of (L(theta_t) - L*) / (rate^t (L(theta_0) - L*)) with gamma = (15) at "
                 "equality, eta_Q = 1/L of (17), eta_w of (16); w^(0) = 0, Q^(0) ~ N(0, 1)"},
         worst_ce, "" if ok else f"(18) fails at step {worst_ce['step'] if worst_ce else '?'}")]
+    ok17 = all(b["holds"] for b in bounds17)
+    findings.append(Finding("bounds_used_by_17", ok17, {"instances": bounds17},
+                            None if ok17 else {"instances": [b for b in bounds17 if not b["holds"]]},
+                            "" if ok17 else "||A||_2 <= 1 + ||Z^T Zhat||_2/(m tau) or fbar_max <= ||Zbar||_2 "
+                                            "fails at an instance"))
     findings.append(Finding("practical_rates", True, {
         "runs": practical, "all_hold": all(p["holds"] for p in practical),
         "note": "evidence only: Thm. 1 promises nothing at these rates; (18) is evaluated with "
@@ -3113,6 +3164,14 @@ def _hessian_power(dyn: Dynamics, Q0: torch.Tensor) -> float:
     return lam
 
 
+# (17) as the proofs give it: thm1_L_sq_chain() in the paper's layout (a test ties the two)
+L17_CORRECTED = ("8*gamma**2/K*Zbar_norm**4*(8*sqrt(2)*H*sqrt(K)*Zbar_norm/zeta_0*sqrt(Delta_0) + 1"
+                 " + ZtZhat_norm/(m*tau))**2 + 2*H**2*Zbar_norm**4*gamma**4/K**2"
+                 " + Max(16*gamma**2/K*Zbar_norm**4*((4*sqrt(2)*H*sqrt(K)*Zbar_norm/zeta_0*sqrt(Delta_0) + 1"
+                 " + ZtZhat_norm/(m*tau))**2 + 32*H**2*K*Zbar_norm**2*Delta_0/zeta_0**2),"
+                 " 8192*K*Zbar_norm**6*Delta_0/zeta_0**2*(N*(4*sqrt(2)*H*sqrt(K)*Zbar_norm/zeta_0*sqrt(Delta_0)"
+                 " + 1 + ZtZhat_norm/(m*tau))**2 + 8*H**2*K*Zbar_norm**2*Delta_0/zeta_0**2))")
+
 THM1 = Claim(
     id="yang2024.thm1",
     title="Linear convergence of GD with the learning rates (15)-(17) (Theorem 1, eq. (18))",
@@ -3124,6 +3183,18 @@ THM1 = Claim(
     formulas=THM1_FORMULAS,
     checks={"symbolic": thm1_symbolic, "numeric": small_threads(thm1_numeric)},
     setting=SETTING,
+    correction=Correction(
+        description="L^2 of (17) as Lemma 10's proof gives it at alpha of (44): "
+                    "8 gamma^2/K ||Zbar||^4 (2 alpha gamma H + 1 + ||Z^T Zhat||/(m tau))^2 + 2 H^2 "
+                    "||Zbar||^4 gamma^4/K^2 + max{16 gamma^2/K ||Zbar||^4 ((alpha gamma H + 1 + "
+                    "||Z^T Zhat||/(m tau))^2 + (alpha gamma H)^2), 8192 K ||Zbar||^6 Delta_0/zeta_0^2 "
+                    "(N (alpha gamma H + 1 + ||Z^T Zhat||/(m tau))^2 + (alpha gamma H)^2/4)}, "
+                    "alpha gamma H = 4 sqrt(2) H sqrt(K) ||Zbar|| sqrt(Delta_0)/zeta_0",
+        reason="(17) simplifies the printed (61), whose second term keeps gamma fbar ||Zbar|| / K to "
+               "the first power (Lemma 10's correction); squared, that term does not decay in gamma "
+               "and (17) falls below it for large gamma or small zeta_0. (17) also has ||Zbar||^2 "
+               "where 2 alpha gamma H has ||Zbar||, which needs ||Zbar|| >= 1",
+        formulas={"L_sq": L17_CORRECTED}),
 )
 
 

@@ -26,7 +26,7 @@ def run(claim_id, tiers=("symbolic",), **overrides):
     ("yang2024.eq34", ("symbolic", "numeric")), ("yang2024.eq27", ("symbolic", "numeric")),
     ("yang2024.prop1", ("symbolic", "numeric")), ("yang2024.lemma6", ("symbolic", "numeric")),
     ("yang2024.lemma7", ("symbolic", "numeric")), ("yang2024.lemma9", ("numeric",)),
-    ("yang2024.thm1", ("symbolic",)), ("yang2024.thm2", ("symbolic", "numeric")),
+    ("yang2024.thm2", ("symbolic", "numeric")),
 ])
 def test_true_statements_are_verified(claim_id, tiers):
     v = run(claim_id, tiers)
@@ -103,9 +103,11 @@ MUTANTS = {
     "lemma7 constant": ("yang2024.lemma7", ("numeric",), {"grad_bound": "2*sqrt(2)*gamma*alpha*fbar_max*sqrt(excess)/100"}),
     "lemma8 constant": ("yang2024.lemma8", ("numeric",), {"b_lip": "Zbar_norm*dQ_h/100"}),
     "lemma9 dropped term": ("yang2024.lemma9", ("numeric",), {"delta_bound": "A_norm"}),
-    "thm1 gamma exponent": ("yang2024.thm1", ("symbolic",), {"gamma_min": Y.THM1_FORMULAS[0].text.replace("-5/4", "-3/4")}),
-    "thm1 rate doubled": ("yang2024.thm1", ("symbolic",), {"rate": "1 - eta_w*zeta_0/K"}),
-    "thm1 eta_w": ("yang2024.thm1", ("symbolic",), {"eta_w": "gamma*eta_Q"}),
+    "thm1 gamma exponent": ("yang2024.thm1", ("symbolic",), {**Y.THM1.correction.formulas, "gamma_min": Y.THM1_FORMULAS[0].text.replace("-5/4", "-3/4")}),
+    "thm1 rate doubled": ("yang2024.thm1", ("symbolic",), {**Y.THM1.correction.formulas, "rate": "1 - eta_w*zeta_0/K"}),
+    "thm1 L_sq 8192 -> 8191": ("yang2024.thm1", ("symbolic",),
+                               {"L_sq": Y.L17_CORRECTED.replace("8192*", "8191*")}),
+    "thm1 eta_w": ("yang2024.thm1", ("symbolic",), {**Y.THM1.correction.formulas, "eta_w": "gamma*eta_Q"}),
     "thm2 noise level": ("yang2024.thm2", ("symbolic",), {"noise_level": "tau/N"}),
     "thm2 T too small": ("yang2024.thm2", ("symbolic",), {"T_min": Y.THM2_FORMULAS[0].text.replace("(m*tau*epsilon)", "(m**2*tau*epsilon)")}),
     "thm2 tail too low": ("yang2024.thm2", ("numeric",), {"tail": "N*tau*lam_sq/4"}),
@@ -198,7 +200,7 @@ EXPECTED = {
     "yang2024.eq33": "corrected", "yang2024.eq34": "verified", "yang2024.eq36": "corrected",
     "yang2024.eq26": "corrected", "yang2024.eq27": "verified", "yang2024.prop1": "verified",
     "yang2024.lemma6": "verified", "yang2024.lemma7": "verified", "yang2024.lemma8": "verified",
-    "yang2024.lemma9": "verified", "yang2024.lemma10": "corrected", "yang2024.thm1": "verified",
+    "yang2024.lemma9": "verified", "yang2024.lemma10": "corrected", "yang2024.thm1": "corrected",
     "yang2024.thm2": "verified", "yang2024.fig2": "verified", "yang2024.fig3": "refuted",
     "yang2024.fig4": "refuted", "yang2024.fig5": "verified",
 }

@@ -95,8 +95,35 @@ def test_thm1_looser_rate_is_not_refuted():
 
     def verdict(rate):
         return check_claim(find("yang2024.thm1"), tiers=("symbolic",), budget="quick", seed=0,
-                           overrides={"rate": rate}).verdict
+                           overrides={**find("yang2024.thm1").correction.formulas, "rate": rate}).verdict
 
     assert verdict("1") == "verified"
     assert verdict("2 - eta_w*zeta_0/(2*K)") == "verified"
     assert verdict("1 - eta_w*zeta_0/K") == "refuted"
+
+
+def test_thm1_correction_is_the_chain_of_lemma_10_at_alpha_of_44():
+    """The corrected (17) is Lemma 10's L^2 as its proof builds it, at alpha of (44) with the
+    proof's bounds on ||A||_2 and fbar_max: the same expression in the paper's layout."""
+    from verify.registry import find
+
+    corrected = find("yang2024.thm1").formula("L_sq").parse(Y.L17_CORRECTED)
+    chain = Y._in_symbols_of(Y.thm1_L_sq_chain(), corrected)
+    assert sympy.simplify(corrected - chain) == 0
+
+
+def test_thm1_printed_L_sq_is_below_the_proof_and_looser_corrections_pass():
+    from verify.registry import find
+    from verify.runner import check_claim
+
+    def symbolic(L_sq):
+        return check_claim(find("yang2024.thm1"), tiers=("symbolic",), budget="quick", seed=0,
+                           overrides={"L_sq": L_sq})
+
+    printed = symbolic(find("yang2024.thm1").formula("L_sq").text)
+    assert printed.verdict == "refuted"
+    ce = printed.tiers["symbolic"].counterexample
+    assert ce["smallest_ratio_found"]["ratio_float"] < 1e-3      # orders of magnitude below
+    assert symbolic(Y.L17_CORRECTED).verdict == "verified"
+    assert symbolic("2*(" + Y.L17_CORRECTED + ")").verdict == "verified"       # looser: implied
+    assert symbolic(Y.L17_CORRECTED.replace("Max(", "Min(")).verdict == "refuted"
