@@ -309,7 +309,7 @@ SECOND_TERM = ("Sum(Sum(u.T*Sigma*A*(Identity(d) - Sigma*A)**(L-1-i)*Sigma_star_
 
 LOSS_SYMBOLS = (_N, _D, _L, _A, _A_HALF, _SIGMA, _SIGMA_STAR, _SIGMA_STAR_HALF, _SIGMA_STAR_HALF_INV)
 LEMMA41_FORMULAS = (
-    NamedFormula("loss_u0", PAPER_LOSS, LOSS_SYMBOLS, equation="Lemma 4.1",
+    NamedFormula("loss_u0", PAPER_LOSS, LOSS_SYMBOLS, equation="Lemma 4.1", exponents=("L",),
                  description="L(A, 0) = E_X tr (I - A^{1/2} Sigma A^{1/2})^{2L} (inside E_X)"),
 )
 
@@ -478,9 +478,10 @@ LEMMA4_1 = Claim(
 
 # ----- Corollary A.4 ---------------------------------------------------------------------------
 COR_A4_FORMULAS = (
-    NamedFormula("first", PAPER_LOSS, LOSS_SYMBOLS, equation="Cor. A.4",
+    NamedFormula("first", PAPER_LOSS, LOSS_SYMBOLS, equation="Cor. A.4", exponents=("L",),
                  description="first term: E_X tr (I - A^{1/2} Sigma A^{1/2})^{2L}"),
     NamedFormula("second", SECOND_TERM, (_N, _D, _L, _I, _J, _A, _U, _SIGMA, _SIGMA_STAR_HALF),
+                 exponents=("L", "i", "j"),
                  equation="Cor. A.4",
                  description="second term: E_X || sum_i u^T Sigma A (I - Sigma A)^{L-1-i} "
                              "Sigma^{1/2} ||^2 with the last Sigma^{1/2} read as Sigma*^{1/2}"),
@@ -629,7 +630,7 @@ LEMMA_A3 = Claim(
 
 # ----- Lemma A.6 -------------------------------------------------------------------------------
 LEMMA_A6_FORMULAS = (
-    NamedFormula("lhs", PAPER_LOSS, LOSS_SYMBOLS, equation="Lemma A.6",
+    NamedFormula("lhs", PAPER_LOSS, LOSS_SYMBOLS, equation="Lemma A.6", exponents=("L",),
                  description="E_X tr (I - A^{1/2} Sigma A^{1/2})^{2L}"),
     NamedFormula("cov_tilde", "A_half*Sigma_star*A_half", (_D, _A_HALF, _SIGMA_STAR),
                  equation="Lemma A.6", shape=("d", "d"),

@@ -93,7 +93,11 @@ class NamedFormula:
     ``scale_free`` (a reason, or "") says the claim is the same statement when the formula is
     multiplied by any positive constant, and why (a hypothesis Sigma = I where the loss obeys
     f(A; c Sigma) = c f(c A; Sigma)): ``mutate`` then counts a positive multiple of the formula
-    as equivalent, citing the reason."""
+    as equivalent, citing the reason.
+
+    ``exponents`` names the symbols a matrix power's exponent may contain, for checks that expand
+    powers for each value of those symbols (a loss in the loop count L): an exponent in another
+    symbol (the sample size n) is rejected like an ill-typed text, by ``--set`` and ``mutate``."""
 
     name: str
     text: str
@@ -103,6 +107,7 @@ class NamedFormula:
     shape: tuple[str, str] | None = None  # None: a scalar formula
     weaker: str | None = None  # "larger" | "smaller" | None: see the class docstring
     scale_free: str = ""  # why a positive multiple is the same statement, or "": see above
+    exponents: tuple[str, ...] | None = None  # symbols a matrix power's exponent may use (None: any)
     _cache: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
@@ -162,6 +167,14 @@ class NamedFormula:
         if text != self.text and expr.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo):
             raise UsageError(f"formula {self.name}: {text!r} is not finite (it contains "
                              f"{'nan' if expr.has(sympy.nan) else 'an infinity'})")
+        if self.exponents is not None:
+            for p in expr.atoms(sympy.MatPow):
+                bad = sorted(str(x) for x in p.exp.free_symbols if str(x) not in self.exponents)
+                if bad:
+                    raise UsageError(f"formula {self.name}: {text!r} raises a matrix to the power "
+                                     f"{p.exp}; exponents here may only use "
+                                     f"{', '.join(self.exponents)} (the checks expand each power), "
+                                     f"not {', '.join(bad)}")
         is_matrix = isinstance(expr, (MatrixExpr, sympy.MatrixBase))
         if self.shape is None and is_matrix:
             raise UsageError(f"formula {self.name} is a scalar, but {text!r} is a matrix")

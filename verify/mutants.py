@@ -433,11 +433,27 @@ def _witness(formula, values, assignment, a, b) -> dict:
     return {"sizes": assignment, "values": shown, "original": str(a), "mutant": str(b)}
 
 
+PROOF_MAX_POWER = 3   # the symbolic illustration expands matrix powers up to this exponent
+
+
+def _symbolic_degree_too_high(expr, sizes: dict) -> bool:
+    """A matrix power above PROOF_MAX_POWER at these sizes: with symbolic entries its expansion
+    grows like (entries)^power (tr (I - A Sigma A)^10 at d = 2 took 7 GB and four minutes)."""
+    for p in expr.atoms(sympy.MatPow):
+        e = sympy.sympify(p.exp.xreplace({s: sympy.Integer(sizes[s.name]) for s in p.exp.free_symbols
+                                          if s.name in sizes}))
+        if not (e.is_Integer and abs(int(e)) <= PROOF_MAX_POWER):
+            return True
+    return False
+
+
 def _symbolic_proof(formula, original, mutant, assume: bool) -> str:
     """The difference expanded with symbolic entries at the smallest sizes (no inverses)."""
     if original.has(sympy.Inverse) or mutant.has(sympy.Inverse):
         return ""
     sizes = size_assignments(formula)[0]
+    if _symbolic_degree_too_high(original, sizes) or _symbolic_degree_too_high(mutant, sizes):
+        return ""
     values = dict(sizes)
     for s in formula.symbols:
         if s.kind == "matrix":

@@ -50,6 +50,28 @@ def test_ill_typed_mutants_are_invalid_not_counted():
     assert not any(m.text == i.text for m in mutants for i in invalid)
 
 
+def test_a_matrix_power_in_a_size_other_than_L_is_an_invalid_mutant():
+    """The loss checks expand (I - A Sigma A)^(2L) for each loop count L; 2n or 2d in the
+    exponent is rejected like an ill-typed text (it was an 'inconclusive' survivor)."""
+    mutants, invalid = generate(formula("gatmiry2024.lemma_a6", "lhs"))
+    assert {i.text for i in invalid} == {"trace((Identity(d) - A_half*Sigma*A_half)**(2*n))",
+                                         "trace((Identity(d) - A_half*Sigma*A_half)**(2*d))"}
+    assert all("exponents here may only use L" in i.error for i in invalid)
+    assert "trace((Identity(d) - A_half*Sigma*A_half)**(3*L))" in {m.text for m in mutants}
+
+
+def test_transposed_power_is_equivalent_without_expanding_a_symbolic_power():
+    """With symbolic entries tr (I - A' Sigma A)^(2L) at L = 5 expands to millions of terms (7 GB
+    and four minutes per mutant); the illustration is skipped above PROOF_MAX_POWER and the
+    exact sampling decides."""
+    from verify import mutants as M
+
+    f = formula("gatmiry2024.lemma_a6", "lhs")
+    assert M._symbolic_degree_too_high(f.parse(), M.size_assignments(f)[0])
+    eq = equivalence(f, "trace((Identity(d) - Transpose(A_half)*Sigma*A_half)**(2*L))")
+    assert eq.kind in ("identity", "assumptions") and "expands to 0" not in eq.detail
+
+
 def test_equivalence_by_simplification():
     f = formula("ahn2023.thm1", "A_iso")
     eq = equivalence(f, "-n/(n + d + 1)")
