@@ -1332,7 +1332,7 @@ def _moment_symbolic(ctx: Context, quantity, what: str, scales=(Fraction(1),),
 # ----- Lemma A.2 -------------------------------------------------------------------------------
 LEMMA_A2_FORMULAS = (
     NamedFormula("hypothesis", "n >= 4*k**2*d**2", (_N, _D, _K), equation="Lemma A.2",
-                 description="the sample size condition"),
+                 description="the sample size condition", weaker="narrower"),
     NamedFormula("lower", "1", _BOUND_SYMBOLS, equation="Lemma A.2",
                  description="lower bound on alpha_{n,d,k}", weaker="smaller"),
     NamedFormula("upper", "1 + 4*k*d/sqrt(n)", _BOUND_SYMBOLS, equation="Lemma A.2",
@@ -1373,7 +1373,8 @@ LEMMA_A2 = Claim(
 # ----- Lemma 4.2 and its restatement A.5 --------------------------------------------------------
 LEMMA42_FORMULAS = (
     NamedFormula("hypothesis", "n > d", (_N, _D, _K, _L), equation="Sec. 3.2",
-                 description="the paper's standing assumption (the lemma states none)"),
+                 description="the paper's standing assumption (the lemma states none)",
+                 weaker="narrower"),
     NamedFormula("delta", "(8*L*d/sqrt(n))**(1/(2*L))", (_N, _D, _L, _K), equation="Sec. 3.5",
                  description="delta := (8 L d / sqrt(n))^{1/(2L)}"),
     NamedFormula("lower", "lambda_j**k - delta**k*lambda_1**k", _BOUND_SYMBOLS,
@@ -1463,7 +1464,8 @@ LEMMA4_2 = Claim(
 
 LEMMA_A5_FORMULAS = (
     NamedFormula("hypothesis", "n > d", (_N, _D, _K, _L), equation="Sec. 3.2",
-                 description="the paper's standing assumption (the lemma states none)"),
+                 description="the paper's standing assumption (the lemma states none)",
+                 weaker="narrower"),
     NamedFormula("delta", "4*k*d/sqrt(n)", (_N, _D, _L, _K), equation="proof of Lemma A.5",
                  description="delta = 4 k d / sqrt(n), the value the proof ends with"),
     NamedFormula("lower", "lambda_j**k - delta*lambda_1**k", _BOUND_SYMBOLS, equation="Lemma A.5",
@@ -1505,7 +1507,8 @@ LEMMA_A5 = Claim(
 # ----- Lemma 4.3 and its restatement A.7 --------------------------------------------------------
 LEMMA43_FORMULAS = (
     NamedFormula("hypothesis", "n > d", (_N, _D, _K, _L), equation="Sec. 3.2",
-                 description="the paper's standing assumption (the lemma states none)"),
+                 description="the paper's standing assumption (the lemma states none)",
+                 weaker="narrower"),
     NamedFormula("delta", "(8*L*d/sqrt(n))**(1/(2*L))", (_N, _D, _L, _K), equation="Sec. 3.5",
                  description="delta := (8 L d / sqrt(n))^{1/(2L)}"),
     NamedFormula("lower", "(1 - lambda_j)**k - delta**k*(lambda_1 + 1)**k", _BOUND_SYMBOLS,
@@ -1596,7 +1599,8 @@ LEMMA4_3 = Claim(
 
 LEMMA_A7_FORMULAS = (
     NamedFormula("hypothesis", "n > d", (_N, _D, _K, _L), equation="Sec. 3.2",
-                 description="the paper's standing assumption (the lemma states none)"),
+                 description="the paper's standing assumption (the lemma states none)",
+                 weaker="narrower"),
     NamedFormula("delta", "(4*k*d/sqrt(n))**(1/k)", (_N, _D, _L, _K), equation="Lemma A.7",
                  description="delta^k = 4 k d / sqrt(n)"),
     NamedFormula("lower", "(1 - lambda_j)**k - delta**k*(lambda_1 + 1)**k", _BOUND_SYMBOLS,
@@ -1877,7 +1881,7 @@ def _opt_steps() -> list:
 
 THM32_FORMULAS = (
     NamedFormula("hypothesis", "8*L*d**2/sqrt(n) <= 1/2**(2*L)", _OPT_SYMBOLS,
-                 equation="Thm. 3.2", description="the condition on n"),
+                 equation="Thm. 3.2", description="the condition on n", weaker="narrower"),
     NamedFormula("delta", "(8*L*d/sqrt(n))**(1/(2*L))", (_N, _D, _L), equation="Sec. 3.5",
                  description="delta := (8 L d / sqrt(n))^{1/(2L)}"),
     NamedFormula("loss_bound", "8*L*d**2*2**(2*L)/sqrt(n)", _OPT_SYMBOLS, equation="Thm. 3.2 (1)",
@@ -2139,7 +2143,7 @@ THM3_2 = Claim(
 
 THM_A8_FORMULAS = (
     NamedFormula("hypothesis", "delta*d**(1/(2*L)) < 1/2", _OPT_SYMBOLS, equation="Thm. A.8",
-                 description="the condition on n through delta"),
+                 description="the condition on n through delta", weaker="narrower"),
     NamedFormula("delta", "(8*L*d/sqrt(n))**(1/(2*L))", (_N, _D, _L), equation="Sec. 3.5",
                  description="delta := (8 L d / sqrt(n))^{1/(2L)}"),
     NamedFormula("loss_bound", "d*(2*delta)**(2*L)", _OPT_SYMBOLS, equation="Thm. A.8 (1)",
@@ -2524,7 +2528,7 @@ def _gd_numeric(ctx: Context, form: GDForm) -> TierResult:
 
 THM34_FORMULAS = (
     NamedFormula("hypothesis", "loss >= 16*L*d*4**L/sqrt(n)", _GD_SYMBOLS, equation="Thm. 3.4",
-                 description="L(A, 0) >= 16 L d 4^L / sqrt(n)"),
+                 description="L(A, 0) >= 16 L d 4^L / sqrt(n)", weaker="narrower"),
     NamedFormula("rhs", "loss**((2*L - 1)/L)/16", _GD_SYMBOLS, equation="Thm. 3.4",
                  description="||grad_A L(A, 0)||^2 >= L(A, 0)^{(2L-1)/L} / 16", weaker="smaller"),
 )
@@ -2551,7 +2555,7 @@ THM3_4 = Claim(
 
 THM_A11_FORMULAS = (
     NamedFormula("hypothesis", "loss >= 2*(4*delta)**(2*L)", _GD_SYMBOLS, equation="Thm. A.11",
-                 description="L(A, 0) >= 2 (4 delta)^{2L}"),
+                 description="L(A, 0) >= 2 (4 delta)^{2L}", weaker="narrower"),
     NamedFormula("delta", "(8*L*d/sqrt(n))**(1/(2*L))", (_N, _D, _L), equation="Sec. 3.5",
                  description="delta := (8 L d / sqrt(n))^{1/(2L)}"),
     NamedFormula("rhs", "loss**((2*L - 1)/L)/16", _GD_SYMBOLS, equation="Thm. A.11",
@@ -2580,7 +2584,8 @@ LEMMA_A10_FORMULAS = (
     NamedFormula("hypothesis", "(8*delta*d**(3/(4*L)) <= epsilon) & (epsilon <= 1) & "
                  "(4*d*delta**(4*L - 2) <= 1) & "
                  "(loss >= epsilon**(2*L) + d*delta**(2*L)*(epsilon + 2)**(2*L))", _GD_SYMBOLS,
-                 equation="Lemma A.10", description="the conditions on epsilon, delta and L(A, 0)"),
+                 equation="Lemma A.10", description="the conditions on epsilon, delta and L(A, 0)",
+                 weaker="narrower"),
     NamedFormula("delta", "(8*L*d/sqrt(n))**(1/(2*L))", (_N, _D, _L), equation="Sec. 3.5",
                  description="delta := (8 L d / sqrt(n))^{1/(2L)}"),
     NamedFormula("rhs", "epsilon**(4*L - 2)/4", _GD_SYMBOLS, equation="Lemma A.10",
@@ -2876,7 +2881,7 @@ def _flow_numeric(ctx: Context, form: FlowForm) -> TierResult:
 
 THM_A12_FORMULAS = (
     NamedFormula("hypothesis", "xi >= 2*(4*delta)**(2*L)", _FLOW_SYMBOLS, equation="Thm. A.12",
-                 description="xi >= 2 (4 delta)^{2L}"),
+                 description="xi >= 2 (4 delta)^{2L}", weaker="narrower"),
     NamedFormula("delta", "(8*L*d/sqrt(n))**(1/(2*L))", (_N, _D, _L), equation="Sec. 3.5",
                  description="delta := (8 L d / sqrt(n))^{1/(2L)}"),
     NamedFormula("time", "(1/xi)**((L - 1)/L)*(16*L/(L - 1))**((L - 1)/(2*L - 1))", _FLOW_SYMBOLS,
@@ -3088,7 +3093,7 @@ THM4_4 = Claim(
     formulas=(
         NamedFormula("hypothesis", "(epsilon > 4*delta) & (loss <= epsilon**(2*L)/2)",
                      _CLOSE_SYMBOLS, equation="Thm. 4.4", description="epsilon > 4 delta and "
-                     "L(A, 0) <= epsilon^{2L} / 2"),
+                     "L(A, 0) <= epsilon^{2L} / 2", weaker="narrower"),
         NamedFormula("delta", "(8*L*d/sqrt(n))**(1/(2*L))", (_N, _D, _L), equation="Sec. 3.5",
                      description="delta := (8 L d / sqrt(n))^{1/(2L)}"),
         NamedFormula("radius", "(4 + 16*d**(1/(2*L)))*epsilon", _CLOSE_SYMBOLS,
@@ -3110,7 +3115,7 @@ LEMMA_A9 = Claim(
         NamedFormula("hypothesis", "(epsilon > 2*delta) & "
                      "(loss <= epsilon**(2*L) - delta**(2*L)*(epsilon + 2)**(2*L))",
                      _CLOSE_SYMBOLS, equation="Lemma A.9",
-                     description="the conditions on epsilon and L(A, 0)"),
+                     description="the conditions on epsilon and L(A, 0)", weaker="narrower"),
         NamedFormula("delta", "(8*L*d/sqrt(n))**(1/(2*L))", (_N, _D, _L), equation="Sec. 3.5",
                      description="delta := (8 L d / sqrt(n))^{1/(2L)}"),
         NamedFormula("radius", "4*epsilon + 16*delta*d**(1/(2*L))", _CLOSE_SYMBOLS,

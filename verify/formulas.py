@@ -74,7 +74,7 @@ def _dim(s: str):
     return sympy.sympify(s, locals={n: size_symbol(n) for n in names})
 
 
-WEAKER = ("larger", "smaller")
+WEAKER = ("larger", "smaller", "narrower")
 
 _FORBIDDEN = re.compile(r"__|\bimport\b|\blambda\b|\bexec\b|\beval\b|\bopen\b|;")
 
@@ -86,7 +86,9 @@ class NamedFormula:
     ``weaker`` says which way the formula is a bound: ``"larger"`` when the claim stays true, and
     becomes weaker, if the formula's value is replaced by a larger one (an upper bound, a
     sufficient threshold such as a least step count or a least admissible gamma); ``"smaller"``
-    for the opposite (a lower bound).  ``None`` (the default): the formula is asserted exactly.
+    for the opposite (a lower bound); ``"narrower"`` for a hypothesis (a condition): the claim
+    stays true under any condition that holds on part of where it holds (a larger threshold in
+    n >= 4 k^2 d^2).  ``None`` (the default): the formula is asserted exactly.
     ``icl-verify mutate`` uses it to recognise a mutant that is a true consequence of the claim
     (a looser bound), which no sound check can refute.
 

@@ -501,9 +501,13 @@ def equivalence(formula: NamedFormula, mutant_text: str, seed: int = 0,
     rng = np.random.default_rng([seed, 0x6D75])
     compared, witness = _compare(formula, original, mutant, rng, assume=False)
     sizes = ", ".join(_where(a) for a in size_assignments(formula)) or "(no sizes)"
+    if witness is None and compared == 0:
+        # a condition has no exact number to compare; a hypothesis may still be narrower
+        if formula.weaker == "narrower":
+            implied, why = implication(formula, original, mutant, seed)
+            return Equivalence("implied" if implied else "none", why)
+        return Equivalence("none", "could not evaluate the formulas at any instance")
     if witness is None:
-        if compared == 0:
-            return Equivalence("none", "could not evaluate the formulas at any instance")
         return Equivalence("identity", f"equal in exact arithmetic at {compared} random rational "
                                        f"instances, sizes {sizes}"
                            + _symbolic_proof(formula, original, mutant, False))
@@ -632,6 +636,8 @@ def implication(formula: NamedFormula, original: sympy.Basic, mutant: sympy.Basi
     weaker = formula.weaker
     if weaker is None:
         return False, "the formula is not marked as a bound"
+    if weaker == "narrower":
+        return _narrower(formula, original, mutant, seed)
     symbols = _scalar_symbols(formula)
     if symbols is None or _is_matrix(original) or _is_matrix(mutant) \
             or not isinstance(original, sympy.Expr) or not isinstance(mutant, sympy.Expr):
@@ -687,6 +693,52 @@ def implication(formula: NamedFormula, original: sympy.Basic, mutant: sympy.Basi
     return True, (f"implied: mutant {op} original at all {compared} instances of the domain "
                   f"(strictly at {strict}; {IMPLIED_DIGITS}-digit values at exact rational points, "
                   f"{domain}){span}: {looser}")
+
+
+def _narrower(formula: NamedFormula, original, mutant, seed: int) -> tuple[bool, str]:
+    """A hypothesis mutant is implied when it holds only where the original holds: sampled at
+    IMPLIED_ATTEMPTS points of the domain (sizes log-uniform in [1, SIZE_RANGE] and the three
+    size patterns, scalars log-uniform), one point where the mutant holds and the original does
+    not makes it a different (not weaker) claim.  A mutant that holds at no point drawn says
+    nothing there (a vacuous hypothesis, e.g. d >= 4 d^2 k^2): implied, and said so."""
+    import mpmath
+
+    symbols = _scalar_symbols(formula)
+    if symbols is None or not all(isinstance(e, sympy.logic.boolalg.Boolean)
+                                  for e in (original, mutant)):
+        return False, "the implication test for a hypothesis applies to conditions on scalars"
+    names = [s.name for s in symbols]
+    args = [formula.locals()[n] for n in names]
+    try:
+        f_o = sympy.lambdify(args, original, "mpmath")
+        f_m = sympy.lambdify(args, mutant, "mpmath")
+    except Exception as exc:  # noqa: BLE001 - a form lambdify cannot print
+        return False, f"cannot evaluate the conditions numerically ({_one_line(exc)})"
+    rng = np.random.default_rng([seed, 0x6E6172])
+    patterns = size_assignments(formula)
+    held, held_both = 0, 0
+    with mpmath.workdps(IMPLIED_DIGITS):
+        for attempt in range(IMPLIED_ATTEMPTS):
+            sizes = patterns[attempt % len(patterns)] if attempt < 8 * len(patterns) else None
+            values = _draw_domain(formula, rng, sizes)
+            point = [mpmath.mpf(int(values[n].p)) / int(values[n].q) for n in names]
+            try:
+                m, o = bool(f_m(*point)), bool(f_o(*point))
+            except (ZeroDivisionError, ValueError, TypeError, OverflowError):
+                continue
+            if m and not o:
+                return False, (f"not implied: the mutant hypothesis holds at {_shown(values)}, "
+                               f"where the original does not (a different claim, not a weaker one)")
+            held += m
+            held_both += m and o
+    domain = _domain_words(formula)
+    if held == 0:
+        return True, (f"implied: the mutant hypothesis holds at none of {IMPLIED_ATTEMPTS} "
+                      f"instances drawn ({domain}), so the claim under it says nothing there "
+                      f"(vacuous)")
+    return True, (f"implied: wherever the mutant hypothesis holds ({held} of {IMPLIED_ATTEMPTS} "
+                  f"instances drawn, {domain}) the original holds: a narrower hypothesis, a "
+                  f"weaker claim")
 
 
 def _domain_words(formula: NamedFormula) -> str:

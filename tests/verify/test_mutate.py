@@ -72,6 +72,17 @@ def test_transposed_power_is_equivalent_without_expanding_a_symbolic_power():
     assert eq.kind in ("identity", "assumptions") and "expands to 0" not in eq.detail
 
 
+@pytest.mark.parametrize("text,kind,words", [
+    ("n >= 5*d**2*k**2", "implied", "narrower hypothesis"),     # a larger threshold
+    ("d >= 4*d**2*k**2", "implied", "vacuous"),                 # holds for no positive sizes
+    ("n >= 3*d**2*k**2", "none", "where the original does not"),  # a wider hypothesis
+    ("n >= 4*k**4", "none", "where the original does not"),
+])
+def test_a_narrower_hypothesis_is_implied_a_wider_one_is_not(text, kind, words):
+    eq = equivalence(formula("gatmiry2024.lemma_a2", "hypothesis"), text)
+    assert eq.kind == kind and words in eq.detail, eq
+
+
 def test_equivalence_by_simplification():
     f = formula("ahn2023.thm1", "A_iso")
     eq = equivalence(f, "-n/(n + d + 1)")
@@ -370,6 +381,11 @@ def test_a_condition_is_never_declared_equivalent_by_sampling():
     # gatmiry2024's hypotheses are conditions: at the small size patterns n >= 4 k^2 d^2 is false
     # for the original and every mutant alike, which says nothing; they stay non-equivalent
     # (before, evaluating a condition raised AttributeError and stopped `mutate --paper gatmiry2024`)
+    # (before, evaluating a condition raised AttributeError and stopped `mutate --paper gatmiry2024`);
+    # a hypothesis marked weaker="narrower" may still be *implied* (decided over the domain, not
+    # at the size patterns), which is not equivalence
     f = formula("gatmiry2024.lemma_a2", "hypothesis")
     eq = equivalence(f, "n >= 5*d**2*k**2")
+    assert eq.kind == "implied" and "identity" not in eq.detail
+    eq = equivalence(f, "n >= 3*d**2*k**2")
     assert eq.kind == "none" and not eq.equivalent
