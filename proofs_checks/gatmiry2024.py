@@ -19,7 +19,9 @@ reports the others.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
+import re
 import time
 from dataclasses import dataclass
 from functools import lru_cache
@@ -44,7 +46,7 @@ from moments.tensor import gaussian_matrix, matrix, vector
 from moments.wick import canonical, expectation
 from verify.claim import Claim, Context, Correction, TierResult
 from verify.evidence import Finding, combine, step
-from verify.formulas import FormulaSymbol, NamedFormula, compile_formula, formula_value
+from verify.formulas import SIZE_NAMES, FormulaSymbol, NamedFormula, compile_formula, formula_value
 
 from . import looped_icl as li
 from .linear_icl import LinearICLSetting, cayley_orthogonal, symbolic_prompt
@@ -3647,9 +3649,29 @@ FIG4 = Claim(
 )
 
 
-CLAIMS = [PROP3_1, LEMMA4_1, COR_A4, LEMMA_A3, LEMMA_A6, THM_A1, LEMMA_A2, LEMMA4_2, LEMMA_A5,
-          LEMMA4_3, LEMMA_A7, THM3_2, THM_A8, THM3_4, THM_A11, LEMMA_A10, THM3_3, THM_A12,
-          THM4_4, LEMMA_A9, THM4_5, THM_A13, FIG1, FIG2, FIG3, FIG4]
+def _own_symbols(claim: Claim) -> Claim:
+    """The claim with each formula's scalar symbols narrowed to those some formula of the claim
+    (as printed or corrected) uses, or that size a matrix of the formula.  The symbol tuples are shared by a section's
+    claims, so Thm. 3.4 declared delta and epsilon of Lemma A.10: a swap into them made mutants no
+    tier could evaluate (inconclusive survivors), and ``--set`` should reject them as symbols the
+    claim does not have."""
+    texts = [f.text for f in claim.formulas] + list(claim.correction.formulas.values()
+                                                    if claim.correction else [])
+    used = {w for t in texts for w in re.findall(r"[A-Za-z_]\w*", t)}
+
+    def keep(f: NamedFormula, s: FormulaSymbol) -> bool:
+        shapes = {x for m in f.symbols if m.kind != "scalar" for x in m.shape} | set(f.shape or ())
+        return s.kind != "scalar" or s.name in used or (s.name in SIZE_NAMES and s.name in shapes)
+
+    formulas = tuple(dataclasses.replace(f, symbols=tuple(s for s in f.symbols if keep(f, s)),
+                                         _cache={}) for f in claim.formulas)
+    return dataclasses.replace(claim, formulas=formulas)
+
+
+CLAIMS = [_own_symbols(c) for c in (
+    PROP3_1, LEMMA4_1, COR_A4, LEMMA_A3, LEMMA_A6, THM_A1, LEMMA_A2, LEMMA4_2, LEMMA_A5,
+    LEMMA4_3, LEMMA_A7, THM3_2, THM_A8, THM3_4, THM_A11, LEMMA_A10, THM3_3, THM_A12,
+    THM4_4, LEMMA_A9, THM4_5, THM_A13, FIG1, FIG2, FIG3, FIG4)]
 
 
 # ==============================================================================================
