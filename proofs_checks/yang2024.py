@@ -2359,10 +2359,12 @@ LEMMA7 = Claim(
 
 LEMMA8_FORMULAS = (
     NamedFormula("b_lip", "2*Zbar_norm*dQ_h", (_Zbn, _dQh), equation="(50)",
-                 description="bound on ||b_k^h(theta) - b_k^h(theta')||_2", weaker="larger"),
+                 description="bound on ||b_k^h(theta) - b_k^h(theta')||_2", weaker="larger",
+                 proof=lambda: lemma8_chain()["b_lip"]),
     NamedFormula("delta_lip", "2*gamma*sqrt(H)*alpha*dQ + gamma*sqrt(H)*dalpha_k",
                  (_gam, _H, _alp, _dQ, _dak), equation="(51)",
-                 description="bound on ||delta_k(theta) - delta_k(theta')||_2", weaker="larger"),
+                 description="bound on ||delta_k(theta) - delta_k(theta')||_2", weaker="larger",
+                 proof=lambda: lemma8_chain()["delta_lip"]),
 )
 LEMMA9_FORMULAS = (
     NamedFormula("b_bound", "Zbar_norm", (_Zbn,), equation="(52)", description="bound on ||b_k^h||_2",
@@ -2600,7 +2602,8 @@ L61_CORRECTED = ("2*((1/K)*(2*gamma*Zbar_norm**2*(2*gamma*H*alpha + A_norm))**2 
                  " + 4*N*(alpha*gamma*H + A_norm)**2)")
 LEMMA10_FORMULAS = (
     NamedFormula("L_sq", L61_TEXT, (_gam, _alp, _H, _K, _N, _Zbn, _fbar, _An), equation="(61)",
-                 description="L^2, the square of the smoothness constant of l in xi", weaker="larger"),
+                 description="L^2, the square of the smoothness constant of l in xi", weaker="larger",
+                 proof=lambda: lemma10_chain()["L_sq"]),
 )
 LEMMA10_SIZES = {"quick": {"K": 6, "d": 3, "m": 2, "N": 3, "H": 3},
                  "default": {"K": 8, "d": 3, "m": 2, "N": 3, "H": 4},
@@ -2840,7 +2843,7 @@ THM1_FORMULAS = (
                          " + 2*H**2*Zbar_norm**4*(gamma**4/K**2 + 16384/(gamma*zeta_0**4)*K**3*Zbar_norm**2"
                          "*Delta_0**2)",
                  (_H, _K, _N, _m, _tau, _Zbn, _z0, _D0, _ZZn, _gam), equation="(17)",
-                 description="L^2; eta_Q <= 1/L", weaker="larger"),
+                 description="L^2; eta_Q <= 1/L", weaker="larger", proof=lambda: thm1_L_sq_chain()),
     NamedFormula("rate", "1 - eta_w*zeta_0/(2*K)", (_etaw, _z0, _K), equation="(18)",
                  description="the contraction factor of L - inf L per step", weaker="larger"),
 )

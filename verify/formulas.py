@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import sympy
 from sympy.matrices.expressions.matexpr import MatrixExpr
@@ -97,6 +97,11 @@ class NamedFormula:
     f(A; c Sigma) = c f(c A; Sigma)): ``mutate`` then counts a positive multiple of the formula
     as equivalent, citing the reason.
 
+    ``proof`` (for a bound marked ``weaker``) returns the bound the paper's proof gives, as the
+    claim's checks derive it (a sympy expression in symbols named like the formula's): a mutant
+    on the weaker side of it everywhere is proved by the paper's argument although it may be
+    tighter than the printed bound, so ``mutate`` counts it as implied.
+
     ``exponents`` names the symbols a matrix power's exponent may contain, for checks that expand
     powers for each value of those symbols (a loss in the loop count L): an exponent in another
     symbol (the sample size n) is rejected like an ill-typed text, by ``--set`` and ``mutate``."""
@@ -110,6 +115,7 @@ class NamedFormula:
     weaker: str | None = None  # "larger" | "smaller" | None: see the class docstring
     scale_free: str = ""  # why a positive multiple is the same statement, or "": see above
     exponents: tuple[str, ...] | None = None  # symbols a matrix power's exponent may use (None: any)
+    proof: Callable[[], sympy.Expr] | None = field(default=None, compare=False, repr=False)
     _cache: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):

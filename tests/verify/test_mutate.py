@@ -83,6 +83,30 @@ def test_a_narrower_hypothesis_is_implied_a_wider_one_is_not(text, kind, words):
     assert eq.kind == kind and words in eq.detail, eq
 
 
+def test_a_bound_between_the_proofs_and_the_printed_one_is_implied_by_the_proof():
+    """Printed 2x, the proof gives x: 3x/2 is tighter than printed but proved; x/2 is not."""
+    import sympy
+
+    from verify.formulas import FormulaSymbol, NamedFormula
+
+    x = FormulaSymbol("x", positive=True)
+    f = NamedFormula("b", "2*x", (x,), weaker="larger",
+                     proof=lambda: sympy.Symbol("x", positive=True))
+    eq = equivalence(f, "3*x/2")
+    assert eq.kind == "implied" and "implied by the paper's proof" in eq.detail
+    assert equivalence(f, "x").kind == "implied"                  # the proof's bound itself
+    eq = equivalence(f, "x/2")
+    assert eq.kind == "none" and "smaller) than the proof's bound" in eq.detail
+
+
+def test_yang2024_bounds_carry_the_chain_of_their_proofs():
+    from proofs_checks import yang2024 as Y
+
+    assert find("yang2024.thm1").formula("L_sq").proof() == Y.thm1_L_sq_chain()
+    assert find("yang2024.lemma10").formula("L_sq").proof() == Y.lemma10_chain()["L_sq"]
+    assert find("yang2024.lemma8").formula("b_lip").proof() == Y.lemma8_chain()["b_lip"]
+
+
 def test_equivalence_by_simplification():
     f = formula("ahn2023.thm1", "A_iso")
     eq = equivalence(f, "-n/(n + d + 1)")
