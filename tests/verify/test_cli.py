@@ -83,7 +83,7 @@ BAD = [
     # mutate shares the selection and run options, and validates before any work
     (["mutate"], "name claims"),
     (["check", "gatmiry2024.lemma_a6", "--set",
-      "lhs=trace((Identity(d) - A_half*Sigma*A_half)**(2*n))"], "exponents here may only use L"),
+      "lhs=trace((Identity(d) - A_half*Sigma*A_half)**(2*d))"], "exponents here may only use L"),
     (["mutate", "nosuch.claim"], "unknown claim"),
     (["mutate", "--paper", "nobody2020"], "unknown paper"),
     (["mutate", "ahn2023.thm1", "--formula", "nosuch"], "no selected claim has a formula"),
