@@ -2238,13 +2238,14 @@ def _exact_at(expr: sympy.Expr, env: Mapping) -> sympy.Expr:
 
 
 def _gd_le(lhs, rhs, env: Mapping, strict: bool = False) -> bool:
-    """lhs <= rhs (or <) at exact values: decided at 80 digits when the relative gap exceeds
-    10^-50 (fast: sympy would factor 300-digit rationals raised to rational powers), exactly
-    otherwise."""
-    with mpmath.workdps(80):
-        x, y = _mp_value(lhs, env), _mp_value(rhs, env)
-        if abs(y - x) > mpmath.mpf(10) ** -50 * max(1, abs(x), abs(y)):
-            return bool(x < y)
+    """lhs <= rhs (or <) at exact values: decided at 80, 400 or 2000 digits when the relative gap
+    exceeds 10^(30 - digits) (fast: sympy would factor 300-digit rationals raised to rational
+    powers, and d^(1/n) at n = 10^100 exactly exhausts memory), exactly otherwise."""
+    for digits in (80, 400, 2000):
+        with mpmath.workdps(digits):
+            x, y = _mp_value(lhs, env), _mp_value(rhs, env)
+            if abs(y - x) > mpmath.mpf(10) ** (30 - digits) * max(1, abs(x), abs(y)):
+                return bool(x < y)
     sgn = li.exact_sign(_exact_at(rhs, env) - _exact_at(lhs, env))
     return sgn > 0 or (sgn == 0 and not strict)
 

@@ -221,3 +221,14 @@ def test_fig3_trained_model_extrapolation_turns_up():
     assert v.verdict == "refuted"
     ce = v.counterexample
     assert ce["L_test"] == 6 and ce["loss_at_L_test"] > ce["loss_at_L_test_minus_1"]
+
+
+def test_a_power_of_d_in_1_over_n_is_decided_without_exhausting_memory():
+    """rhs with d^((L-1)/n) at n = 10^100 is within 10^-50 of ... nothing sympy can compare
+    exactly without a MemoryError (a mutant of Thm 3.4 did this); 400 digits decide it."""
+    from verify.registry import find
+    from verify.runner import check_claim
+
+    v = check_claim(find("gatmiry2024.thm3_4"), tiers=("symbolic",), budget="quick", seed=0,
+                    overrides={"rhs": "loss**((2*L - 1)/L)/(16*d**((L - 1)/n))"})
+    assert v.verdict == "refuted", v.as_dict()
