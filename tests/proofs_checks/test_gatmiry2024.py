@@ -224,8 +224,8 @@ def test_fig3_trained_model_extrapolation_turns_up():
 
 
 def test_a_power_of_d_in_1_over_n_is_decided_without_exhausting_memory():
-    """rhs with d^((L-1)/n) at n = 10^100 is within 10^-50 of ... nothing sympy can compare
-    exactly without a MemoryError (a mutant of Thm 3.4 did this); 400 digits decide it."""
+    """A mutant of Thm 3.4 with d^((L-1)/n) in rhs: at n = 10^100 its value is within 10^-50 of
+    ||grad||^2 at some d, and the exact route raised MemoryError; 400 digits decide it."""
     from verify.registry import find
     from verify.runner import check_claim
 
