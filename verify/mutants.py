@@ -106,6 +106,41 @@ class Equivalence:
         return out
 
 
+@dataclass(frozen=True)
+class Domain:
+    """Where a claim's bounds are asserted: its hypotheses hold (formulas marked
+    ``weaker="narrower"``) and a symbol the claim also defines as a formula (gatmiry2024's
+    delta := (8 L d / sqrt(n))^(1/(2L))) takes that formula's value.  ``symbols`` are all the
+    claim's declared scalars, drawn for a point before the definitions are applied."""
+
+    symbols: tuple
+    definitions: tuple          # (name, expression) in the declared symbols
+    hypotheses: tuple           # conditions in the declared symbols
+    words: str
+
+
+def claim_domain(formulas, fixed: dict | None = None) -> Domain | None:
+    """The domain of a claim with hypotheses (None without: bounds then hold for every positive
+    value, as before); ``fixed`` holds corrected texts, which define the claim when it is
+    corrected."""
+    fixed = fixed or {}
+    hyps = [f for f in formulas if f.weaker == "narrower"]
+    if not hyps:
+        return None
+    symbols = {}
+    for f in formulas:
+        for s in f.symbols:
+            if s.kind == "scalar":
+                symbols.setdefault(s.name, s)
+    defs = tuple((f.name, f.parse(fixed.get(f.name))) for f in formulas
+                 if f.name in symbols and f.shape is None and f.weaker is None)
+    parsed = tuple(f.parse(fixed.get(f.name)) for f in hyps)
+    words = ("the claim's hypotheses hold ("
+             + "; ".join(f.text if f.name not in fixed else fixed[f.name] for f in hyps) + ")"
+             + "".join(f", {n} := {e}" for n, e in defs))
+    return Domain(tuple(symbols.values()), defs, parsed, words)
+
+
 # ---------------------------------------------------------------------------------- the tree
 Path = tuple[int, ...]
 
@@ -482,7 +517,7 @@ def _symbolic_proof(formula, original, mutant, assume: bool) -> str:
 
 
 def equivalence(formula: NamedFormula, mutant_text: str, seed: int = 0,
-                base: str | None = None) -> Equivalence:
+                base: str | None = None, domain: Domain | None = None) -> Equivalence:
     """Is the mutant the same statement as the original formula (the text ``base``, default the
     paper's), as an identity or under the claim's declared assumptions?"""
     original, mutant = formula.parse(base), formula.parse(mutant_text)
@@ -531,19 +566,20 @@ def equivalence(formula: NamedFormula, mutant_text: str, seed: int = 0,
                                         f"{formula.scale_free}", witness)
     detail = "differs from the original"
     if formula.weaker is not None:
-        implied, why = implication(formula, original, mutant, seed)
+        implied, why = implication(formula, original, mutant, seed, domain=domain)
         if implied:
             return Equivalence("implied", why, witness)
         detail += f" ({why})"
         if formula.proof is not None and formula.weaker != "narrower":
-            implied, why_p = _implied_by_proof(formula, mutant, seed)
+            implied, why_p = _implied_by_proof(formula, mutant, seed, domain)
             if implied:
                 return Equivalence("implied", why_p, witness)
             detail += f"; {why_p}"
     return Equivalence("none", detail, witness)
 
 
-def _implied_by_proof(formula: NamedFormula, mutant, seed: int) -> tuple[bool, str]:
+def _implied_by_proof(formula: NamedFormula, mutant, seed: int,
+                      domain: Domain | None = None) -> tuple[bool, str]:
     """Is the mutant on the weaker side of the bound the paper's proof gives (``proof``), on the
     whole domain?  Then the proof proves it, even where it is tighter than the printed bound."""
     local = formula.locals()
@@ -551,7 +587,7 @@ def _implied_by_proof(formula: NamedFormula, mutant, seed: int) -> tuple[bool, s
     chain = chain.xreplace({s: local[s.name] for s in chain.free_symbols if s.name in local})
     if chain.free_symbols - set(local.values()):
         return False, "the proof's bound has symbols the formula does not declare"
-    implied, why = implication(formula, chain, mutant, seed, allow_equal=True)
+    implied, why = implication(formula, chain, mutant, seed, allow_equal=True, domain=domain)
     if implied:
         return True, ("implied by the paper's proof: " + why.removeprefix("implied: ")
                       .replace("original", "proof's bound") + f" (the proof's bound: {chain})")
@@ -648,7 +684,8 @@ def _shown(values: dict) -> dict:
 
 
 def implication(formula: NamedFormula, original: sympy.Basic, mutant: sympy.Basic,
-                seed: int = 0, allow_equal: bool = False) -> tuple[bool, str]:
+                seed: int = 0, allow_equal: bool = False,
+                domain: Domain | None = None) -> tuple[bool, str]:
     """(is the mutant implied by the original, why): for a scalar formula marked ``weaker``, is
     the mutant on the weaker side of the original at every point of the claim's domain?"""
     import mpmath
@@ -658,6 +695,8 @@ def implication(formula: NamedFormula, original: sympy.Basic, mutant: sympy.Basi
         return False, "the formula is not marked as a bound"
     if weaker == "narrower":
         return _narrower(formula, original, mutant, seed)
+    if domain is not None:
+        return _implication_in(formula, original, mutant, seed, allow_equal, domain)
     symbols = _scalar_symbols(formula)
     if symbols is None or _is_matrix(original) or _is_matrix(mutant) \
             or not isinstance(original, sympy.Expr) or not isinstance(mutant, sympy.Expr):
@@ -713,6 +752,80 @@ def implication(formula: NamedFormula, original: sympy.Basic, mutant: sympy.Basi
     return True, (f"implied: mutant {op} original at all {compared} instances of the domain "
                   f"(strictly at {strict}; {IMPLIED_DIGITS}-digit values at exact rational points, "
                   f"{domain}){span}: {looser}")
+
+
+DOMAIN_ATTEMPTS = 3000    # draws tried when the claim's hypotheses reject most of them
+DOMAIN_SIZE_DIGITS = 30   # under hypotheses, half the sizes log-uniform in [1, 10^30]
+
+
+def _implication_in(formula: NamedFormula, original, mutant, seed: int, allow_equal: bool,
+                    domain: Domain) -> tuple[bool, str]:
+    """``implication`` on the claim's domain: every declared scalar drawn (each size in [1, 10]
+    or log-uniform in [1, 10^DOMAIN_SIZE_DIGITS], other scalars log-uniform, unit ones in
+    (0, 1)), definitions applied, points where a hypothesis fails skipped."""
+    import mpmath
+
+    if formula.shape is not None or not all(isinstance(e, sympy.Expr) for e in (original, mutant)):
+        return False, "the implication test applies to scalar formulas of scalars only"
+    names = [s.name for s in domain.symbols]
+    local = {s.name: s.sympy() for s in domain.symbols}
+    args = [local[n] for n in names]
+
+    def fn(expr):
+        expr = expr.xreplace({x: local[x.name] for x in expr.free_symbols if x.name in local})
+        return sympy.lambdify(args, expr, "mpmath")
+
+    try:
+        f_o, f_m = fn(original), fn(mutant)
+        defs = [(names.index(n), fn(e)) for n, e in domain.definitions]
+        hyps = [fn(h) for h in domain.hypotheses]
+    except Exception as exc:  # noqa: BLE001 - a form lambdify cannot print
+        return False, f"cannot evaluate the formulas numerically ({_one_line(exc)})"
+    rng = np.random.default_rng([seed, 0x646F6D])
+    shim = type("Symbols", (), {"symbols": domain.symbols})()
+    compared, strict = 0, 0
+    words = f"{_domain_words(formula)}, {domain.words}"
+    with mpmath.workdps(IMPLIED_DIGITS):
+        tol = mpmath.mpf(10) ** (-(IMPLIED_DIGITS - 10))
+        for _ in range(DOMAIN_ATTEMPTS):
+            if compared >= IMPLIED_INSTANCES:
+                break
+            sizes = {s.name: (int(rng.integers(1, 11)) if rng.integers(2) else
+                              int(10 ** rng.uniform(0, DOMAIN_SIZE_DIGITS)))
+                     for s in domain.symbols if s.name in SIZE_NAMES}
+            values = _draw_domain(shim, rng, sizes)
+            point = [mpmath.mpf(int(values[n].p)) / int(values[n].q) for n in names]
+            try:
+                for i, g in defs:
+                    point[i] = g(*point)
+                if not all(bool(h(*point)) for h in hyps):
+                    continue
+            except (ZeroDivisionError, ValueError, TypeError, OverflowError):
+                continue
+            a = _real(f_o, point)
+            if a is None:
+                continue
+            compared += 1
+            b = _real(f_m, point)
+            shown = {n: mpmath.nstr(v, 8) for n, v in zip(names, point)}
+            if b is None:
+                return False, (f"not implied: the mutant is not a finite real number at {shown} "
+                               f"where the original is {mpmath.nstr(a, 12)}")
+            gap = (b - a) if formula.weaker == "larger" else (a - b)
+            scale = max(abs(a), abs(b), mpmath.mpf(1e-300))
+            if gap < -tol * scale:
+                tighter = _bound_words(formula.weaker)[2]
+                return False, (f"not implied: the mutant is {tighter} than the original at "
+                               f"{shown} ({words}): {mpmath.nstr(b, 12)} vs {mpmath.nstr(a, 12)}")
+            strict += gap > tol * scale
+    if compared < IMPLIED_MIN:
+        return False, (f"not decided: only {compared} of {DOMAIN_ATTEMPTS} points drawn are in "
+                       f"the claim's domain ({words})")
+    if strict == 0 and not allow_equal:
+        return False, f"not decided: equal to the original at all {compared} points drawn"
+    op, looser = _bound_words(formula.weaker)[:2]
+    return True, (f"implied: mutant {op} original at all {compared} points of the claim's domain "
+                  f"drawn (strictly at {strict}; {IMPLIED_DIGITS}-digit values; {words}): {looser}")
 
 
 def _narrower(formula: NamedFormula, original, mutant, seed: int) -> tuple[bool, str]:

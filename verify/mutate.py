@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from .claim import Claim
 from .errors import UsageError
-from .mutants import Equivalence, Invalid, Mutant, equivalence, generate
+from .mutants import Equivalence, Invalid, Mutant, claim_domain, equivalence, generate
 
 DEFAULT_TIERS = "symbolic,numeric"
 DEFAULT_BUDGET = "quick"
@@ -183,6 +183,7 @@ def mutate_claim(claim: Claim, options: dict, formulas: list[str] | None = None,
         return skipped(base.verdict, base.reason, f"it is {base.verdict} as printed, so its "
                        f"mutants say nothing about its checks")
     reports = []
+    domain = claim_domain(claim.formulas, fixed)
     for f in claim.formulas:
         if formulas and f.name not in formulas:
             continue
@@ -192,7 +193,8 @@ def mutate_claim(claim: Claim, options: dict, formulas: list[str] | None = None,
             if progress:
                 print(f"  {claim.id} {f.name} {i}/{len(mutants)}: {m.text}", file=sys.stderr,
                       flush=True)
-            eq = equivalence(f, m.text, seed=options.get("seed", 0), base=fixed.get(f.name))
+            eq = equivalence(f, m.text, seed=options.get("seed", 0), base=fixed.get(f.name),
+                             domain=domain)
             report.outcomes.append(_check_mutant(claim, fixed, f.name, m, eq, options,
                                                  every_tier))
         reports.append(report)

@@ -108,6 +108,24 @@ def test_yang2024_bounds_carry_the_chain_of_their_proofs():
     assert find("yang2024.lemma8").formula("b_lip").proof() == Y.lemma8_chain()["b_lip"]
 
 
+def test_bounds_are_compared_on_the_claims_domain_hypotheses_and_definitions():
+    """Thm A.8's c = 8 delta d^(1/(2L)) with delta := (8 L d / sqrt(n))^(1/(2L)) and the
+    hypothesis delta d^(1/(2L)) < 1/2: replacing delta by L is looser wherever the claim speaks
+    (delta < 1/2 <= L), although not for a free positive delta; 7 instead of 8 is tighter."""
+    from verify.mutants import claim_domain
+
+    claim = find("gatmiry2024.thm_a8")
+    domain = claim_domain(claim.formulas)
+    assert "delta := " in domain.words and "delta*d**(1/(2*L)) < 1/2" in domain.words
+    c = claim.formula("c")
+    assert equivalence(c, "8*L*d**(1/(2*L))").kind == "none"               # delta free
+    eq = equivalence(c, "8*L*d**(1/(2*L))", domain=domain)
+    assert eq.kind == "implied" and "claim's domain" in eq.detail
+    eq = equivalence(c, "7*d**(1/(2*L))*delta", domain=domain)
+    assert eq.kind == "none" and "tighter" in eq.detail
+    assert claim_domain(find("ahn2023.thm1").formulas) is None             # no hypotheses
+
+
 def test_equivalence_by_simplification():
     f = formula("ahn2023.thm1", "A_iso")
     eq = equivalence(f, "-n/(n + d + 1)")
