@@ -704,12 +704,10 @@ def implication(formula: NamedFormula, original: sympy.Basic, mutant: sympy.Basi
     op, looser, tighter = _bound_words(weaker)
     names = [s.name for s in symbols]
     local = formula.locals()
-    args = [local[n] for n in names]
-    try:
-        f_o = sympy.lambdify(args, original, "mpmath")
-        f_m = sympy.lambdify(args, mutant, "mpmath")
-    except Exception as exc:  # noqa: BLE001 - a form lambdify cannot print
-        return False, f"cannot evaluate the formulas numerically ({_one_line(exc)})"
+    fns, error = _lambdified([local[n] for n in names], original, mutant)
+    if error:
+        return False, f"cannot evaluate the formulas numerically ({error})"
+    f_o, f_m = fns
     rng = np.random.default_rng([seed, 0x696D70])
     patterns = size_assignments(formula)
     compared, strict, ratios = 0, 0, []
@@ -754,6 +752,14 @@ def implication(formula: NamedFormula, original: sympy.Basic, mutant: sympy.Basi
                   f"{domain}){span}: {looser}")
 
 
+def _lambdified(args: list, *exprs) -> tuple[list | None, str]:
+    """mpmath functions of exprs in args, or (None, why they cannot be evaluated)."""
+    try:
+        return [sympy.lambdify(args, e, "mpmath") for e in exprs], ""
+    except Exception as exc:  # noqa: BLE001 - a form lambdify cannot print
+        return None, _one_line(exc)
+
+
 DOMAIN_ATTEMPTS = 3000    # draws tried when the claim's hypotheses reject most of them
 DOMAIN_SIZE_DIGITS = 30   # under hypotheses, half the sizes log-uniform in [1, 10^30]
 
@@ -771,16 +777,14 @@ def _implication_in(formula: NamedFormula, original, mutant, seed: int, allow_eq
     local = {s.name: s.sympy() for s in domain.symbols}
     args = [local[n] for n in names]
 
-    def fn(expr):
-        expr = expr.xreplace({x: local[x.name] for x in expr.free_symbols if x.name in local})
-        return sympy.lambdify(args, expr, "mpmath")
-
-    try:
-        f_o, f_m = fn(original), fn(mutant)
-        defs = [(names.index(n), fn(e)) for n, e in domain.definitions]
-        hyps = [fn(h) for h in domain.hypotheses]
-    except Exception as exc:  # noqa: BLE001 - a form lambdify cannot print
-        return False, f"cannot evaluate the formulas numerically ({_one_line(exc)})"
+    exprs = [e.xreplace({x: local[x.name] for x in e.free_symbols if x.name in local})
+             for e in (original, mutant, *(e for _, e in domain.definitions), *domain.hypotheses)]
+    fns, error = _lambdified(args, *exprs)
+    if error:
+        return False, f"cannot evaluate the formulas numerically ({error})"
+    f_o, f_m = fns[:2]
+    defs = [(names.index(n), g) for (n, _), g in zip(domain.definitions, fns[2:])]
+    hyps = fns[2 + len(domain.definitions):]
     rng = np.random.default_rng([seed, 0x646F6D])
     shim = type("Symbols", (), {"symbols": domain.symbols})()
     compared, strict = 0, 0
@@ -841,12 +845,10 @@ def _narrower(formula: NamedFormula, original, mutant, seed: int) -> tuple[bool,
                                   for e in (original, mutant)):
         return False, "the implication test for a hypothesis applies to conditions on scalars"
     names = [s.name for s in symbols]
-    args = [formula.locals()[n] for n in names]
-    try:
-        f_o = sympy.lambdify(args, original, "mpmath")
-        f_m = sympy.lambdify(args, mutant, "mpmath")
-    except Exception as exc:  # noqa: BLE001 - a form lambdify cannot print
-        return False, f"cannot evaluate the conditions numerically ({_one_line(exc)})"
+    fns, error = _lambdified([formula.locals()[n] for n in names], original, mutant)
+    if error:
+        return False, f"cannot evaluate the conditions numerically ({error})"
+    f_o, f_m = fns
     rng = np.random.default_rng([seed, 0x6E6172])
     patterns = size_assignments(formula)
     held = 0
