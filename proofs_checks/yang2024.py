@@ -2857,13 +2857,9 @@ def _ratio_at_least_one(ratio: sympy.Expr, rng: np.random.Generator) -> tuple[bo
     if not ratio.free_symbols:
         return bool(ratio >= 1), None if ratio >= 1 else {"ratio": str(ratio)}
     syms = sorted(ratio.free_symbols, key=str)
-    grid = [1e-6, 1e-2, 1.0, 1e2, 1e6]
     f = sympy.lambdify(syms, ratio, "math")
     for _ in range(200):
-        point = {s: float(rng.choice(grid)) * float(rng.uniform(0.5, 2.0)) for s in syms}
-        if s_int := [s for s in syms if s.is_integer]:
-            for s in s_int:
-                point[s] = float(max(1, round(point[s])))
+        point = _probe_point(syms, rng)
         try:
             val = f(*[point[s] for s in syms])
         except (OverflowError, ZeroDivisionError, ValueError):
@@ -2872,8 +2868,16 @@ def _ratio_at_least_one(ratio: sympy.Expr, rng: np.random.Generator) -> tuple[bo
             exact, r = _at_60_digits(ratio, syms, point)
             if r < 1 - 1e-40:
                 return False, {"at": {str(k): str(v) for k, v in exact.items()},
-                               "ratio": sympy.Float(r, 30).__str__(), "ratio_float": float(r)}
+                               "ratio": str(sympy.Float(r, 30)), "ratio_float": float(r)}
     return True, None
+
+
+def _probe_point(syms: list, rng: np.random.Generator) -> dict:
+    """A point of the probe grid: each symbol 10^{-6, -2, 0, 2, 6} times a factor in [0.5, 2],
+    integer symbols rounded (at least 1)."""
+    point = {s: float(rng.choice([1e-6, 1e-2, 1.0, 1e2, 1e6])) * float(rng.uniform(0.5, 2.0)) for s in syms}
+    point.update({s: float(max(1, round(point[s]))) for s in syms if s.is_integer})
+    return point
 
 
 def _at_60_digits(ratio: sympy.Expr, syms: list, point: dict) -> tuple[dict, Any]:
@@ -2893,8 +2897,7 @@ def _smallest_ratio(ratio: sympy.Expr, rng: np.random.Generator, count: int = 40
     f = sympy.lambdify(syms, ratio, "math")
     best = None
     for _ in range(count):
-        point = {s: float(rng.choice([1e-6, 1e-2, 1.0, 1e2, 1e6])) * float(rng.uniform(0.5, 2.0)) for s in syms}
-        point.update({s: float(max(1, round(point[s]))) for s in syms if s.is_integer})
+        point = _probe_point(syms, rng)
         try:
             val = f(*[point[s] for s in syms])
         except (OverflowError, ZeroDivisionError, ValueError):
@@ -2914,6 +2917,11 @@ def _in_symbols_of(expr: sympy.Expr, other: sympy.Expr) -> sympy.Expr:
     return expr.xreplace({s: by_name[s.name] for s in expr.free_symbols if s.name in by_name})
 
 
+def _alpha44(gamma, zeta0, Zbar, Delta0) -> sympy.Expr:
+    """alpha of (44): sqrt(2K) 4 ||Zbar||_2 / (gamma zeta_0) sqrt(L(theta^(0)) - L*)."""
+    return sympy.sqrt(2 * SIZE["K"]) * 4 * Zbar / (gamma * zeta0) * sympy.sqrt(Delta0)
+
+
 @lru_cache(maxsize=1)
 def thm1_L_sq_chain() -> sympy.Expr:
     """L^2 of (17) as the proof of Theorem 1 obtains it: Lemma 10's L^2 as the proof of Lemma 10
@@ -2925,9 +2933,8 @@ def thm1_L_sq_chain() -> sympy.Expr:
     P = lambda n: sympy.Symbol(n, positive=True)             # noqa: E731
     g, a, Zb, fb, An, D0, z0, ZZ, tau = (P(n) for n in ("gamma", "alpha", "Zbar_norm", "fbar_max", "A_norm",
                                                          "Delta_0", "zeta_0", "ZtZhat_norm", "tau"))
-    K, m = SIZE["K"], SIZE["m"]
-    alpha44 = sympy.sqrt(2 * K) * 4 * Zb / (g * z0) * sympy.sqrt(D0)
-    return lemma10_chain()["L_sq"].subs({a: alpha44, An: 1 + ZZ / (m * tau), fb: Zb})
+    m = SIZE["m"]
+    return lemma10_chain()["L_sq"].subs({a: _alpha44(g, z0, Zb, D0), An: 1 + ZZ / (m * tau), fb: Zb})
 
 
 def thm1_symbolic(ctx: Context) -> TierResult:
@@ -2942,7 +2949,7 @@ def thm1_symbolic(ctx: Context) -> TierResult:
                                          for n in names})
 
     sigma44 = z0 * g ** 2 / K
-    alpha44 = sympy.sqrt(2 * K) * 4 * Zb / (g * z0) * sympy.sqrt(D0)
+    alpha44 = _alpha44(g, z0, Zb, D0)
     # geometric sum of (43c): sum_s (1 - x)^{s/2} <= 1/(1 - sqrt(1 - x)) <= 2/x, x = eta sigma / 2
     geo_ok = sympy.expand((1 - x / 2) ** 2 - (1 - x)) == x ** 2 / 4
     c7 = 2 * sympy.sqrt(2)                                       # Lemma 7

@@ -136,7 +136,7 @@ def claim_domain(formulas, fixed: dict | None = None) -> Domain | None:
                  if f.name in symbols and f.shape is None and f.weaker is None)
     parsed = tuple(f.parse(fixed.get(f.name)) for f in hyps)
     words = ("the claim's hypotheses hold ("
-             + "; ".join(f.text if f.name not in fixed else fixed[f.name] for f in hyps) + ")"
+             + "; ".join(fixed.get(f.name, f.text) for f in hyps) + ")"
              + "".join(f", {n} := {e}" for n, e in defs))
     return Domain(tuple(symbols.values()), defs, parsed, words)
 
@@ -639,11 +639,11 @@ def _scalar_symbols(formula: NamedFormula) -> list | None:
     return list(formula.symbols)
 
 
-def _draw_domain(formula: NamedFormula, rng: np.random.Generator, sizes: dict | None) -> dict:
-    """Exact rational values for the formula's scalars in the claim's domain: sizes positive
-    integers (``sizes``, or random ones), unit scalars in (0, 1), the others log-uniform."""
+def _draw_domain(symbols, rng: np.random.Generator, sizes: dict | None) -> dict:
+    """Exact rational values for scalar symbols in the claim's domain: sizes positive integers
+    (``sizes``, or random ones), unit scalars in (0, 1), the others log-uniform."""
     values = {}
-    for s in formula.symbols:
+    for s in symbols:
         if s.name in SIZE_NAMES:
             if sizes is not None and s.name in sizes:
                 values[s.name] = sympy.Integer(sizes[s.name])
@@ -717,7 +717,7 @@ def implication(formula: NamedFormula, original: sympy.Basic, mutant: sympy.Basi
             if compared >= IMPLIED_INSTANCES:
                 break
             sizes = patterns[attempt % len(patterns)] if attempt < 8 * len(patterns) else None
-            values = _draw_domain(formula, rng, sizes)
+            values = _draw_domain(symbols, rng, sizes)
             point = [mpmath.mpf(int(values[n].p)) / int(values[n].q) for n in names]
             a = _real(f_o, point)
             if a is None:
@@ -727,13 +727,11 @@ def implication(formula: NamedFormula, original: sympy.Basic, mutant: sympy.Basi
             if b is None:
                 return False, (f"not implied: the mutant is not a finite real number at "
                                f"{_shown(values)} where the original is {mpmath.nstr(a, 12)}")
-            scale = max(abs(a), abs(b), mpmath.mpf(1e-300))
-            gap = b - a if weaker == "larger" else a - b
-            if gap < -tol * scale:
+            side = _side(a, b, weaker, tol)
+            if side < 0:
                 return False, (f"not implied: the mutant is {tighter} than the original at "
                                f"{_shown(values)}: {mpmath.nstr(b, 12)} vs {mpmath.nstr(a, 12)}")
-            if gap > tol * scale:
-                strict += 1
+            strict += side > 0
             if a != 0:
                 ratios.append(b / a)
     if compared < IMPLIED_MIN:
@@ -750,6 +748,16 @@ def implication(formula: NamedFormula, original: sympy.Basic, mutant: sympy.Basi
     return True, (f"implied: mutant {op} original at all {compared} instances of the domain "
                   f"(strictly at {strict}; {IMPLIED_DIGITS}-digit values at exact rational points, "
                   f"{domain}){span}: {looser}")
+
+
+def _side(a, b, weaker: str, tol) -> int:
+    """+1 when the mutant's value b is on the weaker side of the original's a, -1 on the tighter
+    side, 0 when they agree to the relative tolerance tol."""
+    import mpmath
+
+    scale = max(abs(a), abs(b), mpmath.mpf(1e-300))
+    gap = b - a if weaker == "larger" else a - b
+    return 1 if gap > tol * scale else (-1 if gap < -tol * scale else 0)
 
 
 def _lambdified(args: list, *exprs) -> tuple[list | None, str]:
@@ -786,7 +794,6 @@ def _implication_in(formula: NamedFormula, original, mutant, seed: int, allow_eq
     defs = [(names.index(n), g) for (n, _), g in zip(domain.definitions, fns[2:])]
     hyps = fns[2 + len(domain.definitions):]
     rng = np.random.default_rng([seed, 0x646F6D])
-    shim = type("Symbols", (), {"symbols": domain.symbols})()
     compared, strict = 0, 0
     words = f"{_domain_words(formula)}, {domain.words}"
     with mpmath.workdps(IMPLIED_DIGITS):
@@ -797,7 +804,7 @@ def _implication_in(formula: NamedFormula, original, mutant, seed: int, allow_eq
             sizes = {s.name: (int(rng.integers(1, 11)) if rng.integers(2) else
                               int(10 ** rng.uniform(0, DOMAIN_SIZE_DIGITS)))
                      for s in domain.symbols if s.name in SIZE_NAMES}
-            values = _draw_domain(shim, rng, sizes)
+            values = _draw_domain(domain.symbols, rng, sizes)
             point = [mpmath.mpf(int(values[n].p)) / int(values[n].q) for n in names]
             try:
                 for i, g in defs:
@@ -815,13 +822,12 @@ def _implication_in(formula: NamedFormula, original, mutant, seed: int, allow_eq
             if b is None:
                 return False, (f"not implied: the mutant is not a finite real number at {shown} "
                                f"where the original is {mpmath.nstr(a, 12)}")
-            gap = (b - a) if formula.weaker == "larger" else (a - b)
-            scale = max(abs(a), abs(b), mpmath.mpf(1e-300))
-            if gap < -tol * scale:
+            side = _side(a, b, formula.weaker, tol)
+            if side < 0:
                 tighter = _bound_words(formula.weaker)[2]
                 return False, (f"not implied: the mutant is {tighter} than the original at "
                                f"{shown} ({words}): {mpmath.nstr(b, 12)} vs {mpmath.nstr(a, 12)}")
-            strict += gap > tol * scale
+            strict += side > 0
     if compared < IMPLIED_MIN:
         return False, (f"not decided: only {compared} of {DOMAIN_ATTEMPTS} points drawn are in "
                        f"the claim's domain ({words})")
@@ -855,7 +861,7 @@ def _narrower(formula: NamedFormula, original, mutant, seed: int) -> tuple[bool,
     with mpmath.workdps(IMPLIED_DIGITS):
         for attempt in range(IMPLIED_ATTEMPTS):
             sizes = patterns[attempt % len(patterns)] if attempt < 8 * len(patterns) else None
-            values = _draw_domain(formula, rng, sizes)
+            values = _draw_domain(symbols, rng, sizes)
             point = [mpmath.mpf(int(values[n].p)) / int(values[n].q) for n in names]
             try:
                 m, o = bool(f_m(*point)), bool(f_o(*point))
