@@ -41,6 +41,8 @@ sampling stands where it cannot.  A tighter or incomparable mutant is ``none``, 
 """
 from __future__ import annotations
 
+import dataclasses
+import re
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
@@ -88,6 +90,7 @@ class Equivalence:
     kind: str
     detail: str
     witness: dict | None = None
+    stronger: str | None = None  # why a non-equivalent mutant claims more than the original
 
     @property
     def equivalent(self) -> bool:
@@ -103,6 +106,8 @@ class Equivalence:
         out = {"kind": self.kind, "detail": self.detail}
         if self.witness is not None:
             out["witness"] = self.witness
+        if self.stronger is not None:
+            out["stronger"] = self.stronger
         return out
 
 
@@ -117,6 +122,10 @@ class Domain:
     definitions: tuple          # (name, expression) in the declared symbols
     hypotheses: tuple           # conditions in the declared symbols
     words: str
+    bounds: tuple = ()          # (name, expression, weaker) of the claim's scalar bounds
+
+    def defines(self, name: str) -> bool:
+        return any(n == name for n, _ in self.definitions)
 
 
 def claim_domain(formulas, fixed: dict | None = None) -> Domain | None:
@@ -135,10 +144,13 @@ def claim_domain(formulas, fixed: dict | None = None) -> Domain | None:
     defs = tuple((f.name, f.parse(fixed.get(f.name))) for f in formulas
                  if f.name in symbols and f.shape is None and f.weaker is None)
     parsed = tuple(f.parse(fixed.get(f.name)) for f in hyps)
+    bounds = tuple((f.name, f.parse(fixed.get(f.name)), f.weaker) for f in formulas
+                   if f.weaker in ("larger", "smaller") and f.shape is None
+                   and all(s.kind == "scalar" for s in f.symbols))
     words = ("the claim's hypotheses hold ("
              + "; ".join(fixed.get(f.name, f.text) for f in hyps) + ")"
              + "".join(f", {n} := {e}" for n, e in defs))
-    return Domain(tuple(symbols.values()), defs, parsed, words)
+    return Domain(tuple(symbols.values()), defs, parsed, words, bounds)
 
 
 # ---------------------------------------------------------------------------------- the tree
@@ -540,7 +552,10 @@ def equivalence(formula: NamedFormula, mutant_text: str, seed: int = 0,
         # a condition has no exact number to compare; a hypothesis may still be narrower
         if formula.weaker == "narrower":
             implied, why = implication(formula, original, mutant, seed)
-            return Equivalence("implied" if implied else "none", why)
+            if implied:
+                return Equivalence("implied", why)
+            wider, why_w = implication(formula, mutant, original, seed)
+            return Equivalence("none", why, stronger=_as_stronger(why_w) if wider else None)
         return Equivalence("none", "could not evaluate the formulas at any instance")
     if witness is None:
         return Equivalence("identity", f"equal in exact arithmetic at {compared} random rational "
@@ -565,6 +580,12 @@ def equivalence(formula: NamedFormula, mutant_text: str, seed: int = 0,
                                         f"positive multiple of {formula.name}: "
                                         f"{formula.scale_free}", witness)
     detail = "differs from the original"
+    if domain is not None and formula.weaker is None and domain.defines(formula.name):
+        kind, why = definition_implication(formula.name, mutant, seed, domain)
+        if kind != "none":
+            return Equivalence(kind, why, witness)
+        return Equivalence("none", f"{detail} ({why})", witness,
+                           _stronger_definition(formula.name, original, mutant, seed, domain))
     if formula.weaker is not None:
         implied, why = implication(formula, original, mutant, seed, domain=domain)
         if implied:
@@ -575,7 +596,30 @@ def equivalence(formula: NamedFormula, mutant_text: str, seed: int = 0,
             if implied:
                 return Equivalence("implied", why_p, witness)
             detail += f"; {why_p}"
+        stronger, why_s = implication(formula, mutant, original, seed, domain=domain)
+        return Equivalence("none", detail, witness, _as_stronger(why_s) if stronger else None)
     return Equivalence("none", detail, witness)
+
+
+def _as_stronger(why: str) -> str | None:
+    """The implication ``why`` of original-from-mutant, read as "the mutant claims more" (None
+    when the original is only vacuous where it was sampled: that says nothing)."""
+    if "vacuous" in why:
+        return None
+    swapped = re.sub(r"mutant|original", lambda m: {"mutant": "original", "original": "mutant"}[m.group()],
+                     why.removeprefix("implied: "))
+    return ("a stronger claim than the original, which follows from it: "
+            + swapped.rpartition(": ")[0] + " (the original is the weaker statement)")
+
+
+def _stronger_definition(name: str, original, mutant, seed: int, domain: Domain) -> str | None:
+    """Why the claim with the mutant definition of ``name`` implies the claim (None if not)."""
+    mutated = tuple((n, mutant if n == name else e) for n, e in domain.definitions)
+    words = domain.words.replace(f"{name} := {original}", f"{name} := {mutant}")
+    kind, why = definition_implication(name, original, seed,
+                                       dataclasses.replace(domain, definitions=mutated,
+                                                           words=words))
+    return _as_stronger(why) if kind == "implied" else None
 
 
 def _implied_by_proof(formula: NamedFormula, mutant, seed: int,
@@ -772,22 +816,62 @@ DOMAIN_ATTEMPTS = 3000    # draws tried when the claim's hypotheses reject most 
 DOMAIN_SIZE_DIGITS = 30   # under hypotheses, half the sizes log-uniform in [1, 10^30]
 
 
+def _domain_functions(domain: Domain, *exprs) -> tuple[list | None, str]:
+    """mpmath functions, in the domain's declared scalars, of exprs written in same-named
+    symbols (whatever their assumptions)."""
+    local = {s.name: s.sympy() for s in domain.symbols}
+    args = [local[s.name] for s in domain.symbols]
+    exprs = [e.xreplace({x: local[x.name] for x in e.free_symbols if x.name in local})
+             for e in exprs]
+    return _lambdified(args, *exprs)
+
+
+def _domain_draws(domain: Domain, rng: np.random.Generator) -> Iterator[list]:
+    """DOMAIN_ATTEMPTS random points (mpf values in the order of ``domain.symbols``) before the
+    definitions are applied: each size in [1, 10] or log-uniform in [1, 10^DOMAIN_SIZE_DIGITS],
+    other scalars log-uniform, unit ones in (0, 1)."""
+    import mpmath
+
+    for _ in range(DOMAIN_ATTEMPTS):
+        sizes = {s.name: (int(rng.integers(1, 11)) if rng.integers(2) else
+                          int(10 ** rng.uniform(0, DOMAIN_SIZE_DIGITS)))
+                 for s in domain.symbols if s.name in SIZE_NAMES}
+        values = _draw_domain(domain.symbols, rng, sizes)
+        yield [mpmath.mpf(int(values[s.name].p)) / int(values[s.name].q) for s in domain.symbols]
+
+
+def _defined(point: list, definitions: list) -> list | None:
+    """The point with each defined symbol set to its definition (None where one is undefined)."""
+    point = list(point)
+    try:
+        for i, g in definitions:
+            point[i] = g(*point)
+    except (ZeroDivisionError, ValueError, TypeError, OverflowError):
+        return None
+    return point
+
+
+def _all_hold(conditions: list, point: list | None) -> bool | None:
+    """Whether every condition holds at the point (None where one cannot be evaluated)."""
+    if point is None:
+        return None
+    try:
+        return all(bool(h(*point)) for h in conditions)
+    except (ZeroDivisionError, ValueError, TypeError, OverflowError):
+        return None
+
+
 def _implication_in(formula: NamedFormula, original, mutant, seed: int, allow_equal: bool,
                     domain: Domain) -> tuple[bool, str]:
-    """``implication`` on the claim's domain: every declared scalar drawn (each size in [1, 10]
-    or log-uniform in [1, 10^DOMAIN_SIZE_DIGITS], other scalars log-uniform, unit ones in
-    (0, 1)), definitions applied, points where a hypothesis fails skipped."""
+    """``implication`` on the claim's domain (``_domain_draws``): definitions applied, points
+    where a hypothesis fails skipped."""
     import mpmath
 
     if formula.shape is not None or not all(isinstance(e, sympy.Expr) for e in (original, mutant)):
         return False, "the implication test applies to scalar formulas of scalars only"
     names = [s.name for s in domain.symbols]
-    local = {s.name: s.sympy() for s in domain.symbols}
-    args = [local[n] for n in names]
-
-    exprs = [e.xreplace({x: local[x.name] for x in e.free_symbols if x.name in local})
-             for e in (original, mutant, *(e for _, e in domain.definitions), *domain.hypotheses)]
-    fns, error = _lambdified(args, *exprs)
+    fns, error = _domain_functions(domain, original, mutant,
+                                   *(e for _, e in domain.definitions), *domain.hypotheses)
     if error:
         return False, f"cannot evaluate the formulas numerically ({error})"
     f_o, f_m = fns[:2]
@@ -798,20 +882,11 @@ def _implication_in(formula: NamedFormula, original, mutant, seed: int, allow_eq
     words = f"{_domain_words(formula)}, {domain.words}"
     with mpmath.workdps(IMPLIED_DIGITS):
         tol = mpmath.mpf(10) ** (-(IMPLIED_DIGITS - 10))
-        for _ in range(DOMAIN_ATTEMPTS):
+        for raw in _domain_draws(domain, rng):
             if compared >= IMPLIED_INSTANCES:
                 break
-            sizes = {s.name: (int(rng.integers(1, 11)) if rng.integers(2) else
-                              int(10 ** rng.uniform(0, DOMAIN_SIZE_DIGITS)))
-                     for s in domain.symbols if s.name in SIZE_NAMES}
-            values = _draw_domain(domain.symbols, rng, sizes)
-            point = [mpmath.mpf(int(values[n].p)) / int(values[n].q) for n in names]
-            try:
-                for i, g in defs:
-                    point[i] = g(*point)
-                if not all(bool(h(*point)) for h in hyps):
-                    continue
-            except (ZeroDivisionError, ValueError, TypeError, OverflowError):
+            point = _defined(raw, defs)
+            if not _all_hold(hyps, point):
                 continue
             a = _real(f_o, point)
             if a is None:
@@ -836,6 +911,93 @@ def _implication_in(formula: NamedFormula, original, mutant, seed: int, allow_eq
     op, looser = _bound_words(formula.weaker)[:2]
     return True, (f"implied: mutant {op} original at all {compared} points of the claim's domain "
                   f"drawn (strictly at {strict}; {IMPLIED_DIGITS}-digit values; {words}): {looser}")
+
+
+def definition_implication(name: str, mutant: sympy.Expr, seed: int,
+                           domain: Domain) -> tuple[str, str]:
+    """(kind, why) for the claim with the mutant definition of ``name`` (delta := ...): kind
+    ``implied`` when, at every point of the claim's domain drawn, its hypotheses hold only where
+    they hold with the original definition and there every bound of the claim is on its weaker
+    side (a larger delta in "loss <= d (2 delta)^{2L}" under "delta d^{1/(2L)} < 1/2"), or when
+    they hold at no point drawn (a vacuous claim); ``identity`` when every side of every
+    hypothesis and every bound takes the same value with either definition (-delta where only
+    delta^{2L} occurs); ``none`` otherwise."""
+    import mpmath
+
+    names = [s.name for s in domain.symbols]
+    originals = [e for _, e in domain.definitions]
+    mutated = [mutant if n == name else e for n, e in domain.definitions]
+    relations = sorted({r for h in domain.hypotheses
+                        for r in h.atoms(sympy.core.relational.Relational)}, key=str)
+    fns, error = _domain_functions(domain, *originals, *mutated, *domain.hypotheses,
+                                   *(e for _, e, _ in domain.bounds),
+                                   *(r.lhs - r.rhs for r in relations))
+    if error:
+        return "none", f"cannot evaluate the claim numerically ({error})"
+    k, h, nb = len(originals), len(domain.hypotheses), len(domain.bounds)
+    index = [names.index(n) for n, _ in domain.definitions]
+    defs_o, defs_m = list(zip(index, fns[:k])), list(zip(index, fns[k:2 * k]))
+    hyps = fns[2 * k:2 * k + h]
+    bounds = list(zip(domain.bounds, fns[2 * k + h:2 * k + h + nb]))
+    gaps = fns[2 * k + h + nb:]
+    rng = np.random.default_rng([seed, 0x646566])
+    held, compared, strict, same = 0, 0, 0, True
+    with mpmath.workdps(IMPLIED_DIGITS):
+        tol = mpmath.mpf(10) ** (-(IMPLIED_DIGITS - 10))
+        for raw in _domain_draws(domain, rng):
+            if compared >= IMPLIED_INSTANCES and strict:
+                break
+            p_o, p_m = _defined(raw, defs_o), _defined(raw, defs_m)
+            h_o, h_m = _all_hold(hyps, p_o), _all_hold(hyps, p_m)
+            if h_o is None or h_m is None:
+                continue
+            shown = {n: mpmath.nstr(v, 8) for n, v in zip(names, raw) if n != name}
+            if h_m and not h_o:
+                return "none", (f"not implied: with {name} := {mutant} the claim's hypotheses "
+                                f"hold at {shown}, where with the original definition they do "
+                                f"not (a wider claim)")
+            held += h_m
+            if not h_o:
+                continue
+            compared += 1
+            strict += not h_m  # narrower there
+            same = same and h_m and all(_side(_real(g, p_o), _real(g, p_m), "larger", tol) == 0
+                                        for g in gaps if None not in (_real(g, p_o),
+                                                                      _real(g, p_m)))
+            if not h_m:
+                continue
+            for (bname, _, weaker), g in bounds:
+                a, b = _real(g, p_o), _real(g, p_m)
+                if a is None:
+                    continue
+                if b is None:
+                    return "none", (f"not implied: with {name} := {mutant} the bound {bname} is "
+                                    f"not a finite real number at {shown}")
+                side = _side(a, b, weaker, tol)
+                if side < 0:
+                    return "none", (f"not implied: with {name} := {mutant} the bound {bname} is "
+                                    f"{_bound_words(weaker)[2]} at {shown}: "
+                                    f"{mpmath.nstr(b, 12)} vs {mpmath.nstr(a, 12)}")
+                strict += side > 0
+    where = f"{DOMAIN_ATTEMPTS} points drawn, {domain.words}"
+    named = ", ".join(b for b, _, _ in domain.bounds) or "none"
+    if compared < IMPLIED_MIN:
+        return "none", f"not decided: the claim's hypotheses hold at only {compared} of {where}"
+    if held == 0:
+        return "implied", (f"implied: with {name} := {mutant} the claim's hypotheses hold at none "
+                           f"of the {compared} points drawn where they hold with the original "
+                           f"definition ({where}): a vacuous claim there")
+    if strict == 0 and same:
+        return "identity", (f"the claim is the same statement with {name} := {mutant}: every side "
+                            f"of its hypotheses and its bounds ({named}) take the same "
+                            f"{IMPLIED_DIGITS}-digit values at all {compared} points of its "
+                            f"domain drawn ({where})")
+    if strict == 0:
+        return "none", f"not decided: the claim's truth values are unchanged at all {compared} points drawn"
+    return "implied", (f"implied: with {name} := {mutant}, at all {compared} points of the claim's "
+                       f"domain drawn ({IMPLIED_DIGITS}-digit values; {where}), the hypotheses "
+                       f"hold only where they held and every bound ({named}) is at least as "
+                       f"loose (strictly at {strict}): a weaker claim")
 
 
 def _narrower(formula: NamedFormula, original, mutant, seed: int) -> tuple[bool, str]:

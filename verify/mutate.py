@@ -90,6 +90,10 @@ class Outcome:
                 where = (f"; it differs from the original at ({point}){at}: "
                          f"{_cut(w['original'])} vs {_cut(w['mutant'])} (the instance is in "
                          f"--json)")
+            if eq.stronger:
+                return (f"{eq.stronger}; the checks found no instance where it fails (verdict "
+                        f"{self.verdict}; {self.reason}): the printed statement has at least this "
+                        f"much slack wherever they looked, or a check is not sharp enough")
             return f"the checks did not refute it (verdict {self.verdict}; {self.reason}){where}"
         return self.reason
 
@@ -119,6 +123,8 @@ class FormulaReport:
                 "equivalent": by["equivalent"] + by["false_alarm"] - alarms_implied,
                 "implied": by["implied"] + alarms_implied, "invalid": len(self.invalid),
                 "survived": by["survived"], "false_alarms": by["false_alarm"],
+                "survived_stronger": sum(1 for o in self.outcomes if o.status == "survived"
+                                         and o.equivalence.stronger),
                 "non_equivalent": by["killed"] + by["survived"]}
 
     def as_dict(self) -> dict:
@@ -148,7 +154,7 @@ class ClaimReport:
 
 def totals(reports: list[ClaimReport]) -> dict:
     keys = ("mutants", "killed", "equivalent", "implied", "invalid", "survived", "false_alarms",
-            "non_equivalent")
+            "non_equivalent", "survived_stronger")
     out = {k: sum(f.counts()[k] for r in reports for f in r.formulas) for k in keys}
     killed_non_eq = out["killed"] - out["false_alarms"]
     out["kill_rate"] = out["killed"] / out["mutants"] if out["mutants"] else None
@@ -262,7 +268,9 @@ def table(reports: list[ClaimReport]) -> str:
            f"kill rate: {t['killed']}/{t['mutants']} mutants refuted; "
            f"{t['killed'] - t['false_alarms']}/{t['non_equivalent']} non-equivalent mutants killed"
            f" ({_rate(t['killed'] - t['false_alarms'], t['non_equivalent'])})"
-           + (f"; {t['implied']} implied (looser bounds, not counted)" if t["implied"] else "")]
+           + (f"; {t['implied']} implied (looser bounds, not counted)" if t["implied"] else "")
+           + (f"; {t['survived_stronger']} of the {t['survived']} survivors claim more than the "
+              f"original (tighter bounds, wider hypotheses)" if t["survived_stronger"] else "")]
     for r in reports:
         if r.skipped:
             out.append(f"\n{r.claim}: not mutated: {r.skipped}"

@@ -126,6 +126,47 @@ def test_bounds_are_compared_on_the_claims_domain_hypotheses_and_definitions():
     assert claim_domain(find("ahn2023.thm1").formulas) is None             # no hypotheses
 
 
+@pytest.mark.parametrize("text,kind,words", [
+    ("(9*L*d/sqrt(n))**(1/(2*L))", "implied", "a weaker claim"),   # larger delta: looser bounds
+    ("(8*L*d*sqrt(n))**(1/(2*L))", "implied", "vacuous"),          # delta >= 1: no point admitted
+    ("(7*L*d/sqrt(n))**(1/(2*L))", "none", "loss_bound is tighter"),
+    ("-(8*L*d/sqrt(n))**(1/(2*L))", "none", "a wider claim"),      # the hypothesis always holds
+])
+def test_a_mutant_definition_is_judged_by_the_whole_claim(text, kind, words):
+    """Thm A.8 uses delta := (8 L d / sqrt(n))^(1/(2L)) in its hypothesis and its three bounds:
+    a mutant definition is implied only when the claim with it is weaker everywhere drawn."""
+    from verify.mutants import claim_domain
+
+    claim = find("gatmiry2024.thm_a8")
+    eq = equivalence(claim.formula("delta"), text, domain=claim_domain(claim.formulas))
+    assert eq.kind == kind and words in eq.detail, eq
+    assert (eq.stronger is not None) == (text == "(7*L*d/sqrt(n))**(1/(2*L))" or text[0] == "-")
+
+
+def test_a_definition_mutant_that_leaves_the_claim_unchanged_is_equivalent():
+    """Thm A.11 uses delta only through (4 delta)^{2L}: -delta is the same claim."""
+    from verify.mutants import claim_domain
+
+    claim = find("gatmiry2024.thm_a11")
+    domain = claim_domain(claim.formulas, dict(claim.correction.formulas))
+    eq = equivalence(claim.formula("delta"), "-(8*L*d/sqrt(n))**(1/(2*L))", domain=domain)
+    assert eq.kind == "identity" and "same statement" in eq.detail, eq
+
+
+def test_a_tighter_bound_and_a_wider_hypothesis_are_labelled_stronger():
+    """A survivor that claims more than the paper everywhere is told apart from one that is
+    tighter somewhere and looser elsewhere (the checks must refute the latter if it is false)."""
+    claim = find("gatmiry2024.lemma_a2")
+    hyp = claim.formula("hypothesis")
+    assert "stronger claim" in equivalence(hyp, "n >= 3*d**2*k**2").stronger
+    assert equivalence(hyp, "n >= 4*k**4").stronger is None
+    c = find("gatmiry2024.thm_a8")
+    from verify.mutants import claim_domain
+
+    eq = equivalence(c.formula("c"), "7*d**(1/(2*L))*delta", domain=claim_domain(c.formulas))
+    assert eq.kind == "none" and "stronger claim" in eq.stronger
+
+
 def test_equivalence_by_simplification():
     f = formula("ahn2023.thm1", "A_iso")
     eq = equivalence(f, "-n/(n + d + 1)")
