@@ -72,7 +72,8 @@ _XI = FormulaSymbol("xi", description="the target loss xi", positive=True)
 _EPS = FormulaSymbol("epsilon", description="the loss level epsilon", positive=True)
 _ZETA = FormulaSymbol("zeta", description="the margin zeta in (0, 1)", positive=True,
                       unit=True)
-_LAM_J = FormulaSymbol("lambda_j", description="the j-th eigenvalue", positive=True)
+_LAM_J = FormulaSymbol("lambda_j", description="the j-th eigenvalue", positive=True,
+                       at_most="lambda_1")
 _LAM_1 = FormulaSymbol("lambda_1", description="the largest eigenvalue", positive=True)
 _LOSS = FormulaSymbol("loss", description="the loss L(A, 0)", positive=True)
 

@@ -38,10 +38,17 @@ class FormulaSymbol:
     # a probability or a fraction: the claim only speaks of values in (0, 1) (delta in yang2024
     # Thm. 2); implies positive.  The implication test of ``mutate`` draws it there.
     unit: bool = False
+    # the claim only speaks of values at most this other scalar's (lambda_j <= lambda_1, the
+    # largest eigenvalue, in gatmiry2024's moment lemmas); ``mutate`` draws it there
+    at_most: str | None = None
 
     def __post_init__(self):
         if self.unit and (self.kind != "scalar" or self.name in SIZE_NAMES):
             raise ValueError(f"symbol {self.name}: unit applies to a scalar that is not a size")
+        if self.at_most is not None and (self.kind != "scalar" or self.name in SIZE_NAMES
+                                         or self.at_most == self.name):
+            raise ValueError(f"symbol {self.name}: at_most applies to a scalar that is not a "
+                             f"size, bounded by another scalar")
 
     def sympy(self) -> sympy.Basic:
         if self.kind == "matrix":
@@ -61,6 +68,8 @@ class FormulaSymbol:
             out["symmetric"] = True
         if self.unit:
             out["unit"] = True
+        if self.at_most is not None:
+            out["at_most"] = self.at_most
         return out
 
 

@@ -703,6 +703,10 @@ def _draw_domain(symbols, rng: np.random.Generator, sizes: dict | None) -> dict:
         else:
             v = 10.0 ** rng.uniform(*SCALAR_RANGE)
             values[s.name] = sympy.Rational(v).limit_denominator(10 ** 9)
+    for s in symbols:  # lambda_j <= lambda_1: a fraction in (0, 1] of the bounding value
+        if s.at_most is not None and s.at_most in values:
+            u = sympy.Rational(rng.uniform(0, 1)).limit_denominator(10 ** 9)
+            values[s.name] = values[s.at_most] * (u if u > 0 else 1)
     return values
 
 

@@ -16,9 +16,10 @@ refute.  Implied mutants are listed apart with the proof or the sampling that sh
 mutant is a false alarm (an unsound check) like a killed equivalent one.  A tighter mutant of a
 bound stays non-equivalent: the checks must refute it.
 
-A mutant's tiers run cheapest first (numeric, symbolic, train); once one refutes it the verdict
-is ``refuted`` whatever the others say, so the rest are skipped (``--every-tier`` runs them all,
-to see which tiers kill which mutants).  Survivors and equivalent mutants always run every tier.
+A mutant's tiers run cheapest first, as measured on the claim's baseline check (ties and
+unmeasured tiers in the order numeric, symbolic, train); once one refutes it the verdict is
+``refuted`` whatever the others say, so the rest are skipped (``--every-tier`` runs them all, to
+see which tiers kill which mutants).  Survivors and equivalent mutants always run every tier.
 
 Default tiers are symbolic,numeric and the default budget is quick: the symbolic tier decides
 the formulas exactly and the numeric tier re-checks them in float64 and against Monte Carlo; the
@@ -38,7 +39,7 @@ from .mutants import Equivalence, Invalid, Mutant, claim_domain, equivalence, ge
 DEFAULT_TIERS = "symbolic,numeric"
 DEFAULT_BUDGET = "quick"
 STATUSES = ("killed", "equivalent", "implied", "survived", "false_alarm")
-TIER_COST = {"numeric": 0, "symbolic": 1, "train": 2}  # the order mutants are checked in
+TIER_COST = {"numeric": 0, "symbolic": 1, "train": 2}  # the order of tiers the baseline ties
 
 
 @dataclass
@@ -190,6 +191,7 @@ def mutate_claim(claim: Claim, options: dict, formulas: list[str] | None = None,
                        f"mutants say nothing about its checks")
     reports = []
     domain = claim_domain(claim.formulas, fixed)
+    options = {**options, "tiers": tier_order(options["tiers"], base.tiers)}
     for f in claim.formulas:
         if formulas and f.name not in formulas:
             continue
@@ -208,16 +210,26 @@ def mutate_claim(claim: Claim, options: dict, formulas: list[str] | None = None,
                        mutated="corrected" if fixed else "as printed")
 
 
+def tier_order(tiers: list[str], baseline: dict) -> list[str]:
+    """The tiers cheapest first by the seconds each took on the baseline check (``baseline``:
+    tier -> TierResult); a tier the baseline did not run counts as free, ties go by TIER_COST.
+    yang2024 Thm. 1 and gatmiry2024 Thm. 3.2 have a numeric tier slower than their symbolic one."""
+    def cost(t: str) -> tuple[float, int]:
+        r = baseline.get(t)
+        return (r.seconds if r is not None else 0.0, TIER_COST.get(t, len(TIER_COST)))
+
+    return sorted(tiers, key=cost)
+
+
 def _check_mutant(claim: Claim, fixed: dict, name: str, m: Mutant, eq: Equivalence,
                   options: dict, every_tier: bool) -> Outcome:
-    """Run the tiers cheapest first; once one refutes the mutant the verdict is ``refuted``
-    whatever the others say, so they are skipped unless ``every_tier``."""
+    """Run the tiers in the order given (``tier_order``); once one refutes the mutant the verdict
+    is ``refuted`` whatever the others say, so the rest are skipped unless ``every_tier``."""
     from .runner import check_claim
     from .verdict import decide
 
-    tiers = sorted(options["tiers"], key=lambda t: TIER_COST.get(t, len(TIER_COST)))
     results, last = {}, None
-    for tier in tiers:
+    for tier in options["tiers"]:
         last = check_claim(claim, overrides={**fixed, name: m.text},
                            **{**options, "tiers": [tier]})
         results.update(last.tiers)

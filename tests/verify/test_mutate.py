@@ -474,3 +474,34 @@ def test_a_condition_is_never_declared_equivalent_by_sampling():
     assert eq.kind == "implied" and "identity" not in eq.detail
     eq = equivalence(f, "n >= 3*d**2*k**2")
     assert eq.kind == "none" and not eq.equivalent
+
+
+def test_tiers_run_cheapest_first_as_measured_on_the_baseline():
+    from verify.claim import TierResult
+    from verify.mutate import tier_order
+
+    slow_numeric = {"numeric": TierResult("pass", seconds=9.0),
+                    "symbolic": TierResult("pass", seconds=0.5)}
+    assert tier_order(["numeric", "symbolic"], slow_numeric) == ["symbolic", "numeric"]
+    assert tier_order(["symbolic", "numeric"], {}) == ["numeric", "symbolic"]   # ties: TIER_COST
+
+
+def test_a_symbol_bounded_by_another_is_drawn_below_it():
+    """gatmiry2024's lambda_j is at most lambda_1 (the largest eigenvalue): the implication test
+    draws it there, so 2 lambda_1^2 is a looser upper bound than lambda_j^2 + lambda_1^2."""
+    import numpy as np
+
+    from verify.formulas import FormulaSymbol, NamedFormula
+    from verify.mutants import _draw_domain
+
+    f = formula("gatmiry2024.lemma4_2", "upper")
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        v = _draw_domain(f.symbols, rng, None)
+        assert 0 < v["lambda_j"] <= v["lambda_1"]
+    lam_j = FormulaSymbol("lambda_j", positive=True, at_most="lambda_1")
+    lam_1 = FormulaSymbol("lambda_1", positive=True)
+    upper = NamedFormula("upper", "lambda_j**2 + lambda_1**2", (lam_j, lam_1), weaker="larger")
+    assert equivalence(upper, "2*lambda_1**2").kind == "implied"
+    with pytest.raises(ValueError, match="at_most"):
+        FormulaSymbol("n", at_most="d")
