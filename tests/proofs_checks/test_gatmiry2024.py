@@ -123,6 +123,18 @@ def test_thm3_4_correction_passes_and_a_larger_constant_is_refuted():
     assert verdict(cid, rhs="100*loss**((2*L - 1)/L)/d**((L - 1)/L)").verdict == "refuted"
 
 
+@pytest.mark.parametrize("rhs", ["loss**((2*L - 2)/L)/(16*d**((L - 1)/L))",
+                                 "loss**((2*L - 1)/L**2)/(16*d**((L - 1)/L))"])
+def test_thm_a11_another_power_of_the_loss_is_refuted_by_the_loss_level_scan(rhs):
+    """At n -> infinity the ratio ||grad||^2 / L^{(2L-1)/L} is the same at every A = a I, so the
+    a = 1/2 family cannot tell the printed power from another; the scan over loss levels can."""
+    cid = "gatmiry2024.thm_a11"
+    v = verdict(cid, **corrected(cid, rhs=rhs))
+    assert v.verdict == "refuted" and "loss_levels_exact" in v.reason, v.reason
+    ce = v.tiers["symbolic"].counterexample
+    assert ce["n"] == "10^100" and ce["A"].endswith("* I_d")
+
+
 @pytest.mark.slow
 def test_lemma4_1_correction_passes_and_a_wrong_power_is_refuted():
     cid = "gatmiry2024.lemma4_1"
