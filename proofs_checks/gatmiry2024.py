@@ -3007,7 +3007,8 @@ def _smallest_eps(F, n, d, L, loss) -> sympy.Rational | None:
 
 def _close_ratio(F, n, d, L, lam: Sequence, loss, a_opt) -> dict | None:
     """max_i |lambda_i / a* - 1| / radius(eps_0) at the most demanding admissible epsilon (> 1
-    violates (1 - r) A^opt <= A <= (1 + r) A^opt); None when no epsilon is admissible."""
+    violates (1 - r) A^opt <= A <= (1 + r) A^opt; a radius <= 0 admits no A at all, so its ratio
+    is infinite); None when no epsilon is admissible."""
     eps = _smallest_eps(F, n, d, L, loss)
     if eps is None:
         return None
@@ -3015,7 +3016,13 @@ def _close_ratio(F, n, d, L, lam: Sequence, loss, a_opt) -> dict | None:
     with mpmath.workdps(40):
         r = _mp_value(_gd_expr(F, "radius"), env)
         dev = max(abs(_mpf(x) / a_opt - 1) for x in lam)
-        return {"ratio": dev / r, "deviation": dev, "radius": r, "epsilon": eps}
+        ratio = dev / r if r > 0 else mpmath.inf
+        return {"ratio": ratio, "deviation": dev, "radius": r, "epsilon": eps}
+
+
+def _ratio_out(ratio) -> float | str:
+    """A ratio for the JSON evidence (JSON has no infinity)."""
+    return float(ratio) if mpmath.isfinite(ratio) else "inf (the radius is not positive)"
 
 
 def _close_points(L: int, n: int, d: int, a_opt: mpmath.mpf) -> list:
@@ -3061,12 +3068,12 @@ def _close_symbolic(ctx: Context) -> TierResult:
                         best = {**r, "kind": kind, "lam": lam, "loss": loss}
                 if best is None:
                     continue
-                row = {"L": L, "d": d, "n": _n_text(n), "max_ratio": float(best["ratio"]),
+                row = {"L": L, "d": d, "n": _n_text(n), "max_ratio": _ratio_out(best["ratio"]),
                        "at": best["kind"], "A_eigenvalues_over_a_star": [
                            mpmath.nstr(_mpf(x) / a_opt, 12) for x in best["lam"]]}
                 rows.append(row)
-                if closest is None or row["max_ratio"] > closest["max_ratio"]:
-                    closest = row
+                if closest is None or best["ratio"] > closest_ratio:
+                    closest, closest_ratio = row, best["ratio"]
                 if best["ratio"] > 1 and bad is None:
                     bad = {**row, "loss": str(best["loss"]), "epsilon": str(best["epsilon"]),
                            "deviation": mpmath.nstr(best["deviation"], 20),
@@ -3113,11 +3120,11 @@ def _close_numeric(ctx: Context) -> TierResult:
                         best = (r["ratio"], i)
                 if best is None:
                     continue
-                row = {"L": L, "d": d, "n": n, "max_ratio": float(best[0]),
+                row = {"L": L, "d": d, "n": n, "max_ratio": _ratio_out(best[0]),
                        "A_eigenvalues": lam[best[1]].tolist(), "loss": float(loss[best[1]])}
                 rows.append(row)
-                if closest is None or row["max_ratio"] > closest["max_ratio"]:
-                    closest = row
+                if closest is None or best[0] > closest_ratio:
+                    closest, closest_ratio = row, best[0]
                 if best[0] > 1 and bad is None:
                     bad = row
     return combine([Finding("search_at_practical_sizes", bad is None, {
@@ -3142,7 +3149,7 @@ THM4_4 = Claim(
         NamedFormula("delta", "(8*L*d/sqrt(n))**(1/(2*L))", (_N, _D, _L), equation="Sec. 3.5",
                      description="delta := (8 L d / sqrt(n))^{1/(2L)}"),
         NamedFormula("radius", "(4 + 16*d**(1/(2*L)))*epsilon", _CLOSE_SYMBOLS,
-                     equation="Thm. 4.4", description="c epsilon"),
+                     equation="Thm. 4.4", description="c epsilon", weaker="larger"),
     ),
     checks={"symbolic": _close_symbolic, "numeric": single_threaded(_close_numeric)},
     setting=CLOSE_SETTING,
@@ -3164,7 +3171,8 @@ LEMMA_A9 = Claim(
         NamedFormula("delta", "(8*L*d/sqrt(n))**(1/(2*L))", (_N, _D, _L), equation="Sec. 3.5",
                      description="delta := (8 L d / sqrt(n))^{1/(2L)}"),
         NamedFormula("radius", "4*epsilon + 16*delta*d**(1/(2*L))", _CLOSE_SYMBOLS,
-                     equation="Lemma A.9", description="the radius of the sandwich"),
+                     equation="Lemma A.9", description="the radius of the sandwich",
+                     weaker="larger"),
     ),
     checks={"symbolic": _close_symbolic, "numeric": single_threaded(_close_numeric)},
     setting=CLOSE_SETTING,
@@ -3348,7 +3356,8 @@ def _ood_claim(cid: str, title: str, lower: str, equation: str, statement: str) 
             NamedFormula("sigma_out", "XXt", (_N, _D, _GRAM), equation=equation, shape=("d", "d"),
                          description="Sigma^out := X^out X^out^T"),
             NamedFormula("condition", f"(s_min >= {lower}) & (s_max <= 2 - zeta)", _OOD_SYMBOLS,
-                         equation=equation, description="the window of Sigma^out"),
+                         equation=equation, description="the window of Sigma^out",
+                         weaker="narrower"),
             NamedFormula("delta", "(8*L*d/sqrt(n))**(1/(2*L))", (_N, _D, _L), equation="Sec. 3.5",
                          description="delta := (8 L d / sqrt(n))^{1/(2L)}"),
             NamedFormula("bound", OOD_BOUND, _OOD_SYMBOLS, equation=equation,

@@ -183,6 +183,14 @@ def test_thm4_4_smaller_radius_is_refuted():
     assert verdict("gatmiry2024.thm4_4", radius="epsilon/10").verdict == "refuted"
 
 
+def test_thm4_4_a_negative_radius_is_refuted():
+    """(1 - r) A^opt <= A <= (1 + r) A^opt with r < 0 admits no A: the ratio deviation / radius
+    used to come out negative there and pass."""
+    v = verdict("gatmiry2024.thm4_4", radius="-epsilon*(16*d**(1/(2*L)) + 4)")
+    assert v.verdict == "refuted", v.reason
+    assert v.counterexample["max_ratio"].startswith("inf")
+
+
 @pytest.mark.slow
 def test_lemma_a9_smaller_radius_is_refuted():
     # the deviation reaches eps / 4 of the radius 4 eps + 16 delta d^{1/(2L)} (L = 1, d = 1)
