@@ -1560,9 +1560,19 @@ LEMMA1 = Claim(
 # ==============================================================================================
 # Lemma 2: smoothness of softmax (30)
 # ==============================================================================================
+def lemma2_sharpness_limit() -> sympy.Expr:
+    """lim_{t -> 0+} ||softmax(t, -t) - softmax(0, 0)||_1 / t (l = 2, xi_2 = 0): 1, so no C below 1
+    holds; with the bound C = 1 of ``lemma2_symbolic``'s derivation it is the least constant."""
+    t = sympy.Symbol("t", positive=True)
+    s2 = softmax_columns(sympy.Matrix([t, -t]))
+    ratio = (abs(s2[0] - sympy.Rational(1, 2)) + abs(s2[1] - sympy.Rational(1, 2))) / t
+    return sympy.limit(ratio.rewrite(sympy.exp), t, 0, "+")
+
+
 LEMMA2_FORMULAS = (
     NamedFormula("C", "2", (), equation="(30)", weaker="larger",
-                 description="||softmax(xi_1) - softmax(xi_2)||_1 <= C ||xi_1 - xi_2||_inf"),
+                 description="||softmax(xi_1) - softmax(xi_2)||_1 <= C ||xi_1 - xi_2||_inf",
+                 sharp=lemma2_sharpness_limit),
 )
 
 
@@ -1581,11 +1591,7 @@ def lemma2_symbolic(ctx: Context) -> TierResult:
     var = sum(pi * (xi - sbar) ** 2 for pi, xi in zip(p, x))
     var_id = sympy.expand((var - (sum(pi * xi ** 2 for pi, xi in zip(p, x)) - sbar ** 2)).subs(
         p[-1], 1 - sum(p[:-1])))
-    # sharpness: l = 2, xi_1 = (t, -t), xi_2 = 0: ratio -> 1 as t -> 0
-    t = sympy.Symbol("t", positive=True)
-    s2 = softmax_columns(sympy.Matrix([t, -t]))
-    ratio = (abs(s2[0] - sympy.Rational(1, 2)) + abs(s2[1] - sympy.Rational(1, 2))) / t
-    sharp = sympy.limit(ratio.rewrite(sympy.exp), t, 0, "+")
+    sharp = lemma2_sharpness_limit()  # l = 2, xi_1 = (t, -t), xi_2 = 0: ratio -> 1 as t -> 0
     derived_C = sympy.Integer(1)
     ok_proof = jac_ok and var_id == 0 and sharp == derived_C
     findings = [Finding("sharp_constant", ok_proof, {

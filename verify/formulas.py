@@ -111,6 +111,10 @@ class NamedFormula:
     on the weaker side of it everywhere is proved by the paper's argument although it may be
     tighter than the printed bound, so ``mutate`` counts it as implied.
 
+    ``sharp`` (for a bound marked ``weaker``) returns the least bound that holds, as the claim's
+    checks derive it (yang2024 Lemma 2's C = 1): a mutant on its weaker side is a true statement,
+    implied like one the paper's proof gives; a mutant beyond it is false and must be refuted.
+
     ``exponents`` names the symbols a matrix power's exponent may contain, for checks that expand
     powers for each value of those symbols (a loss in the loop count L): an exponent in another
     symbol (the sample size n) is rejected like an ill-typed text, by ``--set`` and ``mutate``."""
@@ -125,6 +129,7 @@ class NamedFormula:
     scale_free: str = ""  # why a positive multiple is the same statement, or "": see above
     exponents: tuple[str, ...] | None = None  # symbols a matrix power's exponent may use (None: any)
     proof: Callable[[], sympy.Expr] | None = field(default=None, compare=False, repr=False)
+    sharp: Callable[[], sympy.Expr] | None = field(default=None, compare=False, repr=False)
     _cache: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):

@@ -591,11 +591,13 @@ def equivalence(formula: NamedFormula, mutant_text: str, seed: int = 0,
         if implied:
             return Equivalence("implied", why, witness)
         detail += f" ({why})"
-        if formula.proof is not None and formula.weaker != "narrower":
-            implied, why_p = _implied_by_proof(formula, mutant, seed, domain)
-            if implied:
-                return Equivalence("implied", why_p, witness)
-            detail += f"; {why_p}"
+        for reference in (formula.proof, formula.sharp):
+            if reference is not None and formula.weaker != "narrower":
+                implied, why_p = _implied_by_proof(formula, mutant, seed, domain,
+                                                   sharp=reference is formula.sharp)
+                if implied:
+                    return Equivalence("implied", why_p, witness)
+                detail += f"; {why_p}"
         stronger, why_s = implication(formula, mutant, original, seed, domain=domain)
         return Equivalence("none", detail, witness, _as_stronger(why_s) if stronger else None)
     return Equivalence("none", detail, witness)
@@ -608,8 +610,9 @@ def _as_stronger(why: str) -> str | None:
         return None
     swapped = re.sub(r"mutant|original", lambda m: {"mutant": "original", "original": "mutant"}[m.group()],
                      why.removeprefix("implied: "))
-    return ("a stronger claim than the original, which follows from it: "
-            + swapped.rpartition(": ")[0] + " (the original is the weaker statement)")
+    swapped = re.sub(r"[:,] (a looser (upper|lower) bound \(a (larger|smaller) value\)|"
+                     r"a narrower hypothesis, a weaker claim|a weaker claim)", "", swapped)
+    return f"a stronger claim than the original, which follows from it: {swapped}"
 
 
 def _stronger_definition(name: str, original, mutant, seed: int, domain: Domain) -> str | None:
@@ -622,20 +625,23 @@ def _stronger_definition(name: str, original, mutant, seed: int, domain: Domain)
     return _as_stronger(why) if kind == "implied" else None
 
 
-def _implied_by_proof(formula: NamedFormula, mutant, seed: int,
-                      domain: Domain | None = None) -> tuple[bool, str]:
-    """Is the mutant on the weaker side of the bound the paper's proof gives (``proof``), on the
-    whole domain?  Then the proof proves it, even where it is tighter than the printed bound."""
+def _implied_by_proof(formula: NamedFormula, mutant, seed: int, domain: Domain | None = None,
+                      sharp: bool = False) -> tuple[bool, str]:
+    """Is the mutant on the weaker side of the bound the paper's proof gives (``proof``), or of
+    the sharp bound the checks derive (``sharp``), on the whole domain?  Then that argument
+    proves it, even where it is tighter than the printed bound."""
     local = formula.locals()
-    chain = formula.proof()
+    chain = (formula.sharp if sharp else formula.proof)()
     chain = chain.xreplace({s: local[s.name] for s in chain.free_symbols if s.name in local})
+    name, source = (("sharp bound", "the sharp bound the checks derive") if sharp
+                    else ("proof's bound", "the paper's proof"))
     if chain.free_symbols - set(local.values()):
-        return False, "the proof's bound has symbols the formula does not declare"
+        return False, f"the {name} has symbols the formula does not declare"
     implied, why = implication(formula, chain, mutant, seed, allow_equal=True, domain=domain)
     if implied:
-        return True, ("implied by the paper's proof: " + why.removeprefix("implied: ")
-                      .replace("original", "proof's bound") + f" (the proof's bound: {chain})")
-    return False, why.replace("original", "proof's bound")
+        return True, (f"implied by {source}: " + why.removeprefix("implied: ")
+                      .replace("original", name) + f" (the {name}: {chain})")
+    return False, why.replace("original", name)
 
 
 def _positive_multiple(formula: NamedFormula, original, mutant, rng) -> sympy.Expr | None:

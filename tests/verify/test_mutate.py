@@ -505,3 +505,15 @@ def test_a_symbol_bounded_by_another_is_drawn_below_it():
     assert equivalence(upper, "2*lambda_1**2").kind == "implied"
     with pytest.raises(ValueError, match="at_most"):
         FormulaSymbol("n", at_most="d")
+
+
+def test_a_bound_at_least_the_derived_sharp_one_is_implied(capsys):
+    """yang2024 Lemma 2 prints C = 2; its symbolic tier derives the least constant 1, so C = 1 is
+    a true statement (implied by the sharp bound) and C = 1/2 is false and refuted."""
+    f = formula("yang2024.lemma2", "C")
+    eq = equivalence(f, "1")
+    assert eq.kind == "implied" and "sharp bound the checks derive" in eq.detail
+    assert equivalence(f, "1/2").kind == "none"
+    assert main(["mutate", "yang2024.lemma2", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["totals"]["survived"] == 0 and out["totals"]["kill_rate_non_equivalent"] == 1
