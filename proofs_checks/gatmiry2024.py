@@ -3027,10 +3027,13 @@ def _ratio_out(ratio) -> float | str:
 
 def _close_points(L: int, n: int, d: int, a_opt: mpmath.mpf) -> list:
     """Diagonal A: the scalar family a* (1 + s) I, and (d = 2, 3) one eigenvalue moved, as exact
-    rationals (with the exact loss)."""
+    rationals (with the exact loss).  The shifts run from 10^-16 to 99 and down to -3 (a negative
+    eigenvalue): far from A^opt the loss is large and so is the admissible epsilon, and a
+    hypothesis that no longer ties epsilon to the loss is caught there."""
     a_q = sympy.Rational(mpmath.nstr(a_opt, 40))
     shifts = [sympy.Rational(sg, 10 ** k) for k in (1, 2, 4, 8, 16) for sg in (1, -1)] + [
-        sympy.Integer(-1), sympy.Rational(-1, 2), sympy.Rational(1, 2), sympy.Integer(1)]
+        sympy.Integer(-1), sympy.Rational(-1, 2), sympy.Rational(1, 2), sympy.Integer(1),
+        sympy.Integer(9), sympy.Integer(99), sympy.Integer(-3)]
     pts = [("scalar", [a_q * (1 + sh)] * d) for sh in shifts]
     if d in (2, 3):
         pts += [("one_moved", [a_q * (1 + sh)] + [a_q] * (d - 1)) for sh in shifts]

@@ -191,6 +191,13 @@ def test_thm4_4_a_negative_radius_is_refuted():
     assert v.counterexample["max_ratio"].startswith("inf")
 
 
+def test_thm4_4_a_hypothesis_that_drops_the_loss_is_refuted_far_from_the_optimum():
+    """With L <= epsilon^{2L}/2 in place of L(A, 0) <= epsilon^{2L}/2 every A is admitted at a
+    small epsilon; A = 100 a* I is then far outside the sandwich."""
+    v = verdict("gatmiry2024.thm4_4", hypothesis="(epsilon > 4*delta) & (L <= epsilon**(2*L)/2)")
+    assert v.verdict == "refuted", v.reason
+
+
 @pytest.mark.slow
 def test_lemma_a9_smaller_radius_is_refuted():
     # the deviation reaches eps / 4 of the radius 4 eps + 16 delta d^{1/(2L)} (L = 1, d = 1)
