@@ -2508,7 +2508,14 @@ class _FloatGD:
         self.form = form
 
     def ratio(self, n, d, L, loss: float, g2: float) -> float | None:
-        """||grad||^2 / rhs at the most demanding admissible epsilon (None: not admissible)."""
+        """||grad||^2 / rhs at the most demanding admissible epsilon (None: not admissible).
+        In float64 throughout: a threshold that overflows (4^n at n = 10^8) is inf, not an
+        OverflowError, and a vanishing rhs gives an infinite ratio."""
+        n, d, L = np.float64(n), np.float64(d), np.float64(L)
+        with np.errstate(all="ignore"):
+            return self._ratio(n, d, L, np.float64(loss), np.float64(g2))
+
+    def _ratio(self, n, d, L, loss, g2) -> float | None:
         if not self.form.uses_eps:
             if not bool(self.hyp(n, d, L, loss, 1.0)):
                 return None
@@ -2552,11 +2559,12 @@ def _gd_numeric(ctx: Context, form: GDForm) -> TierResult:
                 if best is None:
                     continue
                 r, i = best
-                row = {"L": L, "d": d, "n": n, "min_ratio": r, "at_eigenvalues": lam[i].tolist(),
+                row = {"L": L, "d": d, "n": n, "min_ratio": float(r) if np.isfinite(r) else str(r),
+                       "at_eigenvalues": lam[i].tolist(),
                        "loss": float(loss[i]), "grad_sq": float(g2[i])}
                 rows.append(row)
-                if closest is None or r < closest["min_ratio"]:
-                    closest = row
+                if closest is None or r < closest_ratio:
+                    closest, closest_ratio = row, r
                 if r < 1 - 1e-9 and viol is None:
                     lam_q = [sympy.nsimplify(v, rational=True) for v in lam[i]]
                     lq = _exact_value(C, {"A": sympy.diag(*lam_q), "Sigma": sympy.eye(d)}, n)

@@ -123,6 +123,13 @@ def test_thm3_4_correction_passes_and_a_larger_constant_is_refuted():
     assert verdict(cid, rhs="100*loss**((2*L - 1)/L)/d**((L - 1)/L)").verdict == "refuted"
 
 
+def test_thm3_4_numeric_tier_takes_an_overflowing_threshold_as_infinite():
+    """4^n at n = 10^8 overflows float64: the hypothesis then admits no point (it raised
+    OverflowError, and the mutant came out inconclusive instead of decided)."""
+    v = verdict("gatmiry2024.thm3_4", tiers=("numeric",), hypothesis="loss >= 16*4**n*d*n/sqrt(L)")
+    assert v.tiers["numeric"].status == "pass", v.reason
+
+
 @pytest.mark.parametrize("rhs", ["loss**((2*L - 2)/L)/(16*d**((L - 1)/L))",
                                  "loss**((2*L - 1)/L**2)/(16*d**((L - 1)/L))"])
 def test_thm_a11_another_power_of_the_loss_is_refuted_by_the_loss_level_scan(rhs):
