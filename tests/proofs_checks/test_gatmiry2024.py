@@ -123,6 +123,15 @@ def test_thm3_4_correction_passes_and_a_larger_constant_is_refuted():
     assert verdict(cid, rhs="100*loss**((2*L - 1)/L)/d**((L - 1)/L)").verdict == "refuted"
 
 
+@pytest.mark.parametrize("hyp", ["loss >= 16*4**L*L*sqrt(n)", "loss >= L*d*4**L/sqrt(n)"])
+def test_thm3_4_a_threshold_that_admits_the_minimiser_is_refuted(hyp):
+    """At A = a* I the gradient is zero, so a threshold below the minimal loss f(a*) makes the
+    statement false there (sqrt(n) in the numerator: n = 1, d = 100; 16 -> 1: n = 256)."""
+    v = verdict("gatmiry2024.thm3_4", **corrected("gatmiry2024.thm3_4", hypothesis=hyp))
+    assert v.verdict == "refuted" and "minimiser_excluded" in v.reason, v.reason
+    assert v.tiers["symbolic"].counterexample["A"].startswith("a* I")
+
+
 def test_thm3_4_numeric_tier_takes_an_overflowing_threshold_as_infinite():
     """4^n at n = 10^8 overflows float64: the hypothesis then admits no point (it raised
     OverflowError, and the mutant came out inconclusive instead of decided)."""
