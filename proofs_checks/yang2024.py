@@ -3339,8 +3339,9 @@ THM2_FORMULAS = (
 def _T_min_probe(paper: sympy.Expr, derived: sympy.Expr, rng: np.random.Generator, syms: tuple,
                  count: int = 60):
     """Is paper >= derived at random points of the theorem's domain (delta in (0, 1), the rate
-    eta_w zeta_0 / 2K in (0, 1), epsilon > 0 ("for any epsilon > 0") from 1e-6 to 1e3, the other
-    letters positive over several orders of magnitude)?
+    eta_w zeta_0 / 2K in (0, 1), epsilon > 0 ("for any epsilon > 0") from 1e-6 to 1e3, zeta_0 (an
+    eigenvalue, (14)) and tau from 1e-4 to 1e3, the other letters positive over several orders
+    of magnitude)?
     A point where paper < derived (in float, by more than 1e-9 relative) is confirmed at 50 digits."""
     B, D0, Zn, tau, dl, eps, ew, z0, N, m, K = syms
     letters = [x for x in syms]
@@ -3349,8 +3350,8 @@ def _T_min_probe(paper: sympy.Expr, derived: sympy.Expr, rng: np.random.Generato
     for _ in range(count):
         Ki, Ni = int(rng.integers(2, 60)), int(rng.integers(1, 30))
         point = {B: 10.0 ** rng.uniform(-3, 3), D0: 10.0 ** rng.uniform(-3, 3), Zn: 10.0 ** rng.uniform(-2, 2),
-                 tau: 10.0 ** rng.uniform(-4, 1), dl: 10.0 ** rng.uniform(-6, -0.05),
-                 eps: 10.0 ** rng.uniform(-6, 3), z0: 10.0 ** rng.uniform(-4, 0), N: Ni,
+                 tau: 10.0 ** rng.uniform(-4, 3), dl: 10.0 ** rng.uniform(-6, -0.05),
+                 eps: 10.0 ** rng.uniform(-6, 3), z0: 10.0 ** rng.uniform(-4, 3), N: Ni,
                  m: int(rng.integers(1, 30)), K: Ki}
         point[ew] = float(rng.uniform(0.01, 0.99)) * 2 * Ki / point[z0]
         exact = {k: (sympy.Integer(v) if isinstance(v, int) else sympy.Rational(v).limit_denominator(10 ** 9))
@@ -3454,8 +3455,8 @@ def _thm2_chain(seed: int, sizes: tuple, tau: float, seed_init: int, seed_prompt
     return worst, where
 
 
-TAIL_GRID = {"N": (1, 2, 4, 10, 50, 300), "delta": (0.5, 0.1, 1e-2, 1e-4, 1e-8),
-             "tau": (0.01, 1.0, 7.0), "lam_sq": (0.05, 1.0, 30.0)}
+TAIL_GRID = {"N": (1, 2, 4, 10, 50, 300), "delta": (0.9, 0.5, 0.1, 1e-2, 1e-4, 1e-8),
+             "tau": (1e-4, 0.01, 1.0, 7.0, 1e3), "lam_sq": (1e-4, 0.05, 1.0, 30.0, 1e4)}
 
 
 def _tail_exact(F) -> Finding:

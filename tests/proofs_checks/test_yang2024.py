@@ -126,6 +126,15 @@ MUTANTS = {
                                         {"tail": "N*tau*lam_sq + 2*lam_sq*tau*log(1/delta)"}),
     "thm2 T_min complex": ("yang2024.thm2", ("symbolic",), {"T_min": Y.THM2_FORMULAS[0].text.replace(
         "log(1/delta)) + 2", "log(1/B)) + 2")}),
+    # survivors of mutate while epsilon, zeta_0, tau, lambda^2 were drawn from too narrow ranges
+    "thm2 T_min epsilon**2": ("yang2024.thm2", ("symbolic",), {"T_min": Y.THM2_FORMULAS[0].text
+                                                                .replace("epsilon)", "epsilon**2)")}),
+    "thm2 T_min m -> zeta_0": ("yang2024.thm2", ("symbolic",), {"T_min": Y.THM2_FORMULAS[0].text
+                                                                 .replace("(m*tau", "(zeta_0*tau")}),
+    "thm2 tail lam_sq -> N": ("yang2024.thm2", ("numeric",), {"tail": Y.THM2_FORMULAS[1].text
+                                                                .replace("N*tau*lam_sq", "N**2*tau")}),
+    "thm2 tail tau -> N": ("yang2024.thm2", ("numeric",), {"tail": Y.THM2_FORMULAS[1].text
+                                                             .replace("N*tau*lam_sq", "N**2*lam_sq")}),
     "lemma9 negative bound": ("yang2024.lemma9", ("numeric",), {"b_bound": "-Zbar_norm"}),
     "lemma9 A_norm -> H": ("yang2024.lemma9", ("numeric",), {"delta_bound": "gamma*H*alpha + H"}),
     "lemma9 dropped A_norm": ("yang2024.lemma9", ("numeric",), {"delta_bound": "gamma*H*alpha"}),
