@@ -180,9 +180,8 @@ def a_star_rational(n: int, d: int, L: int, digits: int = 120) -> sympy.Rational
     between a - 10^-digits and a + 10^-digits (exact rational evaluation).  Values at it decide
     signs that are far larger than the derivative times 10^-digits."""
     fp = scalar_poly(L, n, d).diff(a_sym)
-    coeffs = [int(c.p) * mpmath.mpf(1) / int(c.q) if False else c for c in fp.all_coeffs()]
     with mpmath.workdps(digits + 20):
-        mc = [mpmath.mpf(int(c.p)) / int(c.q) for c in coeffs]
+        mc = [mpmath.mpf(int(c.p)) / int(c.q) for c in fp.all_coeffs()]
         x = mpmath.mpf(1)
         lo, hi = mpmath.mpf(0), mpmath.mpf(1)
         while mpmath.polyval(mc, hi) < 0:  # f'(0) < 0 < f'(large)
