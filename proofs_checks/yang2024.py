@@ -674,7 +674,12 @@ _Z = FormulaSymbol("Z", "matrix", ("m", "N"), "Z = (f(v_1), ..., f(v_N)) (eq. (1
 _Zhat = FormulaSymbol("Zhat", "matrix", ("m", "K"), "Zhat = (f(v_1), ..., f(v_K)) = (Z, Z^Q)")
 _J = FormulaSymbol("J", "matrix", ("N", "K"), "(I_N, 0), the N x K matrix of eq. (34)")
 _zk = FormulaSymbol("z_k", "matrix", ("m", "1"), "z_k = f(v_k)")
-_ek = FormulaSymbol("e_k", "matrix", ("N", "1"), "the one-hot e_k (k <= N)")
+# one-hot: e_1 stands for every e_k (the formulas are equivariant under permuting the tokens)
+_ek = FormulaSymbol("e_k", "matrix", ("N", "1"), "the one-hot e_k (k <= N)", equals="eye(N)[:, 0]")
+# a prompt token's feature is a column of Z: z_k = Z e_k (k <= N)
+_zk_prompt = FormulaSymbol("z_k", "matrix", ("m", "1"), "z_k = f(v_k) = Z e_k (a prompt token)",
+                           equals="Z*e_k")
+_DELTA_SIGN = "Lemma 5 uses delta_k only through ||Zbar delta_k||^2"
 _ak = FormulaSymbol("Ahat_k", "matrix", ("N", "1"), "the k-th column of Ahat(theta) (eq. (35))")
 _Ahat = FormulaSymbol("Ahat", "matrix", ("N", "K"), "Ahat(theta) of eq. (35)")
 _y = FormulaSymbol("y", "matrix", ("N", "1"), "the prompt labels (y_1..y_N)")
@@ -690,14 +695,16 @@ LEMMA5_FORMULAS = (
                  shape=("N", "N"), description="Zbar^2 with Zbar = (Z^T Z + m tau I_N)^{1/2}, so "
                  "||Zbar x||^2 = x^T Zbar^2 x (Zbar is symmetric)"),
     NamedFormula("delta_prompt", f"Ahat_k - Inverse{G_TEXT}*(z_k + m*tau*e_k)",
-                 (_m, _N, _tau, _Z, _zk, _ek, _ak), equation="(33), k in [N]", shape=("N", "1"),
-                 description="delta_k for a prompt token, as printed"),
+                 (_m, _N, _tau, _Z, _zk_prompt, _ek, _ak), equation="(33), k in [N]",
+                 shape=("N", "1"), description="delta_k for a prompt token, as printed",
+                 sign_free=_DELTA_SIGN),
     NamedFormula("delta_query", f"Ahat_k - Inverse{G_TEXT}*z_k",
                  (_m, _N, _tau, _Z, _zk, _ak), equation="(33), k in [K] minus [N]", shape=("N", "1"),
-                 description="delta_k for a query token, as printed"),
+                 description="delta_k for a query token, as printed", sign_free=_DELTA_SIGN),
     NamedFormula("c_prompt", f"-trace((Z.T*z_k + m*tau*e_k).T*Inverse{G_TEXT}*(Z.T*z_k + m*tau*e_k))"
                              " + trace(z_k.T*z_k) + m*tau",
-                 (_m, _N, _tau, _Z, _zk, _ek), equation="L* in Lemma 5 (first sum), c_k of (78)",
+                 (_m, _N, _tau, _Z, _zk_prompt, _ek),
+                 equation="L* in Lemma 5 (first sum), c_k of (78)",
                  description="2K times the contribution of a prompt token to L*"),
     NamedFormula("c_query", f"-trace((Z.T*z_k).T*Inverse{G_TEXT}*(Z.T*z_k)) + trace(z_k.T*z_k)",
                  (_m, _N, _tau, _Z, _zk), equation="L* in Lemma 5 (second sum), c'_k of (79)",

@@ -41,6 +41,9 @@ class FormulaSymbol:
     # the claim only speaks of values at most this other scalar's (lambda_j <= lambda_1, the
     # largest eigenvalue, in gatmiry2024's moment lemmas); ``mutate`` draws it there
     at_most: str | None = None
+    # the claim takes this symbol equal to an expression in the others (yang2024 Lemma 5: a
+    # prompt token's feature z_k = Z e_k); ``mutate`` compares mutants under it as an assumption
+    equals: str | None = None
 
     def __post_init__(self):
         if self.unit and (self.kind != "scalar" or self.name in SIZE_NAMES):
@@ -70,6 +73,8 @@ class FormulaSymbol:
             out["unit"] = True
         if self.at_most is not None:
             out["at_most"] = self.at_most
+        if self.equals is not None:
+            out["equals"] = self.equals
         return out
 
 
@@ -106,6 +111,9 @@ class NamedFormula:
     f(A; c Sigma) = c f(c A; Sigma)): ``mutate`` then counts a positive multiple of the formula
     as equivalent, citing the reason.
 
+    ``sign_free`` (a reason, or "") says the same for the negated formula (a vector the claim
+    only uses through its norm, yang2024 Lemma 5's delta_k in ||Zbar delta_k||^2).
+
     ``proof`` (for a bound marked ``weaker``) returns the bound the paper's proof gives, as the
     claim's checks derive it (a sympy expression in symbols named like the formula's): a mutant
     on the weaker side of it everywhere is proved by the paper's argument although it may be
@@ -127,6 +135,7 @@ class NamedFormula:
     shape: tuple[str, str] | None = None  # None: a scalar formula
     weaker: str | None = None  # "larger" | "smaller" | None: see the class docstring
     scale_free: str = ""  # why a positive multiple is the same statement, or "": see above
+    sign_free: str = ""  # why the negated formula is the same statement, or "": see above
     exponents: tuple[str, ...] | None = None  # symbols a matrix power's exponent may use (None: any)
     proof: Callable[[], sympy.Expr] | None = field(default=None, compare=False, repr=False)
     sharp: Callable[[], sympy.Expr] | None = field(default=None, compare=False, repr=False)
@@ -221,6 +230,7 @@ class NamedFormula:
             "shape": list(self.shape) if self.shape else None,
             "weaker": self.weaker,
             **({"scale_free": self.scale_free} if self.scale_free else {}),
+            **({"sign_free": self.sign_free} if self.sign_free else {}),
             "symbols": [s.as_dict() for s in self.symbols],
         }
 

@@ -396,6 +396,10 @@ def _draw(formula: NamedFormula, sizes: dict, rng: np.random.Generator, assume: 
             # small values (Max(1, 4 K alpha^2) vs Max(2, 4 K alpha^2) agree for alpha >= 1)
             x = sympy.Rational(1, v) if rng.integers(2) else sympy.Integer(v)
             values[s.name] = x if s.positive else x * int(rng.choice([-1, 1]))
+    related = [s for s in formula.symbols if s.equals is not None] if assume else []
+    for _ in related:  # z_k = Z e_k, e_k = e_1: relations the claim assumes, in any order
+        for s in related:
+            values[s.name] = sympy.sympify(s.equals, locals=dict(values))
     return values
 
 
@@ -561,24 +565,28 @@ def equivalence(formula: NamedFormula, mutant_text: str, seed: int = 0,
         return Equivalence("identity", f"equal in exact arithmetic at {compared} random rational "
                                        f"instances, sizes {sizes}"
                            + _symbolic_proof(formula, original, mutant, False))
-    assumed = [s.name for s in formula.symbols if s.symmetric]
+    assumed = ([f"{s.name} symmetric" for s in formula.symbols if s.symmetric]
+               + [f"{s.name} = {s.equals}" for s in formula.symbols if s.equals is not None])
     if assumed:
         compared_a, witness_a = _compare(formula, original, mutant, rng, assume=True)
         if witness_a is None and compared_a:
+            proof = "" if any(s.equals for s in formula.symbols) else \
+                _symbolic_proof(formula, original, mutant, True)
             return Equivalence(
                 "assumptions",
-                f"the claim assumes {', '.join(assumed)} symmetric; equal in exact arithmetic at "
-                f"{compared_a} random rational instances with {', '.join(assumed)} symmetric, sizes "
-                f"{sizes}" + _symbolic_proof(formula, original, mutant, True)
-                + " (they differ for a non-symmetric instance)", witness)
+                f"the claim assumes {', '.join(assumed)}; equal in exact arithmetic at "
+                f"{compared_a} random rational instances with {', '.join(assumed)}, sizes "
+                f"{sizes}{proof} (they differ for an instance without it)", witness)
         witness = witness_a or witness
-    if formula.scale_free:
-        factor = _positive_multiple(formula, original, mutant, rng)
-        if factor is not None:
+    if formula.scale_free or formula.sign_free:
+        factor = _multiple(formula, original, mutant, rng)
+        if factor is not None and factor != 1 and (
+                (formula.scale_free and factor.is_positive) or (formula.sign_free and factor == -1)):
+            kind, why = (("any positive multiple", formula.scale_free) if factor.is_positive
+                         else ("the negation", formula.sign_free))
             return Equivalence("scale", f"{factor} times the original at every instance compared "
-                                        f"(sizes {sizes}); the claim is the same statement for any "
-                                        f"positive multiple of {formula.name}: "
-                                        f"{formula.scale_free}", witness)
+                                        f"(sizes {sizes}); the claim is the same statement for "
+                                        f"{kind} of {formula.name}: {why}", witness)
     detail = "differs from the original"
     if domain is not None and formula.weaker is None and domain.defines(formula.name):
         kind, why = definition_implication(formula.name, mutant, seed, domain)
@@ -644,8 +652,9 @@ def _implied_by_proof(formula: NamedFormula, mutant, seed: int, domain: Domain |
     return False, why.replace("original", name)
 
 
-def _positive_multiple(formula: NamedFormula, original, mutant, rng) -> sympy.Expr | None:
-    """c > 0 with mutant = c * original at every random instance (one c for all), else None."""
+def _multiple(formula: NamedFormula, original, mutant, rng) -> sympy.Expr | None:
+    """c with mutant = c * original at every random instance (one c for all; the claim's
+    assumptions applied), else None."""
     factor = None
     for _, _, a, b in _instances(formula, original, mutant, rng, assume=True):
         shape = a.shape if _is_matrix(a) else (b.shape if _is_matrix(b) else (1, 1))
@@ -662,7 +671,7 @@ def _positive_multiple(formula: NamedFormula, original, mutant, rng) -> sympy.Ex
                 factor = c
             if c != factor:
                 return None
-    return factor if factor is not None and factor.is_positive and factor != 1 else None
+    return factor
 
 
 # ---------------------------------------------------------------------------------- implication

@@ -346,7 +346,7 @@ def test_a_tighter_constant_is_not_implied():
     eq = equivalence(bound("2*x*y"), "x*y")
     assert eq.kind == "none" and not eq.equivalent and eq.witness
     assert "tighter (smaller) than the original" in eq.detail
-    assert equivalence(formula("yang2024.lemma2", "C"), "1").kind == "none"
+    assert equivalence(formula("yang2024.lemma2", "C"), "1/2").kind == "none"  # below the sharp 1
 
 
 def test_a_swap_larger_at_some_instances_and_smaller_at_others_is_not_implied():
@@ -429,8 +429,9 @@ def test_implied_mutants_in_the_json_report(capsys):
     (f,) = report["claims"][0]["formulas"]
     by_text = {m["text"]: m for m in f["mutant_results"]}
     assert by_text["3"]["status"] == "implied" and by_text["3"]["equivalence"]["kind"] == "implied"
-    assert f["implied"] == 1 and report["totals"]["implied"] == 1
-    assert f["non_equivalent"] == f["killed"] + f["survived"] == 2
+    assert by_text["1"]["status"] == "implied"          # the sharp constant the tier derives
+    assert f["implied"] == 2 and report["totals"]["implied"] == 2
+    assert f["non_equivalent"] == f["killed"] + f["survived"] == 1
 
 
 def test_small_scalar_values_separate_mutants_that_agree_on_integers():
@@ -517,3 +518,19 @@ def test_a_bound_at_least_the_derived_sharp_one_is_implied(capsys):
     assert main(["mutate", "yang2024.lemma2", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["totals"]["survived"] == 0 and out["totals"]["kill_rate_non_equivalent"] == 1
+
+
+def test_equivalence_under_a_relation_the_claim_assumes_and_a_sign_it_ignores():
+    """yang2024 Lemma 5: a prompt token's z_k is Z e_k with e_k one-hot, so c_k = 0 and its
+    negation is the same constant; delta_k enters only through ||Zbar delta_k||^2, so -delta_k
+    is the same statement.  Twice delta_k, or c_k + 1, is not."""
+    claim = find("yang2024.lemma5")
+    fixed = dict(claim.correction.formulas)
+    c = claim.formula("c_prompt")
+    eq = equivalence(c, f"-({c.text})")
+    assert eq.kind == "assumptions" and "z_k = Z*e_k" in eq.detail
+    assert equivalence(c, f"{c.text} + 1").kind == "none"
+    d = claim.formula("delta_prompt")
+    eq = equivalence(d, f"-({fixed['delta_prompt']})", base=fixed["delta_prompt"])
+    assert eq.kind == "scale" and "negation" in eq.detail
+    assert equivalence(d, f"2*({fixed['delta_prompt']})", base=fixed["delta_prompt"]).kind == "none"
