@@ -1135,7 +1135,22 @@ class BoundForms:
                                             dtype=float), ns.shape)
         return lo, up
 
+    def exact_holds(self, c: BoundCase, j: int, value: sympy.Rational, side: str) -> bool | None:
+        """Whether the bound on ``side`` holds for ``value`` exactly; None when that cannot be
+        decided (a power too large to expand, or a sign exact_sign cannot settle): such a case is
+        counted as undecided, never as a violation."""
+        exact = self.exact_bounds(c, j)
+        if exact is None:
+            return None
+        lower, upper = exact
+        try:
+            return li.exact_le(value, upper) if side == "upper" else li.exact_le(lower, value)
+        except ArithmeticError:
+            return None
+
     def exact_bounds(self, c: BoundCase, j: int):
+        """(lower, upper) exactly, or None when a bound raises an irrational number to a power
+        beyond EXACT_MAX_EXPONENT (delta^n at n = 2^40: sympy would expand it for hours)."""
         lam_j, lam_1 = c.eigs[j], c.eigs[0]
         vals = [sympy.Integer(c.n), sympy.Integer(c.d), sympy.Integer(c.L), sympy.Integer(c.k),
                 sympy.Rational(lam_j.numerator, lam_j.denominator),
@@ -1143,7 +1158,23 @@ class BoundForms:
         sizes = dict(zip([self.syms[a] for a in _BOUND_ARGS[:4]], vals[:4]))
         delta = self.F["delta"].subs(sizes) if "delta" in self.F else sympy.Integer(0)
         sub = dict(zip([self.syms[a] for a in _BOUND_ARGS], vals + [delta]))
+        with sympy.evaluate(False):
+            held = [self.F[side].xreplace(sub) for side in ("lower", "upper")]
+        if any(_huge_power(e) for e in held):
+            return None
         return self.F["lower"].subs(sub), self.F["upper"].subs(sub)
+
+
+EXACT_MAX_EXPONENT = 4096
+
+
+def _huge_power(expr: sympy.Basic) -> bool:
+    """A power of a non-integer base with a numeric exponent beyond EXACT_MAX_EXPONENT."""
+    for p in expr.atoms(sympy.Pow):
+        e = p.exp
+        if e.is_number and not p.base.is_Integer and abs(float(sympy.N(e, 15))) > EXACT_MAX_EXPONENT:
+            return True
+    return False
 
 
 def _n_grid(d: int, k: int, L: int) -> list[int]:
@@ -1180,10 +1211,13 @@ class BoundSearch:
     first: dict | None = None
     closest: tuple | None = None  # (relative slack, case, j, side)
     holds_from: dict = None  # "d,L,k" -> smallest grid n from which every larger grid n holds
+    undecided: int = 0  # cases within 10^-50 whose exact bound is a power too large to evaluate
 
     def as_dict(self) -> dict:
         out = {"instances_checked": self.checked, "skipped_by_hypothesis": self.skipped_by_hypothesis,
                "violations": self.violations}
+        if self.undecided:
+            out["undecided_not_counted"] = self.undecided
         if self.closest is not None:
             slack, case, j, side = self.closest
             out["closest_approach"] = {"relative_slack": float(slack), "side": side, "j": j + 1,
@@ -1243,9 +1277,11 @@ def bound_search(forms: BoundForms, quantity: Callable, dims: Sequence[int], loo
                                     continue
                                 ev = sympy.Rational(v.numerator, v.denominator)
                                 if slack_mp >= -tol:  # within 10^-50: decided exactly
-                                    elo, eup = forms.exact_bounds(c, j)
-                                    if (li.exact_le(ev, eup) if side == "upper"
-                                            else li.exact_le(elo, ev)):
+                                    holds = forms.exact_holds(c, j, ev, side)
+                                    if holds is None:
+                                        res.undecided += 1
+                                        continue
+                                    if holds:
                                         continue
                                 bad[i] = True
                                 res.violations += 1

@@ -132,6 +132,19 @@ def test_thm3_4_a_threshold_that_admits_the_minimiser_is_refuted(hyp):
     assert v.tiers["symbolic"].counterexample["A"].startswith("a* I")
 
 
+def test_lemma4_2_a_bound_too_large_to_expand_exactly_is_undecided_not_a_hang():
+    """delta^n at n = 2^40 within 10^-50 of the moment: the exact comparison is skipped and the
+    case counted as undecided (it used to expand the power for more than 20 minutes)."""
+    cid = "gatmiry2024.lemma4_2"
+    forms = g.BoundForms({**{f.name: f.parse() for f in find(cid).formulas},
+                          "lower": find(cid).formula("lower").parse(
+                              "-delta**n*lambda_1**k + lambda_j**k")})
+    from fractions import Fraction
+    case = g.BoundCase(1, 2, 1, 2 ** 40, (Fraction(1),))
+    assert forms.exact_bounds(case, 0) is None
+    assert forms.exact_holds(case, 0, sympy.Integer(1), "lower") is None
+
+
 def test_thm3_4_numeric_tier_takes_an_overflowing_threshold_as_infinite():
     """4^n at n = 10^8 overflows float64: the hypothesis then admits no point (it raised
     OverflowError, and the mutant came out inconclusive instead of decided)."""
