@@ -22,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-import time
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable, Mapping, Sequence
@@ -34,13 +33,13 @@ import torch
 
 from models.device import runtime
 from models.exact import ExactLoss
-from models.lsa import LSAConfig, LinearTransformer, lsa_forward, mask_matrix, readout
+from models.lsa import LSAConfig, LinearTransformer, lsa_forward, readout
 from models.metrics import dist_to_identity
 from models.progress import Progress
 from models.sampler import PromptLaw, sample_prompts
 from models.trainers import optimise, optimise_batched
 from moments import wishart
-from moments.montecarlo import Estimate, streaming_estimate, z_critical
+from moments.montecarlo import Estimate, streaming_estimate
 from moments.poly import Poly
 from moments.tensor import gaussian_matrix, matrix, vector
 from moments.wick import canonical, expectation
@@ -49,7 +48,7 @@ from verify.evidence import Finding, combine, step
 from verify.formulas import SIZE_NAMES, FormulaSymbol, NamedFormula, compile_formula, formula_value
 
 from . import looped_icl as li
-from .linear_icl import LinearICLSetting, cayley_orthogonal, symbolic_prompt
+from .linear_icl import LinearICLSetting, cayley_orthogonal
 
 PAPER = "gatmiry2024"
 N, D = li.N, li.D
