@@ -555,10 +555,10 @@ def equivalence(formula: NamedFormula, mutant_text: str, seed: int = 0,
     if witness is None and compared == 0:
         # a condition has no exact number to compare; a hypothesis may still be narrower
         if formula.weaker == "narrower":
-            implied, why = implication(formula, original, mutant, seed)
+            implied, why = implication(formula, original, mutant, seed, domain=domain)
             if implied:
                 return Equivalence("implied", why)
-            wider, why_w = implication(formula, mutant, original, seed)
+            wider, why_w = implication(formula, mutant, original, seed, domain=domain)
             return Equivalence("none", why, stronger=_as_stronger(why_w) if wider else None)
         return Equivalence("none", "could not evaluate the formulas at any instance")
     if witness is None:
@@ -678,9 +678,10 @@ def _multiple(formula: NamedFormula, original, mutant, rng) -> sympy.Expr | None
 IMPLIED_INSTANCES = 60    # instances compared (at least 40 must be in the domain)
 IMPLIED_MIN = 40
 IMPLIED_ATTEMPTS = 400    # draws tried before giving up on reaching IMPLIED_INSTANCES
+NARROWER_ATTEMPTS = 3000  # draws that must all agree before a hypothesis counts as narrower
 IMPLIED_DIGITS = 50       # working precision of the comparison
 SCALAR_RANGE = (-3, 3)    # scalars log-uniform over [10^-3, 10^3]
-SIZE_RANGE = 1000         # random sizes log-uniform over [1, SIZE_RANGE]
+SIZE_DIGITS = 30          # random sizes: half in [1, 10], half log-uniform in [1, 10^SIZE_DIGITS]
 PROOF_OPS = 400           # larger differences are left to the sampling (simplify is slow there)
 
 
@@ -698,6 +699,15 @@ def _scalar_symbols(formula: NamedFormula) -> list | None:
     return list(formula.symbols)
 
 
+def _random_size(rng: np.random.Generator) -> int:
+    """A size in [1, 10] or log-uniform in [1, 10^SIZE_DIGITS], with equal chance: a condition
+    such as d >= 64 L d / sqrt(n) holds only from n = 4096 on, a bound may cross the original
+    only at astronomically large n."""
+    if rng.integers(2):
+        return int(rng.integers(1, 11))
+    return int(10 ** rng.uniform(0, SIZE_DIGITS))
+
+
 def _draw_domain(symbols, rng: np.random.Generator, sizes: dict | None) -> dict:
     """Exact rational values for scalar symbols in the claim's domain: sizes positive integers
     (``sizes``, or random ones), unit scalars in (0, 1), the others log-uniform."""
@@ -707,7 +717,7 @@ def _draw_domain(symbols, rng: np.random.Generator, sizes: dict | None) -> dict:
             if sizes is not None and s.name in sizes:
                 values[s.name] = sympy.Integer(sizes[s.name])
             else:
-                values[s.name] = sympy.Integer(int(round(SIZE_RANGE ** rng.uniform(0, 1))))
+                values[s.name] = sympy.Integer(_random_size(rng))
         elif s.unit:
             if rng.uniform() < 0.5:
                 v = 10.0 ** rng.uniform(-6, 0)
@@ -757,7 +767,7 @@ def implication(formula: NamedFormula, original: sympy.Basic, mutant: sympy.Basi
     if weaker is None:
         return False, "the formula is not marked as a bound"
     if weaker == "narrower":
-        return _narrower(formula, original, mutant, seed)
+        return _narrower(formula, original, mutant, seed, domain)
     if domain is not None:
         return _implication_in(formula, original, mutant, seed, allow_equal, domain)
     symbols = _scalar_symbols(formula)
@@ -832,7 +842,6 @@ def _lambdified(args: list, *exprs) -> tuple[list | None, str]:
 
 
 DOMAIN_ATTEMPTS = 3000    # draws tried when the claim's hypotheses reject most of them
-DOMAIN_SIZE_DIGITS = 30   # under hypotheses, half the sizes log-uniform in [1, 10^30]
 
 
 def _domain_functions(domain: Domain, *exprs) -> tuple[list | None, str]:
@@ -847,14 +856,12 @@ def _domain_functions(domain: Domain, *exprs) -> tuple[list | None, str]:
 
 def _domain_draws(domain: Domain, rng: np.random.Generator) -> Iterator[list]:
     """DOMAIN_ATTEMPTS random points (mpf values in the order of ``domain.symbols``) before the
-    definitions are applied: each size in [1, 10] or log-uniform in [1, 10^DOMAIN_SIZE_DIGITS],
+    definitions are applied: each size as ``_random_size`` draws it,
     other scalars log-uniform, unit ones in (0, 1)."""
     import mpmath
 
     for _ in range(DOMAIN_ATTEMPTS):
-        sizes = {s.name: (int(rng.integers(1, 11)) if rng.integers(2) else
-                          int(10 ** rng.uniform(0, DOMAIN_SIZE_DIGITS)))
-                 for s in domain.symbols if s.name in SIZE_NAMES}
+        sizes = {s.name: _random_size(rng) for s in domain.symbols if s.name in SIZE_NAMES}
         values = _draw_domain(domain.symbols, rng, sizes)
         yield [mpmath.mpf(int(values[s.name].p)) / int(values[s.name].q) for s in domain.symbols]
 
@@ -1019,47 +1026,65 @@ def definition_implication(name: str, mutant: sympy.Expr, seed: int,
                        f"loose (strictly at {strict}): a weaker claim")
 
 
-def _narrower(formula: NamedFormula, original, mutant, seed: int) -> tuple[bool, str]:
+def _narrower(formula: NamedFormula, original, mutant, seed: int,
+              domain: Domain | None = None) -> tuple[bool, str]:
     """A hypothesis mutant is implied when it holds only where the original holds: sampled at
-    IMPLIED_ATTEMPTS points of the domain (sizes log-uniform in [1, SIZE_RANGE] and the three
-    size patterns, scalars log-uniform), one point where the mutant holds and the original does
-    not makes it a different (not weaker) claim.  A mutant that holds at no point drawn says
-    nothing there (a vacuous hypothesis, e.g. d >= 4 d^2 k^2): implied, and said so."""
+    NARROWER_ATTEMPTS points (sizes as ``_random_size`` draws them and the three size patterns,
+    scalars log-uniform; with the claim's ``domain``, its definitions applied, so delta takes its
+    defined value), one point where the mutant holds and the original does not makes it a
+    different (not weaker) claim.  A mutant that holds at no point drawn says nothing there (a
+    vacuous hypothesis, e.g. d >= 4 d^2 k^2): implied, and said so."""
     import mpmath
 
     symbols = _scalar_symbols(formula)
     if symbols is None or not all(isinstance(e, sympy.logic.boolalg.Boolean)
                                   for e in (original, mutant)):
         return False, "the implication test for a hypothesis applies to conditions on scalars"
-    names = [s.name for s in symbols]
-    fns, error = _lambdified([formula.locals()[n] for n in names], original, mutant)
+    rng = np.random.default_rng([seed, 0x6E6172])
+    if domain is not None:
+        names = [s.name for s in domain.symbols]
+        fns, error = _domain_functions(domain, original, mutant,
+                                       *(e for _, e in domain.definitions))
+        defs = [(names.index(n), g) for (n, _), g in zip(domain.definitions, fns[2:])] \
+            if fns else []
+        points = (_defined(raw, defs) for raw in _domain_draws(domain, rng))
+        where = f"{_domain_words(formula)}, {domain.words}"
+    else:
+        names = [s.name for s in symbols]
+        fns, error = _lambdified([formula.locals()[n] for n in names], original, mutant)
+        patterns = size_assignments(formula)
+
+        def draws():
+            for attempt in range(NARROWER_ATTEMPTS):
+                sizes = patterns[attempt % len(patterns)] if attempt < 8 * len(patterns) else None
+                values = _draw_domain(symbols, rng, sizes)
+                yield [mpmath.mpf(int(values[n].p)) / int(values[n].q) for n in names]
+
+        points = draws()
+        where = _domain_words(formula)
     if error:
         return False, f"cannot evaluate the conditions numerically ({error})"
-    f_o, f_m = fns
-    rng = np.random.default_rng([seed, 0x6E6172])
-    patterns = size_assignments(formula)
-    held = 0
+    f_o, f_m = fns[:2]
+    held, drawn = 0, 0
     with mpmath.workdps(IMPLIED_DIGITS):
-        for attempt in range(IMPLIED_ATTEMPTS):
-            sizes = patterns[attempt % len(patterns)] if attempt < 8 * len(patterns) else None
-            values = _draw_domain(symbols, rng, sizes)
-            point = [mpmath.mpf(int(values[n].p)) / int(values[n].q) for n in names]
+        for point in points:
+            drawn += 1
+            if point is None:
+                continue
             try:
                 m, o = bool(f_m(*point)), bool(f_o(*point))
             except (ZeroDivisionError, ValueError, TypeError, OverflowError):
                 continue
             if m and not o:
-                return False, (f"not implied: the mutant hypothesis holds at {_shown(values)}, "
-                               f"where the original does not (a different claim, not a weaker one)")
+                shown = {n: mpmath.nstr(v, 8) for n, v in zip(names, point)}
+                return False, (f"not implied: the mutant hypothesis holds at {shown}, where the "
+                               f"original does not (a different claim, not a weaker one)")
             held += m
-    domain = _domain_words(formula)
     if held == 0:
-        return True, (f"implied: the mutant hypothesis holds at none of {IMPLIED_ATTEMPTS} "
-                      f"instances drawn ({domain}), so the claim under it says nothing there "
-                      f"(vacuous)")
-    return True, (f"implied: wherever the mutant hypothesis holds ({held} of {IMPLIED_ATTEMPTS} "
-                  f"instances drawn, {domain}) the original holds: a narrower hypothesis, a "
-                  f"weaker claim")
+        return True, (f"implied: the mutant hypothesis holds at none of {drawn} instances drawn "
+                      f"({where}), so the claim under it says nothing there (vacuous)")
+    return True, (f"implied: wherever the mutant hypothesis holds ({held} of {drawn} instances "
+                  f"drawn, {where}) the original holds: a narrower hypothesis, a weaker claim")
 
 
 def _domain_words(formula: NamedFormula) -> str:

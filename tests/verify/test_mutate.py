@@ -534,3 +534,18 @@ def test_equivalence_under_a_relation_the_claim_assumes_and_a_sign_it_ignores():
     eq = equivalence(d, f"-({fixed['delta_prompt']})", base=fixed["delta_prompt"])
     assert eq.kind == "scale" and "negation" in eq.detail
     assert equivalence(d, f"2*({fixed['delta_prompt']})", base=fixed["delta_prompt"]).kind == "none"
+
+
+def test_a_hypothesis_is_compared_with_the_claims_definitions_and_large_sizes():
+    """gatmiry2024 Thm A.11: 2 (4 n)^{2L} is not a narrower threshold than 2 (4 delta)^{2L} once
+    delta takes its defined value (n = 1, d = 100: 32 against 25600); Thm 3.4's
+    d >= 64 L d / sqrt(n) holds from n = 4096 on, so it is not vacuous (sizes were drawn up to
+    1000 only, and both came out implied while the checks refuted them)."""
+    from verify.mutants import claim_domain
+
+    for cid, text in (("gatmiry2024.thm_a11", "loss >= 2*(4*n)**(2*L)"),
+                      ("gatmiry2024.thm3_4", "d >= 16*4**L*L*d/sqrt(n)")):
+        claim = find(cid)
+        domain = claim_domain(claim.formulas, dict(claim.correction.formulas))
+        eq = equivalence(claim.formula("hypothesis"), text, domain=domain)
+        assert eq.kind == "none" and "where the original does not" in eq.detail, (cid, eq)
