@@ -581,7 +581,8 @@ def equivalence(formula: NamedFormula, mutant_text: str, seed: int = 0,
     if formula.scale_free or formula.sign_free:
         factor = _multiple(formula, original, mutant, rng)
         if factor is not None and factor != 1 and (
-                (formula.scale_free and factor.is_positive) or (formula.sign_free and factor == -1)):
+                (formula.scale_free and factor.is_positive)
+                or (formula.sign_free and factor == -1)):
             kind, why = (("any positive multiple", formula.scale_free) if factor.is_positive
                          else ("the negation", formula.sign_free))
             return Equivalence("scale", f"{factor} times the original at every instance compared "
@@ -616,8 +617,8 @@ def _as_stronger(why: str) -> str | None:
     when the original is only vacuous where it was sampled: that says nothing)."""
     if "vacuous" in why:
         return None
-    swapped = re.sub(r"mutant|original", lambda m: {"mutant": "original", "original": "mutant"}[m.group()],
-                     why.removeprefix("implied: "))
+    other = {"mutant": "original", "original": "mutant"}
+    swapped = re.sub(r"mutant|original", lambda m: other[m.group()], why.removeprefix("implied: "))
     swapped = re.sub(r"[:,] (a looser (upper|lower) bound \(a (larger|smaller) value\)|"
                      r"a narrower hypothesis, a weaker claim|a weaker claim)", "", swapped)
     return f"a stronger claim than the original, which follows from it: {swapped}"
@@ -1019,7 +1020,8 @@ def definition_implication(name: str, mutant: sympy.Expr, seed: int,
                             f"{IMPLIED_DIGITS}-digit values at all {compared} points of its "
                             f"domain drawn ({where})")
     if strict == 0:
-        return "none", f"not decided: the claim's truth values are unchanged at all {compared} points drawn"
+        return "none", (f"not decided: the claim's truth values are unchanged at all {compared} "
+                        f"points drawn")
     return "implied", (f"implied: with {name} := {mutant}, at all {compared} points of the claim's "
                        f"domain drawn ({IMPLIED_DIGITS}-digit values; {where}), the hypotheses "
                        f"hold only where they held and every bound ({named}) is at least as "
