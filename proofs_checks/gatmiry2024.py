@@ -1163,13 +1163,13 @@ class BoundForms:
                 sympy.Rational(lam_j.numerator, lam_j.denominator),
                 sympy.Rational(lam_1.numerator, lam_1.denominator)]
         uses_delta = self.syms["delta"] in self.F[side].free_symbols and "delta" in self.F
-        with sympy.evaluate(False):
-            delta = self._exact["delta"](*vals[:4]) if uses_delta else sympy.Integer(0)
-            held = sympy.sympify(self._exact[side](*vals, delta))
-        if _huge_power(held):
-            return None
-        return sympy.sympify(self._exact[side](
-            *vals, self._exact["delta"](*vals[:4]) if uses_delta else delta))
+
+        def value(evaluate: bool) -> sympy.Expr:
+            with sympy.evaluate(evaluate):
+                delta = self._exact["delta"](*vals[:4]) if uses_delta else sympy.Integer(0)
+                return sympy.sympify(self._exact[side](*vals, delta))
+
+        return None if _huge_power(value(False)) else value(True)
 
 
 EXACT_MAX_EXPONENT = 4096
@@ -2370,6 +2370,15 @@ def _family_point(L: int, d: int, uses_eps: bool) -> sympy.Rational:
     return 1 - e
 
 
+def _scan_failure(L: int, d: int, n: int, A: str, loss, g2, info: dict, **extra) -> dict:
+    """The exact numbers of a failure at A (Sigma* = I) for the counterexample of a scan."""
+    out = {"L": L, "d": d, "n": _n_text(n), "A": A, "Sigma_star": "I_d", "loss": _digits(loss),
+           "grad_norm_sq": _digits(g2), "rhs": info["rhs"], **extra}
+    if "epsilon" in info:
+        out["epsilon"] = str(info["epsilon"])
+    return out
+
+
 def large_d_scan(F, form: GDForm, loops: Sequence[int], n: int = GD_N, d_max: int = 2 ** 20):
     """Per L, the smallest d (bisection; failures are monotone in d in the large-n limit, where
     ||grad||^2 / L^{(2L-1)/L} = 64 L^2 d^{(1-L)/L} for A = a I) at which the statement fails at
@@ -2401,13 +2410,11 @@ def large_d_scan(F, form: GDForm, loops: Sequence[int], n: int = GD_N, d_max: in
             row["epsilon"] = _q(info["epsilon"])
         rows[f"L={L}"] = row
         if first is None or hi < first["d"]:
-            first = {"L": L, "d": hi, "n": _n_text(n), "A": f"{a} * I_d", "Sigma_star": "I_d",
-                     "loss": _digits(loss), "grad_norm_sq": _digits(g2),
-                     "grad_norm_sq_float": float(g2), "rhs": info["rhs"],
-                     "hypothesis_parts": _relation_values(_gd_expr(F, "hypothesis"), _gd_env(
-                         n, hi, L, loss, info.get("epsilon")))}
-            if "epsilon" in info:
-                first["epsilon"] = str(info["epsilon"])
+            first = _scan_failure(L, hi, n, f"{a} * I_d", loss, g2, info,
+                                  grad_norm_sq_float=float(g2),
+                                  hypothesis_parts=_relation_values(
+                                      _gd_expr(F, "hypothesis"),
+                                      _gd_env(n, hi, L, loss, info.get("epsilon"))))
     return rows, first
 
 
@@ -2432,11 +2439,7 @@ def loss_level_scan(F, form: GDForm, loops: Sequence[int], n: int = GD_N) -> tup
                 bad, info = form.violated(F, n, d, L, loss, g2)
                 admitted += info["admissible"]
                 if bad:
-                    bad_at = {"L": L, "d": d, "n": _n_text(n), "A": f"{a} * I_d",
-                              "Sigma_star": "I_d", "loss": _digits(loss),
-                              "grad_norm_sq": _digits(g2), "rhs": info["rhs"]}
-                    if "epsilon" in info:
-                        bad_at["epsilon"] = str(info["epsilon"])
+                    bad_at = _scan_failure(L, d, n, f"{a} * I_d", loss, g2, info)
                     break
             rows[f"L={L},d={d}"] = {"points": len(points), "admitted": admitted,
                                     "fails_at": bad_at["A"] if bad_at else None}
@@ -2464,11 +2467,8 @@ def minimiser_scan(F, form: GDForm, loops: Sequence[int]) -> tuple[dict, dict | 
                     rows[f"L={L},d={d},n={_n_text(n)}"] = {"min_loss": _digits(loss, 12),
                                                           "rhs": info["rhs"], "fails": bad}
                 if bad and first is None:
-                    first = {"L": L, "d": d, "n": _n_text(n), "A": "a* I_d (the minimiser)",
-                             "a_star": _digits(a, 30), "Sigma_star": "I_d",
-                             "loss": _digits(loss), "grad_norm_sq": _digits(g2), "rhs": info["rhs"]}
-                    if "epsilon" in info:
-                        first["epsilon"] = str(info["epsilon"])
+                    first = _scan_failure(L, d, n, "a* I_d (the minimiser)", loss, g2, info,
+                                          a_star=_digits(a, 30))
     return rows, first
 
 

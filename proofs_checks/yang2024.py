@@ -1567,6 +1567,7 @@ LEMMA1 = Claim(
 # ==============================================================================================
 # Lemma 2: smoothness of softmax (30)
 # ==============================================================================================
+@lru_cache(maxsize=1)
 def lemma2_sharpness_limit() -> sympy.Expr:
     """lim_{t -> 0+} ||softmax(t, -t) - softmax(0, 0)||_1 / t (l = 2, xi_2 = 0): 1, so no C below 1
     holds; with the bound C = 1 of ``lemma2_symbolic``'s derivation it is the least constant."""
@@ -2888,7 +2889,8 @@ def _ratio_at_least_one(ratio: sympy.Expr, rng: np.random.Generator) -> tuple[bo
 def _probe_point(syms: list, rng: np.random.Generator) -> dict:
     """A point of the probe grid: each symbol 10^{-6, -2, 0, 2, 6} times a factor in [0.5, 2],
     integer symbols rounded (at least 1)."""
-    point = {s: float(rng.choice([1e-6, 1e-2, 1.0, 1e2, 1e6])) * float(rng.uniform(0.5, 2.0)) for s in syms}
+    point = {s: float(rng.choice([1e-6, 1e-2, 1.0, 1e2, 1e6])) * float(rng.uniform(0.5, 2.0))
+             for s in syms}
     point.update({s: float(max(1, round(point[s]))) for s in syms if s.is_integer})
     return point
 

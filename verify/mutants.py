@@ -600,10 +600,13 @@ def equivalence(formula: NamedFormula, mutant_text: str, seed: int = 0,
         if implied:
             return Equivalence("implied", why, witness)
         detail += f" ({why})"
-        for reference in (formula.proof, formula.sharp):
-            if reference is not None and formula.weaker != "narrower":
-                implied, why_p = _implied_by_proof(formula, mutant, seed, domain,
-                                                   sharp=reference is formula.sharp)
+        references = (((formula.proof, "proof's bound", "the paper's proof"),
+                       (formula.sharp, "sharp bound", "the sharp bound the checks derive"))
+                      if formula.weaker != "narrower" else ())
+        for reference, name, source in references:
+            if reference is not None:
+                implied, why_p = _implied_by_bound(formula, mutant, seed, domain, reference(),
+                                                   name, source)
                 if implied:
                     return Equivalence("implied", why_p, witness)
                 detail += f"; {why_p}"
@@ -634,16 +637,13 @@ def _stronger_definition(name: str, original, mutant, seed: int, domain: Domain)
     return _as_stronger(why) if kind == "implied" else None
 
 
-def _implied_by_proof(formula: NamedFormula, mutant, seed: int, domain: Domain | None = None,
-                      sharp: bool = False) -> tuple[bool, str]:
-    """Is the mutant on the weaker side of the bound the paper's proof gives (``proof``), or of
-    the sharp bound the checks derive (``sharp``), on the whole domain?  Then that argument
-    proves it, even where it is tighter than the printed bound."""
+def _implied_by_bound(formula: NamedFormula, mutant, seed: int, domain: Domain | None,
+                      chain: sympy.Expr, name: str, source: str) -> tuple[bool, str]:
+    """Is the mutant on the weaker side of ``chain`` (the bound the paper's proof gives, or the
+    sharp bound the checks derive: ``source``) on the whole domain?  Then that argument proves
+    it, even where it is tighter than the printed bound."""
     local = formula.locals()
-    chain = (formula.sharp if sharp else formula.proof)()
     chain = chain.xreplace({s: local[s.name] for s in chain.free_symbols if s.name in local})
-    name, source = (("sharp bound", "the sharp bound the checks derive") if sharp
-                    else ("proof's bound", "the paper's proof"))
     if chain.free_symbols - set(local.values()):
         return False, f"the {name} has symbols the formula does not declare"
     implied, why = implication(formula, chain, mutant, seed, allow_equal=True, domain=domain)
@@ -988,9 +988,9 @@ def definition_implication(name: str, mutant: sympy.Expr, seed: int,
                 continue
             compared += 1
             strict += not h_m  # narrower there
-            same = same and h_m and all(_side(_real(g, p_o), _real(g, p_m), "larger", tol) == 0
-                                        for g in gaps if None not in (_real(g, p_o),
-                                                                      _real(g, p_m)))
+            sides = ((_real(g, p_o), _real(g, p_m)) for g in gaps)
+            same = same and h_m and all(_side(a, b, "larger", tol) == 0
+                                        for a, b in sides if a is not None and b is not None)
             if not h_m:
                 continue
             for (bname, _, weaker), g in bounds:
