@@ -132,6 +132,13 @@ def test_thm3_4_a_threshold_that_admits_the_minimiser_is_refuted(hyp):
     assert v.tiers["symbolic"].counterexample["A"].startswith("a* I")
 
 
+def test_lemma4_3_an_upper_bound_a_million_times_tighter_is_refuted():
+    v = verdict("gatmiry2024.lemma4_3",
+                upper="(1 - lambda_j)**k + delta**k*(lambda_1 + 1)**k/10**6")
+    assert v.verdict == "refuted" and "bound_search" in v.reason, v.reason
+    assert v.counterexample["instance"]["n"] == 2
+
+
 def test_lemma4_2_a_bound_too_large_to_expand_exactly_is_undecided_not_a_hang():
     """delta^n at n = 2^40 within 10^-50 of the moment: the exact comparison is skipped and the
     case counted as undecided (it used to expand the power for more than 20 minutes)."""
