@@ -1017,10 +1017,12 @@ class BoundCase:
     k: int
     n: int
     eigs: tuple
+    flat: bool = False  # Sigma~ = eigs[0] I: one eigenvalue, d-fold
 
     def as_dict(self) -> dict:
-        return {"d": self.d, "L": self.L, "k": self.k, "n": self.n,
-                "eigenvalues": [str(v) for v in self.eigs]}
+        spectrum = ({"eigenvalues": f"{self.eigs[0]} ({self.d}-fold)"} if self.flat
+                    else {"eigenvalues": [str(v) for v in self.eigs]})
+        return {"d": self.d, "L": self.L, "k": self.k, "n": self.n, **spectrum}
 
 
 @lru_cache(maxsize=None)
@@ -1061,6 +1063,38 @@ def moment_eigenvalues(k: int, eigs: tuple, n: int) -> list[Fraction]:
     _, q = _integer_spectrum(eigs)
     den = (n * q) ** k
     return [Fraction(v, den) for v in _moment_numerators(k, eigs, n)]
+
+
+@lru_cache(maxsize=None)
+def _flat_coefficients(k: int, d: int) -> tuple[tuple[int, int], ...]:
+    """(e, C_e) with E[W^k] = sum_e C_e n^e I at Sigma = I: p_mu(I) = d^{len(mu)}."""
+    out: dict = {}
+    for (_, mu, e), c in _moment_terms(k):
+        out[e] = out.get(e, 0) + int(c) * d ** len(mu)
+    return tuple(sorted(out.items()))
+
+
+@lru_cache(maxsize=65536)
+def _flat_numerator(k: int, d: int, n: int) -> int:
+    """n^k alpha_I = sum_e C_e n^e, an integer."""
+    return sum(c * n ** e for e, c in _flat_coefficients(k, d)) if k else 1
+
+
+@lru_cache(maxsize=65536)
+def flat_alpha(k: int, s: Fraction, d: int, n: int) -> Fraction:
+    """The eigenvalue of E[(W/n)^k], W ~ Wishart(n, s I_d), exactly, for any d: s^k alpha_I with
+    alpha_I = sum_e C_e n^(e - k) (Lemma A.2's alpha_{n,d,k})."""
+    return Fraction(s) ** k * Fraction(_flat_numerator(k, d, n), n ** k)
+
+
+@lru_cache(maxsize=65536)
+def flat_beta(k: int, s: Fraction, d: int, n: int) -> Fraction:
+    """The eigenvalue of E[(I - W/n)^k] at Sigma~ = s I_d: sum_j C(k, j) (-1)^j alpha_j, over the
+    common denominator (q n)^k with s = a / q."""
+    a, q = Fraction(s).numerator, Fraction(s).denominator
+    num = sum(math.comb(k, j) * (-a) ** j * (q * n) ** (k - j) * _flat_numerator(j, d, n)
+              for j in range(k + 1))
+    return Fraction(num, (q * n) ** k)
 
 
 @lru_cache(maxsize=8192)
@@ -1192,6 +1226,15 @@ def _n_grid(d: int, k: int, L: int) -> list[int]:
     return sorted(pts)
 
 
+WIDE_DIMS = (1, 2, 3, 5, 10, 100, 10 ** 4, 10 ** 8)
+WIDE_LOOPS = tuple(range(1, 9))
+
+
+def _wide_n_grid(d: int, k: int, L: int) -> list[int]:
+    """``_n_grid`` and powers of 10 up to 10^40, for ``flat_search`` at d up to 10^8."""
+    return sorted(set(_n_grid(d, k, L)) | {10 ** e for e in (*range(1, 13), *range(13, 41, 3))})
+
+
 def _spectra(d: int, scales: Sequence = (Fraction(1),), rng: np.random.Generator | None = None):
     """Spectra with lambda_1 = scale: flat (the worst case of the upper bounds of Lemma 4.2),
     geometric, and one random rational spectrum."""
@@ -1229,7 +1272,8 @@ class BoundSearch:
             slack, case, j, side = self.closest
             out["closest_approach"] = {"relative_slack": float(slack), "side": side, "j": j + 1,
                                        **case.as_dict()}
-        out["smallest_n_from_which_it_holds_on_the_grid"] = self.holds_from
+        if self.holds_from is not None:
+            out["smallest_n_from_which_it_holds_on_the_grid"] = self.holds_from
         return out
 
 
@@ -1253,10 +1297,7 @@ def bound_search(forms: BoundForms, quantity: Callable, dims: Sequence[int], loo
         specs = spectra(d)
         for L in loops:
             for k in ks(L):
-                ns_all = np.array(grid(d, k, L), dtype=float)
-                admit = forms.hypothesis(ns_all, d, L, k)
-                res.skipped_by_hypothesis += int((~admit).sum()) * len(specs)
-                ns = [int(v) for v in ns_all[admit]]
+                ns = _admitted(res, forms, grid(d, k, L), d, L, k, len(specs))
                 if not ns:
                     continue
                 bad = np.zeros(len(ns), dtype=bool)
@@ -1264,44 +1305,85 @@ def bound_search(forms: BoundForms, quantity: Callable, dims: Sequence[int], loo
                     vals = [_quantity(quantity, k, eigs, n) for n in ns]
                     res.checked += len(ns)
                     for j in range(d):
-                        q = np.array([float(v[j]) for v in vals])
-                        lo, up = forms.float_bounds(np.array(ns, dtype=float), d, L, k,
-                                                    float(eigs[j]), float(eigs[0]))
-                        scale = np.maximum.reduce([np.abs(q), np.abs(lo), np.abs(up),
-                                                   np.full(len(q), 1e-300)])
-                        for side, slack in (("upper", up - q), ("lower", q - lo)):
-                            rel = np.where(np.isfinite(slack), slack / scale, np.inf)
-                            i_min = int(np.argmin(rel))
-                            if res.closest is None or rel[i_min] < res.closest[0]:
-                                res.closest = (float(rel[i_min]), BoundCase(d, L, k, ns[i_min], eigs),
-                                               j, side)
-                            for i in np.flatnonzero(rel <= 1e-9):
-                                c = BoundCase(d, L, k, ns[i], eigs)
-                                v = vals[i][j]
-                                slack_mp, scale_mp = forms.mp_slack(c, j, v, side)
-                                tol = scale_mp * mpmath.mpf(10) ** -50
-                                if slack_mp > tol:
-                                    continue
-                                ev = sympy.Rational(v.numerator, v.denominator)
-                                if slack_mp >= -tol:  # within 10^-50: decided exactly
-                                    holds = forms.exact_holds(c, j, ev, side)
-                                    if holds is None:
-                                        res.undecided += 1
-                                        continue
-                                    if holds:
-                                        continue
-                                bad[i] = True
-                                res.violations += 1
-                                if res.first is None:
-                                    lo_mp, up_mp = forms.mp_bounds(c, j)
-                                    res.first = {**c.as_dict(), "j": j + 1, "side": side,
-                                                 "quantity": str(ev), "quantity_float": float(ev),
-                                                 "lower": lo_mp, "upper": up_mp,
-                                                 "slack_60_digits": mpmath.nstr(slack_mp, 15)}
-                last_bad = max((n for n, b in zip(ns, bad) if b), default=None)
-                after = [n for n in ns if last_bad is None or n > last_bad]
-                res.holds_from[f"d={d},L={L},k={k}"] = after[0] if after else None
+                        bad |= _check_row(res, forms, [BoundCase(d, L, k, n, eigs) for n in ns],
+                                          [v[j] for v in vals], j)
+                _holds_from(res, ns, bad, f"d={d},L={L},k={k}")
     return res
+
+
+def flat_search(forms: BoundForms, flat: Callable, dims: Sequence[int], loops: Sequence[int],
+                scales: Sequence) -> BoundSearch:
+    """``bound_search`` at flat spectra Sigma~ = s I (lambda_j = lambda_1 = s) of any size d: the
+    moment is then a polynomial in n and d (``flat(k, s, d, n)``), so d may be 10^8 and n 10^40,
+    where a condition on n, d and k that differs from the printed one first admits a case."""
+    res = BoundSearch()
+    for d in dims:
+        for L in loops:
+            for k in range(1, 2 * L + 1):
+                ns = _admitted(res, forms, _wide_n_grid(d, k, L), d, L, k, len(scales))
+                if not ns:
+                    continue
+                for s in scales:
+                    res.checked += len(ns)
+                    _check_row(res, forms, [BoundCase(d, L, k, n, (s,), flat=True) for n in ns],
+                               [flat(k, s, d, n) for n in ns], 0)
+    return res
+
+
+def _admitted(res: BoundSearch, forms: BoundForms, grid: list[int], d: int, L: int, k: int,
+              spectra: int) -> list[int]:
+    """The grid's n that the hypothesis admits; the others are counted as skipped."""
+    ns_all = np.array(grid, dtype=float)
+    admit = forms.hypothesis(ns_all, d, L, k)
+    res.skipped_by_hypothesis += int((~admit).sum()) * spectra
+    return [n for n, a in zip(grid, admit) if a]
+
+
+def _holds_from(res: BoundSearch, ns: list[int], bad: np.ndarray, key: str) -> None:
+    last_bad = max((n for n, b in zip(ns, bad) if b), default=None)
+    after = [n for n in ns if last_bad is None or n > last_bad]
+    res.holds_from[key] = after[0] if after else None
+
+
+def _check_row(res: BoundSearch, forms: BoundForms, cases: list[BoundCase], vals: list,
+               j: int) -> np.ndarray:
+    """Check lower <= vals[i] <= upper for eigenvalue j of cases[i] (cases of one d, L, k and
+    spectrum over n): float64, then at 60 digits and exactly near a tie.  Records the closest
+    approach and the first violation in ``res``; returns which cases fail."""
+    c0 = cases[0]
+    ns = np.array([c.n for c in cases], dtype=float)
+    bad = np.zeros(len(cases), dtype=bool)
+    q = np.array([float(v) for v in vals])
+    lo, up = forms.float_bounds(ns, c0.d, c0.L, c0.k, float(c0.eigs[j]), float(c0.eigs[0]))
+    scale = np.maximum.reduce([np.abs(q), np.abs(lo), np.abs(up), np.full(len(q), 1e-300)])
+    for side, slack in (("upper", up - q), ("lower", q - lo)):
+        with np.errstate(all="ignore"):
+            rel = np.where(np.isfinite(slack), slack / scale, np.inf)
+        i_min = int(np.argmin(rel))
+        if res.closest is None or rel[i_min] < res.closest[0]:
+            res.closest = (float(rel[i_min]), cases[i_min], j, side)
+        for i in np.flatnonzero(rel <= 1e-9):
+            c, v = cases[i], vals[i]
+            slack_mp, scale_mp = forms.mp_slack(c, j, v, side)
+            tol = scale_mp * mpmath.mpf(10) ** -50
+            if slack_mp > tol:
+                continue
+            ev = sympy.Rational(v.numerator, v.denominator)
+            if slack_mp >= -tol:  # within 10^-50: decided exactly
+                holds = forms.exact_holds(c, j, ev, side)
+                if holds is None:
+                    res.undecided += 1
+                    continue
+                if holds:
+                    continue
+            bad[i] = True
+            res.violations += 1
+            if res.first is None:
+                lo_mp, up_mp = forms.mp_bounds(c, j)
+                res.first = {**c.as_dict(), "j": j + 1, "side": side, "quantity": str(ev),
+                             "quantity_float": float(ev), "lower": lo_mp, "upper": up_mp,
+                             "slack_60_digits": mpmath.nstr(slack_mp, 15)}
+    return bad
 
 
 def _search_finding(name: str, res: BoundSearch, what: str) -> Finding:
@@ -1347,8 +1429,15 @@ def _moment_loops(ctx) -> tuple:
     return _by_budget(ctx, (1, 2), (1, 2, 3), (1, 2, 3, 4))
 
 
-def _moment_symbolic(ctx: Context, quantity, what: str, scales=(Fraction(1),),
-                     readings: bool = False, identity_only: bool = False) -> TierResult:
+FLAT_SCALES = (Fraction(1, 10), Fraction(1), Fraction(10))
+
+
+def _moment_symbolic(ctx: Context, quantity, what: str, flat: Callable, scales=(Fraction(1),),
+                     flat_scales=FLAT_SCALES, readings: bool = False,
+                     identity_only: bool = False) -> TierResult:
+    """The moment lemmas' symbolic tier: ``bound_search`` over small d and several spectra, then
+    ``flat_search`` at flat spectra Sigma~ = s I (``flat``: the eigenvalue at s I_d) with d up to
+    10^8, k up to 16 and n up to 10^40, scales ``flat_scales``."""
     F = ctx.formulas
     forms = BoundForms(F)
     rng = ctx.rng("spectra")
@@ -1365,11 +1454,16 @@ def _moment_symbolic(ctx: Context, quantity, what: str, scales=(Fraction(1),),
                             lambda L: range(1, 2 * L + 1), spectra)
 
     res = search(forms)
-    findings = [_search_finding("bound_search", res, what)]
-    extra = {"grid": "d in %s, L in %s, k = 1..2L, n = 1..64, powers of 2 and 10 up to 10^12 "
-                     "and the thresholds 4k^2d^2, 16k^2d^2, 64L^2d^2, (8Ld^2 4^L)^2; spectra "
-                     "with lambda_1 = %s" % (list(_moment_dims(ctx)), list(_moment_loops(ctx)),
-                                             [str(s) for s in scales])}
+    wide = flat_search(forms, flat, WIDE_DIMS, WIDE_LOOPS, flat_scales)
+    findings = [_search_finding("bound_search", res, what),
+                _search_finding("flat_spectrum_search", wide, what)]
+    extra = {"grid": "d in %s, L in %s, k = 1..2L, n = 1..48, powers of 2 up to 2^40 and the "
+                     "thresholds 4k^2d^2, 16k^2d^2, 64L^2d^2, (8Ld^2 4^L)^2; spectra with "
+                     "lambda_1 = %s" % (list(_moment_dims(ctx)), list(_moment_loops(ctx)),
+                                        [str(s) for s in scales]),
+             "flat_grid": "Sigma~ = s I_d with s in %s, d in %s, L in %s, k = 1..2L, the grid's n "
+                          "and the powers of 10 up to 10^40" % (
+                              [str(s) for s in flat_scales], list(WIDE_DIMS), list(WIDE_LOOPS))}
     if readings:
         extra["delta_readings"] = _reading_summary(F, DELTA_READINGS, search)
     return combine(findings, extra)
@@ -1393,7 +1487,8 @@ def _identity_alpha(k: int, eigs, n: int) -> list[Fraction]:
 def lemma_a2_symbolic(ctx: Context) -> TierResult:
     """E[(W/n)^k] = alpha I at Sigma = I, alpha exact; the bounds on the grid, then for every real
     n above the hypothesis: (alpha - 1)^2 n <= 16 k^2 d^2 is a polynomial inequality in n."""
-    r = _moment_symbolic(ctx, _identity_alpha, "the bound on alpha", identity_only=True)
+    r = _moment_symbolic(ctx, _identity_alpha, "the bound on alpha", flat_alpha,
+                         flat_scales=(Fraction(1),), identity_only=True)
     steps = [step("Moments at the identity", r"\mathbb E[W^k] = \alpha_{n,d,k}\, n^k I,\quad "
                   r"\alpha_{n,d,2} = 1 + \tfrac{d+1}{n}",
                   "E[W^k] from the Wishart engine at Sigma = I: a polynomial in n and d times I."),
@@ -1432,7 +1527,8 @@ HYPOTHESIS_A2 = "n >= 4*k**2*d**2"
 
 
 def lemma42_symbolic(ctx: Context) -> TierResult:
-    r = _moment_symbolic(ctx, moment_eigenvalues, "the bound on alpha^(j)", readings=True)
+    r = _moment_symbolic(ctx, moment_eigenvalues, "the bound on alpha^(j)", flat_alpha,
+                         readings=True)
     r.steps = [step("Eigenvalues", r"\mathbb E[(W/n)^k] = \sum_{s,\mu,e} c\, n^{e-k} p_\mu "
                     r"\tilde\Sigma^s \Rightarrow \alpha^{(j)} = \sum c\, n^{e-k} p_\mu \lambda_j^s",
                     "E[W^k] is a polynomial in Sigma~ with non-negative coefficients (Wishart "
@@ -1522,7 +1618,8 @@ LEMMA_A5_FORMULAS = (
 
 
 def lemma_a5_symbolic(ctx: Context) -> TierResult:
-    r = _moment_symbolic(ctx, moment_eigenvalues, "the bound on alpha^(j)", readings=True)
+    r = _moment_symbolic(ctx, moment_eigenvalues, "the bound on alpha^(j)", flat_alpha,
+                         readings=True)
     r.steps = lemma42_symbolic.__wrapped__ if False else [
         step("Eigenvalues", r"\alpha^{(j)} = \sum c\, n^{e-k} p_\mu \lambda_j^s",
              "As for Lemma 4.2, with delta lambda_1^k in place of delta^k lambda_1^k.")]
@@ -1605,8 +1702,8 @@ def _eigvec_finding(ctx: Context, k_max: int = 3) -> Finding:
 
 
 def lemma43_symbolic(ctx: Context) -> TierResult:
-    r = _moment_symbolic(ctx, centred_eigenvalues, "the bound on beta_i", scales=_BETA_SCALES,
-                         readings=True)
+    r = _moment_symbolic(ctx, centred_eigenvalues, "the bound on beta_i", flat_beta,
+                         scales=_BETA_SCALES, flat_scales=_BETA_SCALES, readings=True)
     f = _eigvec_finding(ctx)
     r2 = combine([f])
     if r2.status == "fail":
@@ -1637,7 +1734,9 @@ LEMMA4_3 = Claim(
     setting=MOMENT_SETTING,
     correction=Correction(
         description="add Lemma A.2's sample-size condition n >= 4 k^2 d^2",
-        reason="the bound inherits Lemma 4.2's failure at small n",
+        reason="the bound inherits Lemma 4.2's failure at small n: at d = 1, n = 2, L = 3, k = 4 "
+               "and Sigma~ = 4, beta = E[(1 - 4E)^4] = 4785 (E ~ Exp(1)) exceeds 81 + 625 "
+               "(24/sqrt(2))^(2/3) = 4208.4",
         formulas={"hypothesis": HYPOTHESIS_A2}),
     notes="The decomposition sums i = 1..n (for d); the lemma's preamble speaks of A^{1/2} E[(I - "
           "Sigma A)^k] A^{-1/2}, a similar matrix with the same eigenvalues.",
@@ -1669,11 +1768,15 @@ LEMMA_A7 = Claim(
     assumptions=LEMMA4_3.assumptions[:1] + ("delta^k = 4 k d / sqrt(n)", "n > d (Sec. 3.2)"),
     formulas=LEMMA_A7_FORMULAS,
     checks={"symbolic": lambda ctx: _moment_symbolic(ctx, centred_eigenvalues,
-                                                     "the bound on beta_i", scales=_BETA_SCALES)},
+                                                     "the bound on beta_i", flat_beta,
+                                                     scales=_BETA_SCALES,
+                                                     flat_scales=_BETA_SCALES)},
     setting=MOMENT_SETTING,
     correction=Correction(
         description="add Lemma A.2's sample-size condition n >= 4 k^2 d^2",
-        reason="the proof goes through Lemma 4.2, which needs it",
+        reason="the proof goes through Lemma 4.2, which needs it; without it the bound fails: at "
+               "d = 1, n = 2, k = 5 and Sigma~ = 4, beta = E[(1 - 4E)^5] = -95699 (E ~ Exp(1)) is "
+               "below -243 - 3125 * 20/sqrt(2) = -44437.2",
         formulas={"hypothesis": HYPOTHESIS_A2}),
     notes="The statement opens with E[A^{-1/2}(A^{1/2} Sigma A^{1/2} - I)^k A^{1/2}] and then "
           "writes E[(A^{1/2} Sigma A^{1/2} - I)^k]; the second is the one with eigenvectors u_i.",

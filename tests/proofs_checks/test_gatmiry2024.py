@@ -26,8 +26,8 @@ AS_COMPUTED = {
     "gatmiry2024.cor_a4": "corrected", "gatmiry2024.lemma_a3": "verified",
     "gatmiry2024.lemma_a6": "verified", "gatmiry2024.thm_a1": "corrected",
     "gatmiry2024.lemma_a2": "verified", "gatmiry2024.lemma4_2": "corrected",
-    "gatmiry2024.lemma_a5": "corrected", "gatmiry2024.lemma4_3": "verified",
-    "gatmiry2024.lemma_a7": "verified", "gatmiry2024.thm3_2": "verified",
+    "gatmiry2024.lemma_a5": "corrected", "gatmiry2024.lemma4_3": "corrected",
+    "gatmiry2024.lemma_a7": "corrected", "gatmiry2024.thm3_2": "verified",
     "gatmiry2024.thm_a8": "verified", "gatmiry2024.thm3_4": "corrected",
     "gatmiry2024.thm_a11": "corrected", "gatmiry2024.lemma_a10": "corrected",
     "gatmiry2024.thm3_3": "corrected", "gatmiry2024.thm_a12": "corrected",
@@ -113,8 +113,51 @@ def test_lemma_a2_smaller_upper_bound_is_refuted():
 
 
 def test_lemma_a7_dropped_noise_is_refuted():
-    assert verdict("gatmiry2024.lemma_a7", upper="(1 - lambda_j)**k + delta**k*(lambda_1 + 1)**k/1000"
+    cid = "gatmiry2024.lemma_a7"
+    assert verdict(cid, **corrected(cid, upper="(1 - lambda_j)**k + delta**k*(lambda_1 + 1)**k/1000")
                    ).verdict == "refuted"
+
+
+@pytest.mark.parametrize("hyp,d,k", [("n >= 4*d**4", 1, 5), ("d >= 4*k**2*n**2", 100, 3),
+                                     ("n >= 4*k**4", 10 ** 8, 3)])
+def test_lemma_a2_a_hypothesis_wider_beyond_the_small_grid_is_refuted(hyp, d, k):
+    """Each admits cases only at k > 4 or d > 4, where the small grid does not look; the flat
+    spectrum search (alpha_I a polynomial in n and d) finds the failure there."""
+    v = verdict("gatmiry2024.lemma_a2", hypothesis=hyp)
+    inst = v.counterexample["instance"]
+    assert v.verdict == "refuted" and "flat_spectrum_search" in v.reason, v.reason
+    assert (inst["d"], inst["k"]) == (d, k)
+
+
+def test_lemma_a5_a_bound_that_only_agrees_at_unit_scale_is_refuted():
+    """lambda_1^n for lambda_1^k is the same bound wherever lambda_1 = 1, the small grid's scale;
+    at Sigma~ = I/10 it is far below the moment."""
+    cid = "gatmiry2024.lemma_a5"
+    v = verdict(cid, **corrected(cid, upper="delta*lambda_1**n + lambda_j**k"))
+    assert v.verdict == "refuted", v.reason
+    assert v.counterexample["instance"]["eigenvalues"] == "1/10 (1-fold)"
+
+
+def test_lemma4_3_as_printed_fails_at_a_flat_spectrum():
+    """d = 1, n = 2, Sigma~ = 4: 4 chi^2_2 / 2 = 4E with E ~ Exp(1), so beta = E[(1 - 4E)^4] =
+    sum_j C(4, j) (-4)^j j! = 4785 > 81 + 625 (24/sqrt(2))^(2/3) = 4208.4 (L = 3, k = 4)."""
+    v = verdict("gatmiry2024.lemma4_3")
+    inst = v.counterexample["instance"]
+    assert v.verdict == "corrected"
+    assert (inst["d"], inst["L"], inst["k"], inst["n"], inst["quantity"]) == (1, 3, 4, 2, "4785")
+    assert sum(sympy.binomial(4, j) * (-4) ** j * sympy.factorial(j) for j in range(5)) == 4785
+
+
+def test_flat_moments_match_the_full_spectrum_engine():
+    from fractions import Fraction
+
+    for k in range(1, 6):
+        for n in (1, 3, 17):
+            for s in (Fraction(1), Fraction(1, 4), Fraction(3, 2)):
+                for d in (1, 2, 3):
+                    eigs = (s,) * d
+                    assert g.flat_alpha(k, s, d, n) == g.moment_eigenvalues(k, eigs, n)[0]
+                    assert g.flat_beta(k, s, d, n) == g.centred_eigenvalues(k, eigs, n)[0]
 
 
 def test_thm3_4_correction_passes_and_a_larger_constant_is_refuted():
@@ -133,10 +176,10 @@ def test_thm3_4_a_threshold_that_admits_the_minimiser_is_refuted(hyp):
 
 
 def test_lemma4_3_an_upper_bound_a_million_times_tighter_is_refuted():
-    v = verdict("gatmiry2024.lemma4_3",
-                upper="(1 - lambda_j)**k + delta**k*(lambda_1 + 1)**k/10**6")
+    cid = "gatmiry2024.lemma4_3"
+    v = verdict(cid, **corrected(cid, upper="(1 - lambda_j)**k + delta**k*(lambda_1 + 1)**k/10**6"))
     assert v.verdict == "refuted" and "bound_search" in v.reason, v.reason
-    assert v.counterexample["instance"]["n"] == 2
+    assert v.counterexample["instance"]["n"] == 16
 
 
 def test_lemma4_2_a_bound_too_large_to_expand_exactly_is_undecided_not_a_hang():
