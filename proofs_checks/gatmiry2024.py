@@ -1469,6 +1469,15 @@ def _moment_symbolic(ctx: Context, quantity, what: str, flat: Callable, scales=(
     return combine(findings, extra)
 
 
+LOWER_ENVELOPE_SOURCE = ("alpha^(j) >= lambda_j^k (the Wishart moments' coefficients are "
+                         "non-negative: the symbolic tier's lower_envelope)")
+
+
+def _lower_envelope() -> sympy.Expr:
+    """alpha^(j) >= lambda_j^k, as ``lower_envelope_finding`` derives it."""
+    return sympy.Symbol("lambda_j", positive=True) ** sympy.Symbol("k", positive=True, integer=True)
+
+
 # ----- Lemma A.2 -------------------------------------------------------------------------------
 LEMMA_A2_FORMULAS = (
     NamedFormula("hypothesis", "n >= 4*k**2*d**2", (_N, _D, _K), equation="Lemma A.2",
@@ -1519,7 +1528,8 @@ LEMMA42_FORMULAS = (
     NamedFormula("delta", "(8*L*d/sqrt(n))**(1/(2*L))", (_N, _D, _L, _K), equation="Sec. 3.5",
                  description="delta := (8 L d / sqrt(n))^{1/(2L)}"),
     NamedFormula("lower", "lambda_j**k - delta**k*lambda_1**k", _BOUND_SYMBOLS,
-                 equation="Lemma 4.2", description="lower bound on alpha^(j)", weaker="smaller"),
+                 equation="Lemma 4.2", description="lower bound on alpha^(j)", weaker="smaller",
+                 proof=_lower_envelope, proof_source=LOWER_ENVELOPE_SOURCE),
     NamedFormula("upper", "lambda_j**k + delta**k*lambda_1**k", _BOUND_SYMBOLS,
                  equation="Lemma 4.2", description="upper bound on alpha^(j)", weaker="larger"),
 )
@@ -1527,8 +1537,8 @@ HYPOTHESIS_A2 = "n >= 4*k**2*d**2"
 
 
 def lemma42_symbolic(ctx: Context) -> TierResult:
-    r = _moment_symbolic(ctx, moment_eigenvalues, "the bound on alpha^(j)", flat_alpha,
-                         readings=True)
+    r = _with_lower_envelope(_moment_symbolic(ctx, moment_eigenvalues, "the bound on alpha^(j)",
+                                              flat_alpha, readings=True))
     r.steps = [step("Eigenvalues", r"\mathbb E[(W/n)^k] = \sum_{s,\mu,e} c\, n^{e-k} p_\mu "
                     r"\tilde\Sigma^s \Rightarrow \alpha^{(j)} = \sum c\, n^{e-k} p_\mu \lambda_j^s",
                     "E[W^k] is a polynomial in Sigma~ with non-negative coefficients (Wishart "
@@ -1539,6 +1549,38 @@ def lemma42_symbolic(ctx: Context) -> TierResult:
                     "Every case the hypothesis admits is checked (40-digit arithmetic, exact near "
                     "the boundary); the same grid is run with each of the paper's definitions of "
                     "delta.")]
+    return r
+
+
+LOWER_ENVELOPE_K = 16
+
+
+def lower_envelope_finding() -> Finding:
+    """alpha^(j) >= lambda_j^k: E[W^k] = sum c n^e p_mu Sigma^s has c >= 0 for every term and the
+    term n^k Sigma^k has c = 1, so alpha^(j) = sum c n^(e-k) p_mu lambda_j^s >= lambda_j^k
+    (checked on the Wishart engine's coefficients for k <= LOWER_ENVELOPE_K)."""
+    negative, leading = [], []
+    for k in range(1, LOWER_ENVELOPE_K + 1):
+        terms = dict(_moment_terms(k))
+        negative += [(k, key) for key, c in terms.items() if c < 0]
+        if terms.get((k, (), k)) != 1:
+            leading.append(k)
+    ok = not negative and not leading
+    ev = {"k": f"1..{LOWER_ENVELOPE_K}", "negative_coefficients": len(negative),
+          "leading_term_not_one": leading}
+    return Finding("lower_envelope", ok, ev, None if ok else {"negative": str(negative[:5]),
+                                                              "leading": leading},
+                   "" if ok else "a Wishart coefficient is negative or the n^k Sigma^k term is "
+                                 "not 1: alpha^(j) >= lambda_j^k does not follow")
+
+
+def _with_lower_envelope(r: TierResult) -> TierResult:
+    """The symbolic tier with ``lower_envelope_finding`` added (the proof of the lower bound
+    lambda_j^k that ``mutate`` uses through ``NamedFormula.proof``)."""
+    f = lower_envelope_finding()
+    r.evidence["lower_envelope"] = f.evidence
+    if not f.ok:
+        return combine([f])
     return r
 
 
@@ -1611,7 +1653,8 @@ LEMMA_A5_FORMULAS = (
     NamedFormula("delta", "4*k*d/sqrt(n)", (_N, _D, _L, _K), equation="proof of Lemma A.5",
                  description="delta = 4 k d / sqrt(n), the value the proof ends with"),
     NamedFormula("lower", "lambda_j**k - delta*lambda_1**k", _BOUND_SYMBOLS, equation="Lemma A.5",
-                 description="lower bound on alpha^(j) (delta, not delta^k)", weaker="smaller"),
+                 description="lower bound on alpha^(j) (delta, not delta^k)", weaker="smaller",
+                 proof=_lower_envelope, proof_source=LOWER_ENVELOPE_SOURCE),
     NamedFormula("upper", "lambda_j**k + delta*lambda_1**k", _BOUND_SYMBOLS, equation="Lemma A.5",
                  description="upper bound on alpha^(j)", weaker="larger"),
 )
@@ -1620,10 +1663,9 @@ LEMMA_A5_FORMULAS = (
 def lemma_a5_symbolic(ctx: Context) -> TierResult:
     r = _moment_symbolic(ctx, moment_eigenvalues, "the bound on alpha^(j)", flat_alpha,
                          readings=True)
-    r.steps = lemma42_symbolic.__wrapped__ if False else [
-        step("Eigenvalues", r"\alpha^{(j)} = \sum c\, n^{e-k} p_\mu \lambda_j^s",
-             "As for Lemma 4.2, with delta lambda_1^k in place of delta^k lambda_1^k.")]
-    return r
+    r.steps = [step("Eigenvalues", r"\alpha^{(j)} = \sum c\, n^{e-k} p_\mu \lambda_j^s",
+                    "As for Lemma 4.2, with delta lambda_1^k in place of delta^k lambda_1^k.")]
+    return _with_lower_envelope(r)
 
 
 LEMMA_A5 = Claim(

@@ -117,7 +117,9 @@ class NamedFormula:
     ``proof`` (for a bound marked ``weaker``) returns the bound the paper's proof gives, as the
     claim's checks derive it (a sympy expression in symbols named like the formula's): a mutant
     on the weaker side of it everywhere is proved by the paper's argument although it may be
-    tighter than the printed bound, so ``mutate`` counts it as implied.
+    tighter than the printed bound, so ``mutate`` counts it as implied.  ``proof_source`` names
+    the argument when it is not the paper's (gatmiry2024 Lemma 4.2's alpha^(j) >= lambda_j^k,
+    from the non-negative coefficients of the Wishart moments).
 
     ``sharp`` (for a bound marked ``weaker``) returns the least bound that holds, as the claim's
     checks derive it (yang2024 Lemma 2's C = 1): a mutant on its weaker side is a true statement,
@@ -138,6 +140,7 @@ class NamedFormula:
     sign_free: str = ""  # why the negated formula is the same statement, or "": see above
     exponents: tuple[str, ...] | None = None  # symbols a matrix power's exponent may use (None: any)
     proof: Callable[[], sympy.Expr] | None = field(default=None, compare=False, repr=False)
+    proof_source: str = "the paper's proof"  # whose argument ``proof`` is, for mutate's reasons
     sharp: Callable[[], sympy.Expr] | None = field(default=None, compare=False, repr=False)
     _cache: dict = field(default_factory=dict, compare=False, repr=False)
 

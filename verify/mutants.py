@@ -600,7 +600,7 @@ def equivalence(formula: NamedFormula, mutant_text: str, seed: int = 0,
         if implied:
             return Equivalence("implied", why, witness)
         detail += f" ({why})"
-        references = (((formula.proof, "proof's bound", "the paper's proof"),
+        references = (((formula.proof, "proof's bound", formula.proof_source),
                        (formula.sharp, "sharp bound", "the sharp bound the checks derive"))
                       if formula.weaker != "narrower" else ())
         for reference, name, source in references:

@@ -5,7 +5,7 @@ import pytest
 
 from verify.cli import main
 from verify.formulas import formula_str
-from verify.mutants import OPERATORS, Equivalence, Mutant, equivalence, generate
+from verify.mutants import OPERATORS, Equivalence, Mutant, claim_domain, equivalence, generate
 from verify.mutate import Outcome, totals
 from verify.registry import all_claims, find
 
@@ -112,8 +112,6 @@ def test_bounds_are_compared_on_the_claims_domain_hypotheses_and_definitions():
     """Thm A.8's c = 8 delta d^(1/(2L)) with delta := (8 L d / sqrt(n))^(1/(2L)) and the
     hypothesis delta d^(1/(2L)) < 1/2: replacing delta by L is looser wherever the claim speaks
     (delta < 1/2 <= L), although not for a free positive delta; 7 instead of 8 is tighter."""
-    from verify.mutants import claim_domain
-
     claim = find("gatmiry2024.thm_a8")
     domain = claim_domain(claim.formulas)
     assert "delta := " in domain.words and "delta*d**(1/(2*L)) < 1/2" in domain.words
@@ -135,8 +133,6 @@ def test_bounds_are_compared_on_the_claims_domain_hypotheses_and_definitions():
 def test_a_mutant_definition_is_judged_by_the_whole_claim(text, kind, words):
     """Thm A.8 uses delta := (8 L d / sqrt(n))^(1/(2L)) in its hypothesis and its three bounds:
     a mutant definition is implied only when the claim with it is weaker everywhere drawn."""
-    from verify.mutants import claim_domain
-
     claim = find("gatmiry2024.thm_a8")
     eq = equivalence(claim.formula("delta"), text, domain=claim_domain(claim.formulas))
     assert eq.kind == kind and words in eq.detail, eq
@@ -145,8 +141,6 @@ def test_a_mutant_definition_is_judged_by_the_whole_claim(text, kind, words):
 
 def test_a_definition_mutant_that_leaves_the_claim_unchanged_is_equivalent():
     """Thm A.11 uses delta only through (4 delta)^{2L}: -delta is the same claim."""
-    from verify.mutants import claim_domain
-
     claim = find("gatmiry2024.thm_a11")
     domain = claim_domain(claim.formulas, dict(claim.correction.formulas))
     eq = equivalence(claim.formula("delta"), "-(8*L*d/sqrt(n))**(1/(2*L))", domain=domain)
@@ -161,8 +155,6 @@ def test_a_tighter_bound_and_a_wider_hypothesis_are_labelled_stronger():
     assert "stronger claim" in equivalence(hyp, "n >= 3*d**2*k**2").stronger
     assert equivalence(hyp, "n >= 4*k**4").stronger is None
     c = find("gatmiry2024.thm_a8")
-    from verify.mutants import claim_domain
-
     eq = equivalence(c.formula("c"), "7*d**(1/(2*L))*delta", domain=claim_domain(c.formulas))
     assert eq.kind == "none" and "stronger claim" in eq.stronger
 
@@ -487,6 +479,19 @@ def test_tiers_run_cheapest_first_as_measured_on_the_baseline():
     assert tier_order(["symbolic", "numeric"], {}) == ["numeric", "symbolic"]   # ties: TIER_COST
 
 
+def test_a_lower_bound_below_the_derived_envelope_is_implied_by_it():
+    """gatmiry2024 Lemma A.5: alpha^(j) >= lambda_j^k (non-negative Wishart coefficients), so
+    lambda_j^k - d lambda_1^k is a true lower bound although it is tighter than the printed one
+    where d < delta; lambda_j^n - delta lambda_1^k is above lambda_j^k and stays a survivor."""
+    claim = find("gatmiry2024.lemma_a5")
+    fixed = dict(claim.correction.formulas)
+    domain = claim_domain(claim.formulas, fixed)
+    f = formula("gatmiry2024.lemma_a5", "lower")
+    eq = equivalence(f, "-d*lambda_1**k + lambda_j**k", domain=domain)
+    assert eq.kind == "implied" and "non-negative" in eq.detail, eq.detail
+    assert equivalence(f, "-delta*lambda_1**k + lambda_j**n", domain=domain).kind == "none"
+
+
 def test_a_symbol_bounded_by_another_is_drawn_below_it():
     """gatmiry2024's lambda_j is at most lambda_1 (the largest eigenvalue): the implication test
     draws it there, so 2 lambda_1^2 is a looser upper bound than lambda_j^2 + lambda_1^2."""
@@ -541,8 +546,6 @@ def test_a_hypothesis_is_compared_with_the_claims_definitions_and_large_sizes():
     delta takes its defined value (n = 1, d = 100: 32 against 25600); Thm 3.4's
     d >= 64 L d / sqrt(n) holds from n = 4096 on, so it is not vacuous (sizes were drawn up to
     1000 only, and both came out implied while the checks refuted them)."""
-    from verify.mutants import claim_domain
-
     for cid, text in (("gatmiry2024.thm_a11", "loss >= 2*(4*n)**(2*L)"),
                       ("gatmiry2024.thm3_4", "d >= 16*4**L*L*d/sqrt(n)")):
         claim = find(cid)
