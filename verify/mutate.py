@@ -21,6 +21,11 @@ unmeasured tiers in the order numeric, symbolic, train); once one refutes it the
 ``refuted`` whatever the others say, so the rest are skipped (``--every-tier`` runs them all, to
 see which tiers kill which mutants).  Survivors and equivalent mutants always run every tier.
 
+``--mutant-timeout S`` stops a mutant whose tiers run longer than S seconds: it is counted as a
+survivor (verdict ``inconclusive``, reason "not decided within S s"), never as killed.
+``--jsonl PATH`` appends one JSON line per mutant as soon as it is decided (and one per skipped
+claim, then the totals), so a run that is stopped still leaves its figures.
+
 Default tiers are symbolic,numeric and the default budget is quick: the symbolic tier decides
 the formulas exactly and the numeric tier re-checks them in float64 and against Monte Carlo; the
 train tier compares trained weights with the same formulas, so it can only kill what the exact
@@ -29,8 +34,11 @@ tiers already kill, at a hundred times the cost.  ``--tier`` and ``--budget`` ov
 from __future__ import annotations
 
 import json
+import signal
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Callable, Iterator
 
 from .claim import Claim
 from .errors import UsageError
@@ -167,7 +175,9 @@ def totals(reports: list[ClaimReport]) -> dict:
 
 
 def mutate_claim(claim: Claim, options: dict, formulas: list[str] | None = None,
-                 progress: bool = False, every_tier: bool = False) -> ClaimReport:
+                 progress: bool = False, every_tier: bool = False,
+                 mutant_timeout: float | None = None,
+                 on_outcome: Callable[[Outcome], None] | None = None) -> ClaimReport:
     """Check the claim as printed (the baseline), then every mutant of every named formula.
 
     Mutants only say something about the checks of a formula that passes them: a claim that is
@@ -203,8 +213,11 @@ def mutate_claim(claim: Claim, options: dict, formulas: list[str] | None = None,
                       flush=True)
             eq = equivalence(f, m.text, seed=options.get("seed", 0), base=fixed.get(f.name),
                              domain=domain)
-            report.outcomes.append(_check_mutant(claim, fixed, f.name, m, eq, options,
-                                                 every_tier))
+            outcome = _check_mutant(claim, fixed, f.name, m, eq, options, every_tier,
+                                    mutant_timeout)
+            report.outcomes.append(outcome)
+            if on_outcome is not None:
+                on_outcome(outcome)
         reports.append(report)
     return ClaimReport(claim.id, base.verdict, base.reason, reports,
                        mutated="corrected" if fixed else "as printed")
@@ -221,20 +234,58 @@ def tier_order(tiers: list[str], baseline: dict) -> list[str]:
     return sorted(tiers, key=cost)
 
 
+class MutantTimeout(BaseException):
+    """Raised by the alarm of ``--mutant-timeout`` (a BaseException, so that the runner's
+    ``except Exception`` around a tier does not turn it into that tier's error)."""
+
+
+@contextmanager
+def _time_limit(seconds: float | None) -> Iterator[None]:
+    """Raise MutantTimeout in the main thread after ``seconds`` (None: no limit)."""
+    if not seconds or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def alarm(signum, frame):
+        raise MutantTimeout()
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def _check_mutant(claim: Claim, fixed: dict, name: str, m: Mutant, eq: Equivalence,
-                  options: dict, every_tier: bool) -> Outcome:
+                  options: dict, every_tier: bool, timeout: float | None = None) -> Outcome:
     """Run the tiers in the order given (``tier_order``); once one refutes the mutant the verdict
-    is ``refuted`` whatever the others say, so the rest are skipped unless ``every_tier``."""
+    is ``refuted`` whatever the others say, so the rest are skipped unless ``every_tier``.  A
+    tier still running after ``timeout`` seconds (all tiers together) is stopped and counted as
+    an error, so the mutant is not refuted by it."""
+    import time
+
+    from .claim import TierResult
     from .runner import check_claim
     from .verdict import decide
 
-    results, last = {}, None
-    for tier in options["tiers"]:
-        last = check_claim(claim, overrides={**fixed, name: m.text},
-                           **{**options, "tiers": [tier]})
-        results.update(last.tiers)
-        if last.verdict == "refuted" and not every_tier:
-            break
+    results: dict = {}
+    tier, start = None, time.perf_counter()
+    try:
+        with _time_limit(timeout):
+            for tier in options["tiers"]:
+                start = time.perf_counter()
+                last = check_claim(claim, overrides={**fixed, name: m.text},
+                                   **{**options, "tiers": [tier]})
+                results.update(last.tiers)
+                if last.verdict == "refuted" and not every_tier:
+                    break
+    except MutantTimeout:
+        if tier not in results:  # else the alarm came after the last tier had finished
+            results[tier] = TierResult(
+                "error", seconds=time.perf_counter() - start,
+                reason=f"not decided within the mutant timeout of {timeout:g} s")
     verdict = decide(results)
     failed = [t for t, r in results.items() if r.status == "fail"]
     seconds = sum(r.seconds for r in results.values())
@@ -329,6 +380,12 @@ def register(sub) -> None:
     p.add_argument("--every-tier", action="store_true",
                    help="run every tier on every mutant (default: stop at the first tier that "
                         "refutes it) to see which tiers kill which mutants")
+    p.add_argument("--mutant-timeout", type=float, default=None, metavar="SECONDS",
+                   help="stop a mutant whose tiers run longer than this; it counts as a survivor "
+                        "(not decided), never as killed")
+    p.add_argument("--jsonl", metavar="PATH",
+                   help="append one JSON line per mutant as it is decided (then the totals), so "
+                        "a stopped run keeps its figures")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_mutate)
 
@@ -346,20 +403,52 @@ def cmd_mutate(args) -> int:
     for c in claims:  # fail on sizes/sigma before spending minutes on mutants
         if c.setting is not None and hasattr(c.setting, "validate"):
             c.setting.validate(options["sizes"], options["sigma"])
+    if args.mutant_timeout is not None and not args.mutant_timeout > 0:
+        raise UsageError(f"--mutant-timeout {args.mutant_timeout:g}: must be a positive number of "
+                         f"seconds")
+    stream = _open_stream(args.jsonl)
     progress = not args.json and sys.stderr.isatty()
     reports = []
-    for c in claims:
-        if progress:
-            print(f"mutating {c.id} ...", file=sys.stderr, flush=True)
-        reports.append(mutate_claim(c, options, args.formula or None, progress,
-                                    args.every_tier))
+    try:
+        for c in claims:
+            if progress:
+                print(f"mutating {c.id} ...", file=sys.stderr, flush=True)
+            write = None if stream is None else _writer(stream, c.id)
+            report = mutate_claim(c, options, args.formula or None, progress, args.every_tier,
+                                  args.mutant_timeout, write)
+            if stream is not None and report.skipped:
+                _line(stream, {"claim": c.id, "skipped": report.skipped})
+            reports.append(report)
+        if stream is not None:
+            _line(stream, {"totals": totals(reports)})
+    finally:
+        if stream is not None:
+            stream.close()
     t = totals(reports)
     if args.json:
         print(json.dumps({"tiers": options["tiers"], "every_tier": args.every_tier,
-                          "budget": options["budget"],
+                          "mutant_timeout": args.mutant_timeout, "budget": options["budget"],
                           "device": options["device"], "seed": options["seed"],
                           "claims": [r.as_dict() for r in reports], "totals": t}, indent=2))
     else:
         print(table(reports))
     ok = t["survived"] == 0 and t["false_alarms"] == 0
     return EXIT_OK if ok else EXIT_FAILED
+
+
+def _open_stream(path: str | None):
+    """The ``--jsonl`` file opened for appending, line-buffered (UsageError if it cannot be)."""
+    if path is None:
+        return None
+    try:
+        return open(path, "a", buffering=1, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"--jsonl {path}: cannot write there ({exc.strerror or exc})") from None
+
+
+def _line(stream, record: dict) -> None:
+    stream.write(json.dumps(record) + "\n")
+
+
+def _writer(stream, claim_id: str) -> Callable[[Outcome], None]:
+    return lambda o: _line(stream, {"claim": claim_id, **o.as_dict()})

@@ -94,6 +94,9 @@ BAD = [
     (["mutate", "ahn2023.thm1", "--size", "q=3"], "has sizes"),
     (["mutate", "ahn2023.thm1", "--sigma", "[[1,2],[2,1]]"], "not positive definite"),
     (["mutate", "ahn2023.thm1", "--seed", "x"], "not an integer"),
+    (["mutate", "ahn2023.thm1", "--mutant-timeout", "0"], "positive number of seconds"),
+    (["mutate", "ahn2023.thm1", "--mutant-timeout", "nan"], "positive number of seconds"),
+    (["mutate", "ahn2023.thm1", "--jsonl", "/nonexistent/dir/run.jsonl"], "cannot write there"),
 ]
 
 

@@ -552,3 +552,29 @@ def test_a_hypothesis_is_compared_with_the_claims_definitions_and_large_sizes():
         domain = claim_domain(claim.formulas, dict(claim.correction.formulas))
         eq = equivalence(claim.formula("hypothesis"), text, domain=domain)
         assert eq.kind == "none" and "where the original does not" in eq.detail, (cid, eq)
+
+
+def test_a_mutant_past_its_timeout_survives_and_the_stream_keeps_every_line(capsys, tmp_path):
+    """--mutant-timeout stops a mutant's tiers: it is not decided, so it counts as a survivor and
+    never as killed; --jsonl has one line per mutant as it is decided, then the totals."""
+    import jsonschema
+
+    from verify.schema import load
+
+    path = tmp_path / "run.jsonl"
+    code, out, _ = run(capsys, "mutate", "gatmiry2024.lemma_a2", "--formula", "lower",
+                       "--mutant-timeout", "0.01", "--jsonl", str(path), "--json")
+    report = json.loads(out)
+    jsonschema.validate(report, load("mutate"))
+    assert report["mutant_timeout"] == 0.01
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    mutants, totals_ = lines[:-1], lines[-1]["totals"]
+    assert len(mutants) == totals_["mutants"] == report["totals"]["mutants"] > 0
+    schema = load("mutate")
+    for m in mutants:
+        assert m.pop("claim") == "gatmiry2024.lemma_a2"
+        jsonschema.validate(m, {**schema["$defs"]["mutant"], "$defs": schema["$defs"]})
+        assert m["status"] != "killed" and m["verdict"] == "inconclusive"
+        if m["status"] == "survived":
+            assert "not decided within the mutant timeout of 0.01 s" in m["reason"]
+    assert code == 1 and totals_["killed"] == 0 and totals_["survived"] > 0
