@@ -150,9 +150,12 @@ def _size(ctx: Context, setting, name: str) -> int:
 def _q(x) -> str:
     """An exact number as text (rationals exactly; algebraic numbers with 20 digits)."""
     x = sympy.sympify(x)
-    if x.is_Rational:
+    if x.is_Rational and max(abs(x.p), x.q).bit_length() <= 1000:
         return str(x)
-    return f"{sympy.N(x, 20)} ({x})" if len(str(x)) < 120 else str(sympy.N(x, 20))
+    if x.is_Rational:  # a power like (2 delta)^(2n) at n = 10^5: printing it would take pages
+        return str(sympy.N(x, 20))
+    return f"{sympy.N(x, 20)} ({x})" if sympy.count_ops(x) < 30 and len(str(x)) < 120 \
+        else str(sympy.N(x, 20))
 
 
 def _f(x) -> float:
@@ -1850,6 +1853,10 @@ def _named_at(F, name: str, n, d, L, **extra) -> sympy.Expr:
         sub[sympy.Symbol("delta", positive=True)] = F["delta"].subs(sub)
     for k, v in extra.items():
         sub[sympy.Symbol(k, positive=True)] = v
+    with sympy.evaluate(False):
+        held = expr.xreplace(sub)
+    if _huge_power(held):  # (2 delta)^(2n) at n = 10^6: sympy would expand it for minutes
+        return sympy.N(held, 80)
     return expr.subs(sub)
 
 
@@ -1996,9 +2003,13 @@ def _c_ge_p_finding(ctx: Context) -> Finding:
                    "" if ok else "C(A) >= P(A) fails")
 
 
+OPT_N_MULTIPLES = (1, 10, 1000, 10 ** 6, 10 ** 12)  # n / (the smallest n of the hypothesis)
+
+
 def _optimum_rows(ctx: Context, F, bounds: Sequence[tuple]) -> tuple[Finding, Finding, dict]:
-    """At each (d, L) and n from the smallest n the hypothesis admits: a*, f(a*), the Hessian at
-    a* I, and the named bounds.  ``bounds``: (label, value(a*, f*, n, d, L) -> (lhs, rhs))."""
+    """At each (d, L) and n = the smallest n the hypothesis admits times OPT_N_MULTIPLES (a bound
+    of another order in n, (8Ld/sqrt(n))^(3/2) for delta, first fails a thousand times above the
+    threshold): a*, f(a*), the Hessian at a* I, and the named bounds.  ``bounds``: (label, value(a*, f*, n, d, L) -> (lhs, rhs))."""
     dims, loops = _opt_grid(ctx)
     rows, ce, ok_b, ok_h, ce_h = [], None, True, True, None
     hyp_n = {}
@@ -2009,7 +2020,7 @@ def _optimum_rows(ctx: Context, F, bounds: Sequence[tuple]) -> tuple[Finding, Fi
             if n0 is None:
                 continue
             holds = _condition(F, "hypothesis", d, L)
-            for n in (n0, 10 * n0, 1000 * n0):
+            for n in (n0 * m for m in OPT_N_MULTIPLES):
                 if not holds(n):
                     continue
                 a = li.a_star_rational(n, d, L)  # within 10^-120 of a*
