@@ -43,7 +43,7 @@ from moments.montecarlo import Estimate, streaming_estimate
 from moments.poly import Poly
 from moments.tensor import gaussian_matrix, matrix, vector
 from moments.wick import canonical, expectation
-from verify.claim import Claim, Context, Correction, TierResult
+from verify.claim import Claim, Context, Correction, ExactValues, TierResult
 from verify.evidence import Finding, combine, step
 from verify.formulas import SIZE_NAMES, FormulaSymbol, NamedFormula, compile_formula, formula_value
 
@@ -1167,8 +1167,10 @@ class BoundForms:
         return np.broadcast_to(np.asarray(self._hyp(ns, d, L, k), dtype=bool), ns.shape)
 
     def float_bounds(self, ns: np.ndarray, d: int, L: int, k: int, lam_j: float, lam_1: float):
-        delta = self._delta(ns, d, L, k) if self._delta is not None else 0.0
+        # numpy scalars: lambda_1^d at lambda_1 = 10, d = 10^8 is inf, where a float raises
+        lam_j, lam_1 = np.float64(lam_j), np.float64(lam_1)
         with np.errstate(all="ignore"):
+            delta = self._delta(ns, d, L, k) if self._delta is not None else 0.0
             lo = np.broadcast_to(np.asarray(self._lower(ns, d, L, k, lam_j, lam_1, delta),
                                             dtype=float), ns.shape)
             up = np.broadcast_to(np.asarray(self._upper(ns, d, L, k, lam_j, lam_1, delta),
@@ -1230,12 +1232,15 @@ def _n_grid(d: int, k: int, L: int) -> list[int]:
 
 
 WIDE_DIMS = (1, 2, 3, 5, 10, 100, 10 ** 4, 10 ** 8)
-WIDE_LOOPS = tuple(range(1, 9))
+WIDE_LOOPS = (*range(1, 9), 16, 1024)  # k = 1..min(2L, WIDE_K) at each
+WIDE_K = 16
 
 
 def _wide_n_grid(d: int, k: int, L: int) -> list[int]:
-    """``_n_grid`` and powers of 10 up to 10^40, for ``flat_search`` at d up to 10^8."""
-    return sorted(set(_n_grid(d, k, L)) | {10 ** e for e in (*range(1, 13), *range(13, 41, 3))})
+    """``_n_grid`` and powers of 10 up to 10^40, for ``flat_search`` at d up to 10^8 (not beyond
+    10^40: the threshold (8 L d^2 4^L)^2 at L = 1024 has no float)."""
+    grid = set(_n_grid(d, k, L)) | {10 ** e for e in (*range(1, 13), *range(13, 41, 3))}
+    return sorted(n for n in grid if n <= 10 ** 40)
 
 
 def _spectra(d: int, scales: Sequence = (Fraction(1),), rng: np.random.Generator | None = None):
@@ -1322,7 +1327,7 @@ def flat_search(forms: BoundForms, flat: Callable, dims: Sequence[int], loops: S
     res = BoundSearch()
     for d in dims:
         for L in loops:
-            for k in range(1, 2 * L + 1):
+            for k in range(1, min(2 * L, WIDE_K) + 1):
                 ns = _admitted(res, forms, _wide_n_grid(d, k, L), d, L, k, len(scales))
                 if not ns:
                     continue
@@ -1440,7 +1445,7 @@ def _moment_symbolic(ctx: Context, quantity, what: str, flat: Callable, scales=(
                      identity_only: bool = False) -> TierResult:
     """The moment lemmas' symbolic tier: ``bound_search`` over small d and several spectra, then
     ``flat_search`` at flat spectra Sigma~ = s I (``flat``: the eigenvalue at s I_d) with d up to
-    10^8, k up to 16 and n up to 10^40, scales ``flat_scales``."""
+    10^8, L up to 1024, k up to 16 and n up to 10^40, scales ``flat_scales``."""
     F = ctx.formulas
     forms = BoundForms(F)
     rng = ctx.rng("spectra")
@@ -1464,7 +1469,8 @@ def _moment_symbolic(ctx: Context, quantity, what: str, flat: Callable, scales=(
                      "thresholds 4k^2d^2, 16k^2d^2, 64L^2d^2, (8Ld^2 4^L)^2; spectra with "
                      "lambda_1 = %s" % (list(_moment_dims(ctx)), list(_moment_loops(ctx)),
                                         [str(s) for s in scales]),
-             "flat_grid": "Sigma~ = s I_d with s in %s, d in %s, L in %s, k = 1..2L, the grid's n "
+             "flat_grid": "Sigma~ = s I_d with s in %s, d in %s, L in %s, k = 1..min(2L, 16), the "
+                          "grid's n "
                           "and the powers of 10 up to 10^40" % (
                               [str(s) for s in flat_scales], list(WIDE_DIMS), list(WIDE_LOOPS))}
     if readings:
@@ -1474,6 +1480,73 @@ def _moment_symbolic(ctx: Context, quantity, what: str, flat: Callable, scales=(
 
 LOWER_ENVELOPE_SOURCE = ("alpha^(j) >= lambda_j^k (the Wishart moments' coefficients are "
                          "non-negative: the symbolic tier's lower_envelope)")
+
+
+MOMENT_EXACT_MAX_K = 10
+
+
+def _sizes_of(point: Mapping, names: Sequence[str]) -> tuple[int, ...] | None:
+    """Integer sizes of an ExactValues point (None if one is not a positive integer)."""
+    out = []
+    for name in names:
+        v = point[name]
+        if v != int(v) or v < 1:
+            return None
+        out.append(int(v))
+    return tuple(out)
+
+
+def _alpha_extremes(k: int, n: int, d: int, lam_j, lam_1) -> tuple:
+    """(sup, inf) of alpha^(j) = sum c n^(e-k) p_mu(Sigma~) lambda_j^s over spectra of size d with
+    lambda_1 the largest eigenvalue and lambda_j the j-th: p_mu grows with every eigenvalue, so
+    the sup has the d - 1 others at lambda_1 and the inf has them at 0 but lambda_1 (and only
+    lambda_j itself when lambda_j = lambda_1, j = 1)."""
+    with mpmath.workdps(mpmath.mp.dps + 30):
+        lam_j, lam_1, nn = mpmath.mpf(lam_j), mpmath.mpf(lam_1), mpmath.mpf(n)
+        alone = lam_j == lam_1
+        hi = lo = mpmath.mpf(0)
+        for (s_, mu, e), c in _moment_terms(k):
+            top = low = c * nn ** (e - k) * lam_j ** s_
+            for part in mu:
+                top *= lam_j ** part + (d - 1) * lam_1 ** part
+                low *= lam_j ** part + (0 if alone else lam_1 ** part)
+            hi += top
+            lo += low
+        return +hi, +lo
+
+
+def moment_exact(point: dict) -> dict | None:
+    """Lemmas 4.2 and A.5: the sup and inf of alpha^(j) at (n, d, k, lambda_j, lambda_1) for
+    k <= min(2L, MOMENT_EXACT_MAX_K) (the lemmas' 1 <= k <= 2L)."""
+    sizes = _sizes_of(point, ("n", "d", "k", "L"))
+    if sizes is None:
+        return None
+    n, d, k, L = sizes
+    lam_j, lam_1 = point["lambda_j"], point["lambda_1"]
+    if k > min(2 * L, MOMENT_EXACT_MAX_K) or lam_j > lam_1 or (d == 1 and lam_j != lam_1):
+        return None
+    hi, lo = _alpha_extremes(k, n, d, lam_j, lam_1)
+    return {"upper": hi, "lower": lo}
+
+
+MOMENT_EXACT = ExactValues(moment_exact, "the sup and inf of alpha^(j) over the spectra with "
+                                         "these lambda_j <= lambda_1, from the Wishart moments, at "
+                                         f"k <= min(2L, {MOMENT_EXACT_MAX_K})")
+
+
+def identity_moment_exact(point: dict) -> dict | None:
+    """Lemma A.2: alpha_{n,d,k} at Sigma = I, exactly, for k <= MOMENT_EXACT_MAX_K."""
+    sizes = _sizes_of(point, ("n", "d", "k"))
+    if sizes is None or sizes[2] > MOMENT_EXACT_MAX_K:
+        return None
+    n, d, k = sizes
+    a = flat_alpha(k, Fraction(1), d, n)
+    v = mpmath.mpf(a.numerator) / a.denominator
+    return {"upper": v, "lower": v}
+
+
+IDENTITY_EXACT = ExactValues(identity_moment_exact, "alpha_{n,d,k} at Sigma = I from the Wishart "
+                                                    f"moments, k <= {MOMENT_EXACT_MAX_K}")
 
 
 def _lower_envelope() -> sympy.Expr:
@@ -1520,6 +1593,7 @@ LEMMA_A2 = Claim(
     formulas=LEMMA_A2_FORMULAS,
     checks={"symbolic": lemma_a2_symbolic},
     setting=MOMENT_SETTING,
+    exact=IDENTITY_EXACT,
     notes="The display prints E[(1/n) sum x_i x_i^T] without the power k.",
 )
 
@@ -1642,6 +1716,7 @@ LEMMA4_2 = Claim(
     formulas=LEMMA42_FORMULAS,
     checks={"symbolic": lemma42_symbolic, "numeric": _moment_numeric},
     setting=MOMENT_SETTING,
+    exact=MOMENT_EXACT,
     correction=Correction(
         description="add Lemma A.2's sample-size condition n >= 4 k^2 d^2",
         reason="without a condition on n the bound fails at small n (e.g. d = 1, L = 2, k = 4: "
@@ -1683,6 +1758,7 @@ LEMMA_A5 = Claim(
     formulas=LEMMA_A5_FORMULAS,
     checks={"symbolic": lemma_a5_symbolic, "numeric": _moment_numeric},
     setting=MOMENT_SETTING,
+    exact=MOMENT_EXACT,
     correction=Correction(
         description="add Lemma A.2's sample-size condition n >= 4 k^2 d^2",
         reason="the proof runs Lemma A.2's argument, which needs it; without it the bound fails "
@@ -2324,6 +2400,52 @@ def thm32_train(ctx: Context) -> TierResult:
     return combine([f1, f2], {"instance": inst.as_dict(), "runtime": rt.describe()})
 
 
+OPT_EXACT_MAX_L = 6
+
+
+OPT_EXACT_DIGITS = 200
+
+
+@lru_cache(maxsize=4096)
+def _optimum_exact(n: int, d: int, L: int) -> tuple:
+    """(|a* - 1|, f(a*)) at OPT_EXACT_DIGITS digits: a* by bisection on f' (increasing, f'(0) < 0
+    < f'(1)) to 2^-640.  Not ``a_star_rational``: its 10^-100 certificate fails at L = 6 and
+    n = 10^29, where f'' at a* is below 10^-25, and it then refines a CRootOf for seconds."""
+    poly = li.scalar_poly(L, n, d)
+    with mpmath.workdps(OPT_EXACT_DIGITS):
+        f = [mpmath.mpf(int(c.p)) / int(c.q) for c in poly.all_coeffs()]
+        fp = [mpmath.mpf(int(c.p)) / int(c.q) for c in poly.diff(li.a_sym).all_coeffs()]
+        lo, hi = mpmath.mpf(0), mpmath.mpf(1)
+        if not (mpmath.polyval(fp, lo) < 0 < mpmath.polyval(fp, hi)):
+            return None
+        for _ in range(640):
+            mid = (lo + hi) / 2
+            if mpmath.polyval(fp, mid) < 0:
+                lo = mid
+            else:
+                hi = mid
+        a = (lo + hi) / 2
+        return abs(a - 1), mpmath.polyval(f, a)
+
+
+def optimum_exact(point: dict) -> dict | None:
+    """Thms 3.2 and A.8: A^opt = a* Sigma*^{-1}, so ||A^{opt 1/2} Sigma* A^{opt 1/2} - I|| and the
+    least c of (1 - c) Sigma*^{-1} <= A^opt <= (1 + c) Sigma*^{-1} are |a* - 1|, and the optimal
+    loss is f(a*) (L <= OPT_EXACT_MAX_L)."""
+    sizes = _sizes_of(point, ("n", "d", "L"))
+    if sizes is None or sizes[2] > OPT_EXACT_MAX_L or sizes[1] > 10 ** 6:
+        return None
+    values = _optimum_exact(*sizes)
+    if values is None:
+        return None
+    gap, loss = (+x for x in values)  # rounded to the caller's precision
+    return {"loss_bound": loss, "spectral_bound": gap, "c": gap}
+
+
+OPTIMUM_EXACT = ExactValues(optimum_exact, "a* and f(a*) of the derived loss, the optimum "
+                                           f"A^opt = a* Sigma*^(-1) (L <= {OPT_EXACT_MAX_L}, "
+                                           "d <= 10^6)")
+
 THM3_2 = Claim(
     id="gatmiry2024.thm3_2",
     title="Characterisation of the global minimiser of the looped transformer's loss",
@@ -2338,6 +2460,7 @@ THM3_2 = Claim(
     checks={"symbolic": thm32_symbolic, "numeric": single_threaded(thm32_numeric),
             "train": single_threaded(thm32_train)},
     setting=OPT_SETTING,
+    exact=OPTIMUM_EXACT,
     notes="The optimum is exactly A^opt = a*(n, d, L) Sigma*^{-1}, u^opt = 0, with a* the unique "
           "minimiser of f(a) = E tr (I - a W/n)^{2L}; the bounds hold with a wide margin at "
           "every size checked (and also below the hypothesis).",
@@ -2381,6 +2504,7 @@ THM_A8 = Claim(
     formulas=THM_A8_FORMULAS,
     checks={"symbolic": thm_a8_symbolic},
     setting=OPT_SETTING,
+    exact=OPTIMUM_EXACT,
 )
 
 # ==============================================================================================

@@ -101,6 +101,20 @@ class Correction:
 
 
 @dataclass(frozen=True)
+class ExactValues:
+    """What a claim's scalar bounds bound, computed from its derivation (a whole claim's
+    ``NamedFormula.sharp``): ``values(point)`` takes a point of the claim's domain (its declared
+    scalars by name, as mpmath numbers, definitions applied) and returns {bound formula name:
+    the exact bounded quantity there, worst case over what the point leaves free}, or None where
+    it cannot compute them (``words`` says where it can).  ``icl-verify mutate`` evaluates a
+    mutated claim with it: a survivor true at every point drawn is a true statement; one false at
+    a point is a survivor whose refutation a check misses, and the point says where."""
+
+    values: Callable[[dict], "dict | None"] = field(compare=False, repr=False)
+    words: str
+
+
+@dataclass(frozen=True)
 class Claim:
     """One checkable statement of a paper."""
 
@@ -114,6 +128,7 @@ class Claim:
     setting: Any = None
     correction: Correction | None = None
     notes: str = ""
+    exact: ExactValues | None = None  # for mutate: see ExactValues
 
     def __post_init__(self) -> None:
         if not ID_PATTERN.match(self.id) or not self.id.startswith(self.paper + "."):

@@ -44,7 +44,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import sympy
@@ -91,6 +91,7 @@ class Equivalence:
     detail: str
     witness: dict | None = None
     stronger: str | None = None  # why a non-equivalent mutant claims more than the original
+    false_at: str | None = None  # where the claim's exact values show a survivor false
 
     @property
     def equivalent(self) -> bool:
@@ -102,12 +103,19 @@ class Equivalence:
     def implied(self) -> bool:
         return self.kind == "implied"
 
+    @property
+    def true(self) -> bool:
+        """A different statement that the claim's exact values satisfy wherever drawn."""
+        return self.kind == "true"
+
     def as_dict(self) -> dict:
         out = {"kind": self.kind, "detail": self.detail}
         if self.witness is not None:
             out["witness"] = self.witness
         if self.stronger is not None:
             out["stronger"] = self.stronger
+        if self.false_at is not None:
+            out["false_at"] = self.false_at
         return out
 
 
@@ -123,15 +131,17 @@ class Domain:
     hypotheses: tuple           # conditions in the declared symbols
     words: str
     bounds: tuple = ()          # (name, expression, weaker) of the claim's scalar bounds
+    hypothesis_names: tuple = ()  # the formula names of ``hypotheses``, in order
+    exact: Any = None           # the claim's ExactValues, or None
 
     def defines(self, name: str) -> bool:
         return any(n == name for n, _ in self.definitions)
 
 
-def claim_domain(formulas, fixed: dict | None = None) -> Domain | None:
+def claim_domain(formulas, fixed: dict | None = None, exact=None) -> Domain | None:
     """The domain of a claim with hypotheses (None without: bounds then hold for every positive
     value, as before); ``fixed`` holds corrected texts, which define the claim when it is
-    corrected."""
+    corrected; ``exact`` is the claim's ExactValues (``exact_truth``)."""
     fixed = fixed or {}
     hyps = [f for f in formulas if f.weaker == "narrower"]
     if not hyps:
@@ -150,7 +160,8 @@ def claim_domain(formulas, fixed: dict | None = None) -> Domain | None:
     words = ("the claim's hypotheses hold ("
              + "; ".join(fixed.get(f.name, f.text) for f in hyps) + ")"
              + "".join(f", {n} := {e}" for n, e in defs))
-    return Domain(tuple(symbols.values()), defs, parsed, words, bounds)
+    return Domain(tuple(symbols.values()), defs, parsed, words, bounds,
+                  tuple(f.name for f in hyps), exact)
 
 
 # ---------------------------------------------------------------------------------- the tree
@@ -615,6 +626,23 @@ def equivalence(formula: NamedFormula, mutant_text: str, seed: int = 0,
     return Equivalence("none", detail, witness)
 
 
+def judged_by_exact(eq: Equivalence, formula: NamedFormula, mutant_text: str, seed: int,
+                    domain: Domain | None) -> Equivalence:
+    """A surviving mutant that is neither the same statement nor implied, judged by the claim's
+    exact values where it has them (``exact_truth``): ``true``, or still ``none`` with where it
+    is false (``false_at``).  Only for survivors: a killed mutant has an exact counterexample,
+    which a sampled "true" must not overrule (a hypothesis n >= 4 d^4 fails at d = 1, n = 4,
+    k = 5, a corner the draws rarely reach)."""
+    if domain is None or domain.exact is None or eq.kind != "none":
+        return eq
+    kind, why = exact_truth(formula.name, formula.parse(mutant_text), seed, domain)
+    if kind == "true":
+        return Equivalence("true", why, eq.witness, eq.stronger)
+    if kind == "false":
+        return dataclasses.replace(eq, false_at=why)
+    return dataclasses.replace(eq, detail=f"{eq.detail}; {why}")
+
+
 def _as_stronger(why: str) -> str | None:
     """The implication ``why`` of original-from-mutant, read as "the mutant claims more" (None
     when the original is only vacuous where it was sampled: that says nothing)."""
@@ -1026,6 +1054,85 @@ def definition_implication(name: str, mutant: sympy.Expr, seed: int,
                        f"domain drawn ({IMPLIED_DIGITS}-digit values; {where}), the hypotheses "
                        f"hold only where they held and every bound ({named}) is at least as "
                        f"loose (strictly at {strict}): a weaker claim")
+
+
+EXACT_INSTANCES = 60   # points of the claim's domain at which its exact values are compared
+EXACT_TOLERANCE = 40   # digits: a bound within 10^-40 (relative) of the exact value holds
+EXACT_OUTSIDE = 20     # of them where the original hypotheses fail, for a wider hypothesis
+
+
+def exact_truth(name: str, mutant: sympy.Basic, seed: int, domain: Domain) -> tuple[str, str]:
+    """(kind, why) for the claim with formula ``name`` replaced by the mutant (a bound, a
+    hypothesis or a definition), judged by the claim's exact values (``domain.exact``) at points
+    of its domain drawn as ``_domain_draws`` draws them, definitions applied, where the mutated
+    hypotheses hold: ``true`` when every bound holds for the exact value at EXACT_INSTANCES such
+    points (at least IMPLIED_MIN), ``false`` at the first point where one does not, ``undecided``
+    otherwise."""
+    import mpmath
+
+    names = [s.name for s in domain.symbols]
+    defs = [(n, mutant if n == name else e) for n, e in domain.definitions]
+    hyps = [mutant if n == name else e for n, e in zip(domain.hypothesis_names, domain.hypotheses)]
+    bounds = [(n, mutant if n == name else e, w) for n, e, w in domain.bounds]
+    if not any(name == n for n, _ in defs) and name not in domain.hypothesis_names \
+            and not any(name == n for n, _, _ in bounds):
+        return "undecided", f"the claim's exact values ({domain.exact.words}) do not cover {name}"
+    # a wider hypothesis or another definition is false, if at all, where the original claim
+    # does not speak: compare there too (EXACT_OUTSIDE points, if drawn)
+    widens = name in domain.hypothesis_names or any(name == n for n, _ in defs)
+    fns, error = _domain_functions(domain, *(e for _, e in defs), *hyps,
+                                   *(e for _, e, _ in bounds),
+                                   *(e for _, e in domain.definitions), *domain.hypotheses)
+    if error:
+        return "undecided", f"cannot evaluate the mutated claim numerically ({error})"
+    k, h, b = len(defs), len(hyps), len(bounds)
+    dfns = [(names.index(n), g) for (n, _), g in zip(defs, fns[:k])]
+    hfns, bfns = fns[k:k + h], list(zip(bounds, fns[k + h:k + h + b]))
+    dfns_o = [(names.index(n), g) for (n, _), g in zip(defs, fns[k + h + b:2 * k + h + b])]
+    hfns_o = fns[2 * k + h + b:]
+    rng = np.random.default_rng([seed, 0x657861])
+    compared, outside, covered = 0, 0, set()
+    where = f"{domain.words}; exact values: {domain.exact.words}"
+    with mpmath.workdps(IMPLIED_DIGITS):
+        tol = mpmath.mpf(10) ** -EXACT_TOLERANCE
+        for raw in _domain_draws(domain, rng):
+            if compared >= EXACT_INSTANCES and (not widens or outside >= EXACT_OUTSIDE):
+                break
+            point = _defined(raw, dfns)
+            if not _all_hold(hfns, point):
+                continue
+            out = widens and not _all_hold(hfns_o, _defined(raw, dfns_o))
+            if compared >= EXACT_INSTANCES and not out:
+                continue
+            values = domain.exact.values(dict(zip(names, point)))
+            if not values:
+                continue
+            compared += 1
+            outside += out
+            shown = {n: mpmath.nstr(v, 8) for n, v in zip(names, point)}
+            for (bname, _, weaker), g in bfns:
+                if bname not in values:
+                    continue
+                covered.add(bname)
+                q, v = values[bname], _real(g, point)
+                if v is None:
+                    return "false", (f"at {shown} the bound {bname} is not a finite real number "
+                                     f"(the exact value is {mpmath.nstr(q, 12)})")
+                slack = (v - q) if weaker == "larger" else (q - v)
+                if slack < -tol * max(abs(q), abs(v), mpmath.mpf(10) ** -IMPLIED_DIGITS):
+                    return "false", (f"false at {shown}: {bname} = {mpmath.nstr(v, 12)}, "
+                                     f"{'below' if weaker == 'larger' else 'above'} the exact "
+                                     f"value {mpmath.nstr(q, 12)} ({domain.exact.words})")
+    if compared < IMPLIED_MIN:
+        return "undecided", (f"exact values: undecided, only {compared} of {DOMAIN_ATTEMPTS} points "
+                             f"drawn are in the mutated claim's domain where they are computed "
+                             f"({where})")
+    beyond = (f", {outside} of them where the original claim's hypotheses do not hold"
+              if widens else "")
+    return "true", (f"true where drawn: at all {compared} points of the mutated claim's domain "
+                    f"drawn{beyond}, every bound ({', '.join(sorted(covered)) or 'none'}) holds "
+                    f"for the exact value ({IMPLIED_DIGITS}-digit values; {where}): a true "
+                    f"statement, which no sound check can refute")
 
 
 def _narrower(formula: NamedFormula, original, mutant, seed: int,

@@ -16,6 +16,14 @@ refute.  Implied mutants are listed apart with the proof or the sampling that sh
 mutant is a false alarm (an unsound check) like a killed equivalent one.  A tighter mutant of a
 bound stays non-equivalent: the checks must refute it.
 
+A claim may carry its exact values (``Claim.exact``: what each bound bounds, computed from its
+derivation, e.g. a* and f(a*) for gatmiry2024 Thm 3.2).  A survivor is then evaluated as a claim
+at points of the domain drawn: *true* (status ``true``, count ``true``) when every bound holds for
+the exact value at each of them, a true statement that no sound check can refute although it
+claims something else than the original (not counted as non-equivalent); or a survivor with the
+point where it is false (``false_at``), which says where a check does not look.  Killed mutants
+are not judged this way: their counterexample is exact, a sampled "true" is not.
+
 A mutant's tiers run cheapest first, as measured on the claim's baseline check (ties and
 unmeasured tiers in the order numeric, symbolic, train); once one refutes it the verdict is
 ``refuted`` whatever the others say, so the rest are skipped (``--every-tier`` runs them all, to
@@ -42,11 +50,12 @@ from typing import Callable, Iterator
 
 from .claim import Claim
 from .errors import UsageError
-from .mutants import Equivalence, Invalid, Mutant, claim_domain, equivalence, generate
+from .mutants import (Equivalence, Invalid, Mutant, claim_domain, equivalence, generate,
+                      judged_by_exact)
 
 DEFAULT_TIERS = "symbolic,numeric"
 DEFAULT_BUDGET = "quick"
-STATUSES = ("killed", "equivalent", "implied", "survived", "false_alarm")
+STATUSES = ("killed", "equivalent", "implied", "true", "survived", "false_alarm")
 TIER_COST = {"numeric": 0, "symbolic": 1, "train": 2}  # the order of tiers the baseline ties
 
 
@@ -71,6 +80,8 @@ class Outcome:
             return "false_alarm" if self.equivalence.equivalent else "killed"
         if self.equivalence.implied:
             return "implied"
+        if self.equivalence.true:
+            return "true"
         return "equivalent" if self.equivalence.equivalent else "survived"
 
     def explanation(self) -> str:
@@ -83,7 +94,12 @@ class Outcome:
             return f"{label}: {eq.detail}"
         if self.status == "implied":
             return f"{eq.detail} (a weaker statement the original implies: it must survive)"
+        if self.status == "true":
+            return eq.detail + (f" ({eq.stronger})" if eq.stronger else "")
         if self.status == "false_alarm":
+            if eq.true:
+                return (f"refuted although the claim's exact values satisfy it wherever drawn "
+                        f"(a check or the exact values are wrong; {eq.detail}): {self.reason}")
             if eq.implied:
                 return (f"refuted although implied by the original, a weaker true statement (an "
                         f"unsound check; {eq.detail}): {self.reason}")
@@ -99,11 +115,14 @@ class Outcome:
                 where = (f"; it differs from the original at ({point}){at}: "
                          f"{_cut(w['original'])} vs {_cut(w['mutant'])} (the instance is in "
                          f"--json)")
+            false = (f"; it is {eq.false_at}: a check does not look there" if eq.false_at
+                     else "")
             if eq.stronger:
                 return (f"{eq.stronger}; the checks found no instance where it fails (verdict "
                         f"{self.verdict}; {self.reason}): the printed statement has at least this "
-                        f"much slack wherever they looked, or a check is not sharp enough")
-            return f"the checks did not refute it (verdict {self.verdict}; {self.reason}){where}"
+                        f"much slack wherever they looked, or a check is not sharp enough{false}")
+            return (f"the checks did not refute it (verdict {self.verdict}; {self.reason}){where}"
+                    f"{false}")
         return self.reason
 
     def as_dict(self) -> dict:
@@ -123,14 +142,16 @@ class FormulaReport:
     invalid: list[Invalid] = field(default_factory=list)
 
     def counts(self) -> dict:
-        """``equivalent`` and ``implied`` include the false alarms of their kind (refuted anyway);
-        ``non_equivalent`` (killed or survived) excludes both."""
+        """``equivalent``, ``implied`` and ``true`` include the false alarms of their kind
+        (refuted anyway); ``non_equivalent`` (killed or survived) excludes all three."""
         by = {s: sum(1 for o in self.outcomes if o.status == s) for s in STATUSES}
-        alarms_implied = sum(1 for o in self.outcomes
-                             if o.status == "false_alarm" and o.equivalence.implied)
+        alarms = [o.equivalence for o in self.outcomes if o.status == "false_alarm"]
+        alarms_implied = sum(1 for e in alarms if e.implied)
+        alarms_true = sum(1 for e in alarms if e.true)
         return {"mutants": len(self.outcomes), "killed": by["killed"] + by["false_alarm"],
-                "equivalent": by["equivalent"] + by["false_alarm"] - alarms_implied,
-                "implied": by["implied"] + alarms_implied, "invalid": len(self.invalid),
+                "equivalent": by["equivalent"] + by["false_alarm"] - alarms_implied - alarms_true,
+                "implied": by["implied"] + alarms_implied, "true": by["true"] + alarms_true,
+                "invalid": len(self.invalid),
                 "survived": by["survived"], "false_alarms": by["false_alarm"],
                 "survived_stronger": sum(1 for o in self.outcomes if o.status == "survived"
                                          and o.equivalence.stronger),
@@ -162,8 +183,8 @@ class ClaimReport:
 
 
 def totals(reports: list[ClaimReport]) -> dict:
-    keys = ("mutants", "killed", "equivalent", "implied", "invalid", "survived", "false_alarms",
-            "non_equivalent", "survived_stronger")
+    keys = ("mutants", "killed", "equivalent", "implied", "true", "invalid", "survived",
+            "false_alarms", "non_equivalent", "survived_stronger")
     out = {k: sum(f.counts()[k] for r in reports for f in r.formulas) for k in keys}
     killed_non_eq = out["killed"] - out["false_alarms"]
     out["kill_rate"] = out["killed"] / out["mutants"] if out["mutants"] else None
@@ -200,7 +221,7 @@ def mutate_claim(claim: Claim, options: dict, formulas: list[str] | None = None,
         return skipped(base.verdict, base.reason, f"it is {base.verdict} as printed, so its "
                        f"mutants say nothing about its checks")
     reports = []
-    domain = claim_domain(claim.formulas, fixed)
+    domain = claim_domain(claim.formulas, fixed, claim.exact)
     options = {**options, "tiers": tier_order(options["tiers"], base.tiers)}
     for f in claim.formulas:
         if formulas and f.name not in formulas:
@@ -215,6 +236,9 @@ def mutate_claim(claim: Claim, options: dict, formulas: list[str] | None = None,
                              domain=domain)
             outcome = _check_mutant(claim, fixed, f.name, m, eq, options, every_tier,
                                     mutant_timeout)
+            if outcome.status == "survived":
+                outcome.equivalence = judged_by_exact(eq, f, m.text, options.get("seed", 0),
+                                                      domain)
             report.outcomes.append(outcome)
             if on_outcome is not None:
                 on_outcome(outcome)
@@ -314,24 +338,26 @@ def _rate(killed: int, total: int) -> str:
 def table(reports: list[ClaimReport]) -> str:
     from .output import _table
 
-    rows = [["claim", "formula", "mutants", "killed", "equivalent", "implied", "invalid",
-             "survived", "kill rate (non-equivalent)"]]
+    rows = [["claim", "formula", "mutants", "killed", "equivalent", "implied", "true",
+             "invalid", "survived", "kill rate (non-equivalent)"]]
     for r in reports:
         for f in r.formulas:
             c = f.counts()
             rows.append([r.claim, f.formula, str(c["mutants"]), str(c["killed"]),
-                         str(c["equivalent"]), str(c["implied"]), str(c["invalid"]),
-                         str(c["survived"]),
+                         str(c["equivalent"]), str(c["implied"]), str(c["true"]),
+                         str(c["invalid"]), str(c["survived"]),
                          _rate(c["killed"] - c["false_alarms"], c["non_equivalent"])])
     t = totals(reports)
     rows.append(["total", "", str(t["mutants"]), str(t["killed"]), str(t["equivalent"]),
-                 str(t["implied"]), str(t["invalid"]), str(t["survived"]),
+                 str(t["implied"]), str(t["true"]), str(t["invalid"]), str(t["survived"]),
                  _rate(t["killed"] - t["false_alarms"], t["non_equivalent"])])
     out = [_table(rows), "",
            f"kill rate: {t['killed']}/{t['mutants']} mutants refuted; "
            f"{t['killed'] - t['false_alarms']}/{t['non_equivalent']} non-equivalent mutants killed"
            f" ({_rate(t['killed'] - t['false_alarms'], t['non_equivalent'])})"
            + (f"; {t['implied']} implied (looser bounds, not counted)" if t["implied"] else "")
+           + (f"; {t['true']} true where the claim's exact values were drawn (not counted)"
+              if t["true"] else "")
            + (f"; {t['survived_stronger']} of the {t['survived']} survivors claim more than the "
               f"original (tighter bounds, wider hypotheses)" if t["survived_stronger"] else "")]
     for r in reports:
@@ -346,7 +372,9 @@ def table(reports: list[ClaimReport]) -> str:
                              "false_alarm"),
                             ("Equivalent mutants (survive, as they must)", "equivalent"),
                             ("Implied mutants (weaker bounds: true consequences, survive as they "
-                             "must)", "implied")):
+                             "must)", "implied"),
+                            ("True mutants (the claim's exact values satisfy them: survive as "
+                             "they must)", "true")):
         rows_ = [(r.claim, o) for r in reports for f in r.formulas for o in f.outcomes
                  if o.status == status]
         if rows_:

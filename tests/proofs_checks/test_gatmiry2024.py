@@ -338,3 +338,44 @@ def test_a_power_of_d_in_1_over_n_is_decided_without_exhausting_memory():
     v = check_claim(find("gatmiry2024.thm3_4"), tiers=("symbolic",), budget="quick", seed=0,
                     overrides={"rhs": "loss**((2*L - 1)/L)/(16*d**((L - 1)/n))"})
     assert v.verdict == "refuted", v.as_dict()
+
+
+def test_moment_exact_values_bracket_every_spectrum():
+    """Lemma 4.2's exact values for mutate: sup and inf of alpha^(j) over spectra with the given
+    lambda_j <= lambda_1; every spectrum's alpha^(j) (the full engine) lies between them."""
+    import mpmath
+    from fractions import Fraction
+
+    rng = __import__("numpy").random.default_rng(1)
+    for _ in range(20):
+        d, k, n = int(rng.integers(2, 5)), int(rng.integers(1, 5)), int(rng.integers(1, 40))
+        eigs = sorted((Fraction(int(rng.integers(1, 20)), 7) for _ in range(d)), reverse=True)
+        alpha = g.moment_eigenvalues(k, tuple(eigs), n)
+        for j in range(d):
+            point = {"n": n, "d": d, "k": k, "L": 8, "lambda_j": mpmath.mpf(eigs[j].numerator)
+                     / eigs[j].denominator, "lambda_1": mpmath.mpf(eigs[0].numerator)
+                     / eigs[0].denominator}
+            values = g.moment_exact(point)
+            a = float(alpha[j])
+            assert float(values["lower"]) <= a * (1 + 1e-12) and a <= float(values["upper"]) * (1 + 1e-12)
+
+
+def test_optimum_exact_values_are_the_certified_minimiser():
+    import mpmath
+
+    a = li.a_star_rational(10 ** 6, 3, 2, 100)
+    with mpmath.workdps(60):  # the values come at the caller's precision
+        values = g.optimum_exact({"n": mpmath.mpf(10 ** 6), "d": mpmath.mpf(3),
+                                  "L": mpmath.mpf(2)})
+        assert abs(values["c"] - abs(mpmath.mpf(a.p) / a.q - 1)) < mpmath.mpf(10) ** -50
+    assert g.optimum_exact({"n": mpmath.mpf(10), "d": mpmath.mpf(3), "L": mpmath.mpf(7)}) is None
+
+
+@pytest.mark.parametrize("override", [{"hypothesis": "L >= 4*d**2*k**2"},
+                                      {"upper": "delta**k*lambda_1**d + lambda_j**k"}])
+def test_lemma4_2_mutants_beyond_the_small_grid_are_refuted_not_errors(override):
+    """L >= 4 d^2 k^2 first admits a case at L = 16 (d = 1, k = 2, n = 1: 3 > 1 + 128^(1/16));
+    lambda_1^d at lambda_1 = 10, d = 10^8 overflowed a float and made the tier an error."""
+    cid = "gatmiry2024.lemma4_2"
+    v = verdict(cid, **corrected(cid, **override))
+    assert v.verdict == "refuted", v.reason

@@ -578,3 +578,43 @@ def test_a_mutant_past_its_timeout_survives_and_the_stream_keeps_every_line(caps
         if m["status"] == "survived":
             assert "not decided within the mutant timeout of 0.01 s" in m["reason"]
     assert code == 1 and totals_["killed"] == 0 and totals_["survived"] > 0
+
+
+def test_a_survivor_the_exact_optimum_satisfies_is_true_and_one_it_violates_says_where():
+    """gatmiry2024 Thm A.8's exact values are |a* - 1| and f(a*) of the derived loss: c with
+    L^(1/(2L)) for d^(1/(2L)) is tighter than printed where L < d but still above |a* - 1|
+    everywhere drawn (a true statement, status ``true``); c / 10^30 is below it."""
+    import jsonschema
+
+    from verify.mutants import exact_truth, judged_by_exact
+    from verify.schema import load
+
+    claim = find("gatmiry2024.thm_a8")
+    domain = claim_domain(claim.formulas, {}, claim.exact)
+    f = claim.formula("c")
+    text = "8*L**(1/(2*L))*delta"
+    eq = judged_by_exact(equivalence(f, text, domain=domain), f, text, 0, domain)
+    assert eq.kind == "true" and "true where drawn" in eq.detail, eq.detail
+    outcome = Outcome(Mutant("c", "swap", "d -> L", text), "verified", [], eq, "symbolic pass")
+    assert outcome.status == "true" and "no sound check can refute" in outcome.explanation()
+    schema = load("mutate")
+    jsonschema.validate(outcome.as_dict(), {**schema["$defs"]["mutant"], "$defs": schema["$defs"]})
+    kind, why = exact_truth("c", f.parse("8*d**(1/(2*L))*delta/10**30"), 0, domain)
+    assert kind == "false" and "below the exact value" in why, why
+    killed = Outcome(Mutant("c", "constant", "8 -> 8/10^30", "x"), "refuted", ["symbolic"],
+                     eq, "symbolic: a bound fails")
+    assert killed.status == "false_alarm"   # a check refuting a true statement fails the run
+
+
+def test_a_wider_hypothesis_is_judged_also_where_the_original_does_not_speak():
+    """Lemma A.2 with n >= 4 k^2 d replaces d^2 by d: wider where d > 1; alpha_{n,d,k} at
+    Sigma = I is the exact value, compared at points outside n >= 4 k^2 d^2 as well."""
+    from verify.mutants import exact_truth
+
+    claim = find("gatmiry2024.lemma_a2")
+    domain = claim_domain(claim.formulas, {}, claim.exact)
+    kind, why = exact_truth("hypothesis", claim.formula("hypothesis").parse("n >= 4*d*k**2"), 0,
+                            domain)
+    assert kind == "true" and "where the original claim's hypotheses do not hold" in why, why
+    kind, why = exact_truth("hypothesis", claim.formula("hypothesis").parse("n >= k"), 0, domain)
+    assert kind == "false", why
