@@ -1127,6 +1127,10 @@ def exact_truth(name: str, mutant: sympy.Basic, seed: int, domain: Domain) -> tu
         return "undecided", (f"exact values: undecided, only {compared} of {DOMAIN_ATTEMPTS} points "
                              f"drawn are in the mutated claim's domain where they are computed "
                              f"({where})")
+    missing = sorted({n for n, _, _ in bounds} - covered)
+    if missing:  # a claim is true only if all its bounds are
+        return "undecided", (f"exact values: undecided, they do not cover the bound "
+                             f"{', '.join(missing)} ({where})")
     beyond = (f", {outside} of them where the original claim's hypotheses do not hold"
               if widens else "")
     return "true", (f"true where drawn: at all {compared} points of the mutated claim's domain "
