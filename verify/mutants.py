@@ -1196,6 +1196,9 @@ def _narrower(formula: NamedFormula, original, mutant, seed: int,
     if held == 0:
         return True, (f"implied: the mutant hypothesis holds at none of {drawn} instances drawn "
                       f"({where}), so the claim under it says nothing there (vacuous)")
+    if held < IMPLIED_MIN:  # too few to say where it holds (Lemma A.10's eps^(3L): 11 of 3000)
+        return False, (f"not decided: the mutant hypothesis holds at only {held} of {drawn} "
+                       f"instances drawn ({where})")
     return True, (f"implied: wherever the mutant hypothesis holds ({held} of {drawn} instances "
                   f"drawn, {where}) the original holds: a narrower hypothesis, a weaker claim")
 

@@ -618,3 +618,17 @@ def test_a_wider_hypothesis_is_judged_also_where_the_original_does_not_speak():
     assert kind == "true" and "where the original claim's hypotheses do not hold" in why, why
     kind, why = exact_truth("hypothesis", claim.formula("hypothesis").parse("n >= k"), 0, domain)
     assert kind == "false", why
+
+
+def test_a_hypothesis_that_holds_at_a_handful_of_draws_is_not_called_narrower():
+    """gatmiry2024 Lemma A.10 (corrected) with eps^(3L) for eps^(2L) in its loss threshold is
+    wider (eps <= 1), but the mutant holds at only 11 of 3000 draws, all where the original
+    holds too: that is too few to call it narrower (it was 'implied', and its kill a false
+    alarm)."""
+    claim = find("gatmiry2024.lemma_a10")
+    fixed = dict(claim.correction.formulas)
+    f = claim.formula("hypothesis")
+    text = f.text.replace("epsilon**(2*L)", "epsilon**(3*L)")
+    assert text != f.text
+    eq = equivalence(f, text, domain=claim_domain(claim.formulas, fixed))
+    assert eq.kind == "none" and "not decided" in eq.detail, eq.detail
