@@ -1518,10 +1518,11 @@ def _alpha_extremes(k: int, n: int, d: int, lam_j, lam_1) -> tuple:
 def moment_exact(point: dict) -> dict | None:
     """Lemmas 4.2 and A.5: the sup and inf of alpha^(j) at (n, d, k, lambda_j, lambda_1) for
     k <= min(2L, MOMENT_EXACT_MAX_K) (the lemmas' 1 <= k <= 2L)."""
-    sizes = _sizes_of(point, ("n", "d", "k", "L"))
+    sizes = _sizes_of(point, ("n", "d", "k", "L") if "L" in point else ("n", "d", "k"))
     if sizes is None:
         return None
-    n, d, k, L = sizes
+    n, d, k = sizes[:3]
+    L = sizes[3] if len(sizes) > 3 else k  # Lemma A.5 does not use L: any k has an L >= k/2
     lam_j, lam_1 = point["lambda_j"], point["lambda_1"]
     if k > min(2 * L, MOMENT_EXACT_MAX_K) or lam_j > lam_1 or (d == 1 and lam_j != lam_1):
         return None

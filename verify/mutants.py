@@ -1104,7 +1104,11 @@ def exact_truth(name: str, mutant: sympy.Basic, seed: int, domain: Domain) -> tu
             out = widens and not _all_hold(hfns_o, _defined(raw, dfns_o))
             if compared >= EXACT_INSTANCES and not out:
                 continue
-            values = domain.exact.values(dict(zip(names, point)))
+            try:
+                values = domain.exact.values(dict(zip(names, point)))
+            except Exception as exc:  # noqa: BLE001 - a bug there must not end a mutate run
+                return "undecided", (f"exact values: undecided, they raised "
+                                     f"{type(exc).__name__}: {_one_line(exc)}")
             if not values:
                 continue
             compared += 1

@@ -632,3 +632,17 @@ def test_a_hypothesis_that_holds_at_a_handful_of_draws_is_not_called_narrower():
     assert text != f.text
     eq = equivalence(f, text, domain=claim_domain(claim.formulas, fixed))
     assert eq.kind == "none" and "not decided" in eq.detail, eq.detail
+
+
+def test_lemma_a5_exact_values_without_a_loop_count():
+    """Lemma A.5 declares no L (delta = 4kd/sqrt(n)); its exact values (the sup of alpha^(j) over
+    spectra) still judge a survivor: k lambda_1^k for delta lambda_1^k is true (delta <= 2 under
+    n >= 4k^2d^2, the moment's excess far smaller), delta lambda_1^k / 10^6 is not."""
+    from verify.mutants import exact_truth
+
+    claim = find("gatmiry2024.lemma_a5")
+    domain = claim_domain(claim.formulas, dict(claim.correction.formulas), claim.exact)
+    f = claim.formula("upper")
+    assert exact_truth("upper", f.parse("k*lambda_1**k + lambda_j**k"), 0, domain)[0] == "true"
+    kind, why = exact_truth("upper", f.parse("delta*lambda_1**k/10**6 + lambda_j**k"), 0, domain)
+    assert kind == "false" and "below the exact value" in why
