@@ -2121,9 +2121,10 @@ def _optimum_rows(ctx: Context, F, bounds: Sequence[tuple]) -> tuple[Finding, Fi
                         ce = ce or {"d": d, "L": L, "n": n, "bound": label, "value": _q(lhs),
                                     "paper_bound": _q(rhs), "a_star": _q(sympy.N(a, 30))}
                 rows.append(row)
-    fb = Finding("bounds_at_threshold_sizes", ok_b, {"rows": rows,
-                                                     "smallest_n_of_the_hypothesis": hyp_n}, ce,
-                 "" if ok_b else "a bound of the statement fails at the optimum")
+    fb = Finding("bounds_at_threshold_sizes", ok_b if rows else None,
+                 {"rows": rows, "smallest_n_of_the_hypothesis": hyp_n}, ce,
+                 "" if ok_b and rows else "a bound of the statement fails at the optimum" if rows
+                 else "the hypothesis admits no (d, L) of the grid up to n = 10^60")
     fh = Finding("hessian_at_a_star_I", ok_h, {"note": "eigenvalues f''(a*)/d along I and h_perp "
                                                        "on the traceless directions"}, ce_h,
                  "" if ok_h else "a* I is not a strict local minimum")

@@ -379,3 +379,10 @@ def test_lemma4_2_mutants_beyond_the_small_grid_are_refuted_not_errors(override)
     cid = "gatmiry2024.lemma4_2"
     v = verdict(cid, **corrected(cid, **override))
     assert v.verdict == "refuted", v.reason
+
+
+def test_thm_a8_a_hypothesis_that_admits_no_grid_case_is_inconclusive_not_verified():
+    """delta := (8dn/sqrt(L))^(1/(2n)) is at least 1 unless L > 64 d^2 n^2, so the hypothesis
+    delta d^(1/(2L)) < 1/2 admits no (d, L <= 3) of the grid: nothing was checked."""
+    v = verdict("gatmiry2024.thm_a8", delta="(8*d*n/sqrt(L))**(1/(2*n))")
+    assert v.verdict == "inconclusive" and "admits no (d, L)" in v.reason, v.reason
