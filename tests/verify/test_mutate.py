@@ -646,3 +646,16 @@ def test_lemma_a5_exact_values_without_a_loop_count():
     assert exact_truth("upper", f.parse("k*lambda_1**k + lambda_j**k"), 0, domain)[0] == "true"
     kind, why = exact_truth("upper", f.parse("delta*lambda_1**k/10**6 + lambda_j**k"), 0, domain)
     assert kind == "false" and "below the exact value" in why
+
+
+def test_a_bound_tighter_only_in_a_corner_of_the_domain_is_not_implied():
+    """gatmiry2024 Thm 4.5: (1 + 16 d^(1/(2L)) delta - zeta)^(3L) for ^(2L) is looser wherever
+    the base is at least 1, tighter where delta is tiny (L = 3, n ~ 10^26); 60 domain points
+    missed that corner and the check's correct refutation was reported as a false alarm."""
+    claim = find("gatmiry2024.thm4_5")
+    fixed = dict(claim.correction.formulas) if claim.correction else {}
+    f = claim.formula("bound")
+    text = ("w_norm2*xq_norm2*(16*d**(1/(2*L))*delta + 1)**2*(16*d**(1/(2*L))*delta - zeta + 1)"
+            "**(3*L)")
+    eq = equivalence(f, text, base=fixed.get("bound"), domain=claim_domain(claim.formulas, fixed))
+    assert eq.kind == "none" and "tighter (smaller)" in eq.detail, eq.detail
