@@ -2086,7 +2086,8 @@ OPT_N_MULTIPLES = (1, 10, 1000, 10 ** 6, 10 ** 12)  # n / (the smallest n of the
 def _optimum_rows(ctx: Context, F, bounds: Sequence[tuple]) -> tuple[Finding, Finding, dict]:
     """At each (d, L) and n = the smallest n the hypothesis admits times OPT_N_MULTIPLES (a bound
     of another order in n, (8Ld/sqrt(n))^(3/2) for delta, first fails a thousand times above the
-    threshold): a*, f(a*), the Hessian at a* I, and the named bounds.  ``bounds``: (label, value(a*, f*, n, d, L) -> (lhs, rhs))."""
+    threshold): a*, f(a*), the Hessian at a* I, and the named bounds.  ``bounds``: (label,
+    value(a*, f*, n, d, L) -> (lhs, rhs))."""
     dims, loops = _opt_grid(ctx)
     rows, ce, ok_b, ok_h, ce_h = [], None, True, True, None
     hyp_n = {}
