@@ -554,30 +554,57 @@ def test_a_hypothesis_is_compared_with_the_claims_definitions_and_large_sizes():
         assert eq.kind == "none" and "where the original does not" in eq.detail, (cid, eq)
 
 
-def test_a_mutant_past_its_timeout_survives_and_the_stream_keeps_every_line(capsys, tmp_path):
-    """--mutant-timeout stops a mutant's tiers: it is not decided, so it counts as a survivor and
-    never as killed; --jsonl has one line per mutant as it is decided, then the totals."""
+def test_the_stream_has_one_line_per_mutant_then_the_totals(capsys, tmp_path):
+    """--jsonl has one line per mutant as it is decided, then the totals; --mutant-timeout is
+    recorded in the JSON (the limit itself: the next test, which does not depend on timing)."""
     import jsonschema
 
     from verify.schema import load
 
     path = tmp_path / "run.jsonl"
     code, out, _ = run(capsys, "mutate", "gatmiry2024.lemma_a2", "--formula", "lower",
-                       "--mutant-timeout", "0.01", "--jsonl", str(path), "--json")
+                       "--mutant-timeout", "600", "--jsonl", str(path), "--json")
     report = json.loads(out)
     jsonschema.validate(report, load("mutate"))
-    assert report["mutant_timeout"] == 0.01
+    assert report["mutant_timeout"] == 600
     lines = [json.loads(x) for x in path.read_text().splitlines()]
     mutants, totals_ = lines[:-1], lines[-1]["totals"]
     assert len(mutants) == totals_["mutants"] == report["totals"]["mutants"] > 0
+    assert totals_ == report["totals"]
     schema = load("mutate")
     for m in mutants:
         assert m.pop("claim") == "gatmiry2024.lemma_a2"
         jsonschema.validate(m, {**schema["$defs"]["mutant"], "$defs": schema["$defs"]})
-        assert m["status"] != "killed" and m["verdict"] == "inconclusive"
-        if m["status"] == "survived":
-            assert "not decided within the mutant timeout of 0.01 s" in m["reason"]
-    assert code == 1 and totals_["killed"] == 0 and totals_["survived"] > 0
+    assert code == 0
+
+
+def test_a_mutant_past_its_timeout_survives_and_is_never_killed():
+    """A claim whose check would take 30 s on any mutant (and none on the printed formula):
+    with a 0.2 s limit each mutant is stopped, counted as a survivor, not killed."""
+    import time
+
+    from verify.claim import Claim, TierResult
+    from verify.formulas import FormulaSymbol, NamedFormula
+    from verify.mutate import mutate_claim
+
+    def check(ctx):
+        if ctx.formula_texts["b"] != "2*x":
+            time.sleep(30)
+        return TierResult("pass")
+
+    x = FormulaSymbol("x", positive=True)
+    claim = Claim("demo2026.lemma1", "a claim whose check is slow on mutants", "demo2026",
+                  "b = 2x", (), (NamedFormula("b", "2*x", (x,)),), {"symbolic": check})
+    seen = []
+    start = time.perf_counter()
+    report = mutate_claim(claim, {"tiers": ["symbolic"], "budget": "quick", "device": "cpu",
+                                  "seed": 0}, mutant_timeout=0.2, on_outcome=seen.append)
+    assert time.perf_counter() - start < 20
+    (f,) = report.formulas
+    assert f.outcomes and seen == f.outcomes
+    for o in f.outcomes:
+        assert o.verdict == "inconclusive" and o.status in ("survived", "equivalent")
+        assert "not decided within the mutant timeout of 0.2 s" in o.reason
 
 
 def test_a_survivor_the_exact_optimum_satisfies_is_true_and_one_it_violates_says_where():
