@@ -1517,14 +1517,13 @@ def _alpha_extremes(k: int, n: int, d: int, lam_j, lam_1) -> tuple:
 
 def moment_exact(point: dict) -> dict | None:
     """Lemmas 4.2 and A.5: the sup and inf of alpha^(j) at (n, d, k, lambda_j, lambda_1) for
-    k <= min(2L, MOMENT_EXACT_MAX_K) (the lemmas' 1 <= k <= 2L)."""
-    sizes = _sizes_of(point, ("n", "d", "k", "L") if "L" in point else ("n", "d", "k"))
+    k <= MOMENT_EXACT_MAX_K (Lemma 4.2's k <= 2L is its Claim.ranges)."""
+    sizes = _sizes_of(point, ("n", "d", "k"))
     if sizes is None:
         return None
-    n, d, k = sizes[:3]
-    L = sizes[3] if len(sizes) > 3 else k  # Lemma A.5 does not use L: any k has an L >= k/2
+    n, d, k = sizes
     lam_j, lam_1 = point["lambda_j"], point["lambda_1"]
-    if k > min(2 * L, MOMENT_EXACT_MAX_K) or lam_j > lam_1 or (d == 1 and lam_j != lam_1):
+    if k > MOMENT_EXACT_MAX_K or lam_j > lam_1 or (d == 1 and lam_j != lam_1):
         return None
     hi, lo = _alpha_extremes(k, n, d, lam_j, lam_1)
     return {"upper": hi, "lower": lo}
@@ -1532,7 +1531,7 @@ def moment_exact(point: dict) -> dict | None:
 
 MOMENT_EXACT = ExactValues(moment_exact, "the sup and inf of alpha^(j) over the spectra with "
                                          "these lambda_j <= lambda_1, from the Wishart moments, at "
-                                         f"k <= min(2L, {MOMENT_EXACT_MAX_K})")
+                                         f"k <= {MOMENT_EXACT_MAX_K}")
 
 
 def identity_moment_exact(point: dict) -> dict | None:
@@ -1718,6 +1717,7 @@ LEMMA4_2 = Claim(
     checks={"symbolic": lemma42_symbolic, "numeric": _moment_numeric},
     setting=MOMENT_SETTING,
     exact=MOMENT_EXACT,
+    ranges=("k <= 2*L",),
     correction=Correction(
         description="add Lemma A.2's sample-size condition n >= 4 k^2 d^2",
         reason="without a condition on n the bound fails at small n (e.g. d = 1, L = 2, k = 4: "
@@ -1854,6 +1854,7 @@ LEMMA4_3 = Claim(
     formulas=LEMMA43_FORMULAS,
     checks={"symbolic": lemma43_symbolic},
     setting=MOMENT_SETTING,
+    ranges=("k <= 2*L",),
     correction=Correction(
         description="add Lemma A.2's sample-size condition n >= 4 k^2 d^2",
         reason="the bound inherits Lemma 4.2's failure at small n: at d = 1, n = 2, L = 3, k = 4 "

@@ -129,6 +129,9 @@ class Claim:
     correction: Correction | None = None
     notes: str = ""
     exact: ExactValues | None = None  # for mutate: see ExactValues
+    # conditions on the sizes under which the paper states the claim (Lemma 4.2's 1 <= k <= 2L):
+    # part of its domain, never mutated
+    ranges: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not ID_PATTERN.match(self.id) or not self.id.startswith(self.paper + "."):

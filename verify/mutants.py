@@ -53,7 +53,7 @@ from sympy.matrices.expressions.matexpr import MatrixExpr
 from sympy.matrices.expressions.special import Identity, OneMatrix, ZeroMatrix
 
 from .errors import UsageError
-from .formulas import SIZE_NAMES, FormulaPrinter, NamedFormula, formula_value
+from .formulas import SIZE_NAMES, FormulaPrinter, NamedFormula, formula_value, parse_in
 
 OPERATORS = ("constant", "swap", "drop_term", "sign", "transpose")
 EQUIVALENCE_KINDS = ("none", "simplification", "identity", "assumptions", "scale", "implied")
@@ -133,24 +133,34 @@ class Domain:
     bounds: tuple = ()          # (name, expression, weaker) of the claim's scalar bounds
     hypothesis_names: tuple = ()  # the formula names of ``hypotheses``, in order
     exact: Any = None           # the claim's ExactValues, or None
+    ranges: tuple = ()          # the claim's stated ranges of sizes (Claim.ranges), relations
 
     def defines(self, name: str) -> bool:
         return any(n == name for n, _ in self.definitions)
 
 
-def claim_domain(formulas, fixed: dict | None = None, exact=None) -> Domain | None:
-    """The domain of a claim with hypotheses (None without: bounds then hold for every positive
-    value, as before); ``fixed`` holds corrected texts, which define the claim when it is
-    corrected; ``exact`` is the claim's ExactValues (``exact_truth``)."""
+def claim_domain(formulas, fixed: dict | None = None, exact=None,
+                 ranges: tuple[str, ...] = ()) -> Domain | None:
+    """The domain of a claim with hypotheses or stated ranges (None without: bounds then hold
+    for every positive value, as before); ``fixed`` holds corrected texts, which define the claim
+    when it is corrected; ``exact`` is the claim's ExactValues (``exact_truth``); ``ranges`` are
+    its Claim.ranges."""
     fixed = fixed or {}
     hyps = [f for f in formulas if f.weaker == "narrower"]
-    if not hyps:
+    if not hyps and not ranges:
         return None
     symbols = {}
     for f in formulas:
         for s in f.symbols:
             if s.kind == "scalar":
                 symbols.setdefault(s.name, s)
+    local = {s.name: s.sympy() for s in symbols.values()}
+    stated = tuple(parse_in(r, local, what=f"range {r!r}") for r in ranges)
+    for r, rel in zip(ranges, stated):
+        unknown = sorted({x.name for x in rel.free_symbols} - set(local))
+        if unknown or not isinstance(rel, sympy.core.relational.Relational):
+            raise UsageError(f"range {r!r} is not a condition in the claim's scalars"
+                             + (f" (unknown: {', '.join(unknown)})" if unknown else ""))
     defs = tuple((f.name, f.parse(fixed.get(f.name))) for f in formulas
                  if f.name in symbols and f.shape is None and f.weaker is None)
     parsed = tuple(f.parse(fixed.get(f.name)) for f in hyps)
@@ -158,10 +168,10 @@ def claim_domain(formulas, fixed: dict | None = None, exact=None) -> Domain | No
                    if f.weaker in ("larger", "smaller") and f.shape is None
                    and all(s.kind == "scalar" for s in f.symbols))
     words = ("the claim's hypotheses hold ("
-             + "; ".join(fixed.get(f.name, f.text) for f in hyps) + ")"
+             + "; ".join([*ranges, *(fixed.get(f.name, f.text) for f in hyps)]) + ")"
              + "".join(f", {n} := {e}" for n, e in defs))
     return Domain(tuple(symbols.values()), defs, parsed, words, bounds,
-                  tuple(f.name for f in hyps), exact)
+                  tuple(f.name for f in hyps), exact, stated)
 
 
 # ---------------------------------------------------------------------------------- the tree
@@ -889,12 +899,15 @@ def _domain_functions(domain: Domain, *exprs) -> tuple[list | None, str]:
 
 def _domain_draws(domain: Domain, rng: np.random.Generator) -> Iterator[list]:
     """DOMAIN_ATTEMPTS random points (mpf values in the order of ``domain.symbols``) before the
-    definitions are applied: each size as ``_random_size`` draws it,
-    other scalars log-uniform, unit ones in (0, 1)."""
+    definitions are applied: each size as ``_random_size`` draws it, sizes outside the claim's
+    stated ranges skipped, other scalars log-uniform, unit ones in (0, 1)."""
     import mpmath
 
     for _ in range(DOMAIN_ATTEMPTS):
         sizes = {s.name: _random_size(rng) for s in domain.symbols if s.name in SIZE_NAMES}
+        if not all(bool(r.subs({x: sizes[x.name] for x in r.free_symbols}))
+                   for r in domain.ranges):
+            continue
         values = _draw_domain(domain.symbols, rng, sizes)
         yield [mpmath.mpf(int(values[s.name].p)) / int(values[s.name].q) for s in domain.symbols]
 

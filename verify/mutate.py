@@ -221,7 +221,7 @@ def mutate_claim(claim: Claim, options: dict, formulas: list[str] | None = None,
         return skipped(base.verdict, base.reason, f"it is {base.verdict} as printed, so its "
                        f"mutants say nothing about its checks")
     reports = []
-    domain = claim_domain(claim.formulas, fixed, claim.exact)
+    domain = claim_domain(claim.formulas, fixed, claim.exact, claim.ranges)
     options = {**options, "tiers": tier_order(options["tiers"], base.tiers)}
     for f in claim.formulas:
         if formulas and f.name not in formulas:

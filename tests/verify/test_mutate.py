@@ -675,6 +675,27 @@ def test_lemma_a5_exact_values_without_a_loop_count():
     assert kind == "false" and "below the exact value" in why
 
 
+def test_a_stated_range_of_sizes_is_part_of_the_claims_domain():
+    """Lemma 4.2 is stated for 1 <= k <= 2L (Claim.ranges): every point mutate draws for it has
+    k <= 2L, and its exact values need no L; a range in a symbol the claim lacks is an error."""
+    import numpy as np
+
+    from verify.errors import UsageError
+    from verify.mutants import _domain_draws
+
+    claim = find("gatmiry2024.lemma4_2")
+    domain = claim_domain(claim.formulas, dict(claim.correction.formulas), claim.exact,
+                          claim.ranges)
+    names = [s.name for s in domain.symbols]
+    points = list(_domain_draws(domain, np.random.default_rng(0)))
+    assert len(points) > 100
+    assert all(p[names.index("k")] <= 2 * p[names.index("L")] for p in points)
+    assert "k <= 2*L" in domain.words
+    assert claim.exact.values({"n": 10**6, "d": 2, "k": 7, "lambda_j": 1, "lambda_1": 1})
+    with pytest.raises(UsageError, match="range"):
+        claim_domain(claim.formulas, ranges=("k <= 2*m",))
+
+
 def test_a_bound_tighter_only_in_a_corner_of_the_domain_is_not_implied():
     """gatmiry2024 Thm 4.5: (1 + 16 d^(1/(2L)) delta - zeta)^(3L) for ^(2L) is looser wherever
     the base is at least 1, tighter where delta is tiny (L = 3, n ~ 10^26); 60 domain points
