@@ -1935,7 +1935,7 @@ def _named_at(F, name: str, n, d, L, **extra) -> sympy.Expr:
         held = expr.xreplace(sub)
     if _huge_power(held):  # (2 delta)^(2n) at n = 10^6: sympy would expand it for minutes
         return sympy.N(held, 80)
-    return expr.subs(sub)
+    return held.doit()  # the held tree, evaluated: the sizes are substituted once
 
 
 def _condition(F, name: str, d: int, L: int) -> Callable[[int], bool]:

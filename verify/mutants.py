@@ -1097,14 +1097,15 @@ def exact_truth(name: str, mutant: sympy.Basic, seed: int, domain: Domain) -> tu
     # a wider hypothesis or another definition is false, if at all, where the original claim
     # does not speak: compare there too (EXACT_OUTSIDE points, if drawn)
     widens = name in domain.hypothesis_names or any(name == n for n, _ in defs)
+    originals = (*(e for _, e in domain.definitions), *domain.hypotheses) if widens else ()
     fns, error = _domain_functions(domain, *(e for _, e in defs), *hyps,
-                                   *(e for _, e, _ in bounds),
-                                   *(e for _, e in domain.definitions), *domain.hypotheses)
+                                   *(e for _, e, _ in bounds), *originals)
     if error:
         return "undecided", f"cannot evaluate the mutated claim numerically ({error})"
     k, h, b = len(defs), len(hyps), len(bounds)
     dfns = [(names.index(n), g) for (n, _), g in zip(defs, fns[:k])]
     hfns, bfns = fns[k:k + h], list(zip(bounds, fns[k + h:k + h + b]))
+    # only a mutant that widens the claim needs the original definitions and hypotheses
     dfns_o = [(names.index(n), g) for (n, _), g in zip(defs, fns[k + h + b:2 * k + h + b])]
     hfns_o = fns[2 * k + h + b:]
     rng = np.random.default_rng([seed, 0x657861])
