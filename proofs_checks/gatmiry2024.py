@@ -1442,10 +1442,11 @@ FLAT_SCALES = (Fraction(1, 10), Fraction(1), Fraction(10))
 
 def _moment_symbolic(ctx: Context, quantity, what: str, flat: Callable, scales=(Fraction(1),),
                      flat_scales=FLAT_SCALES, readings: bool = False,
-                     identity_only: bool = False) -> TierResult:
+                     identity_only: bool = False, proofs: Sequence[Finding] = ()) -> TierResult:
     """The moment lemmas' symbolic tier: ``bound_search`` over small d and several spectra, then
     ``flat_search`` at flat spectra Sigma~ = s I (``flat``: the eigenvalue at s I_d) with d up to
-    10^8, L up to 16, k up to 16 and n up to 10^40, scales ``flat_scales``."""
+    10^8, L up to 16, k up to 16 and n up to 10^40, scales ``flat_scales``; ``proofs`` are
+    findings that rebuild a bound's proof (``lower_envelope_finding``)."""
     F = ctx.formulas
     forms = BoundForms(F)
     rng = ctx.rng("spectra")
@@ -1464,7 +1465,7 @@ def _moment_symbolic(ctx: Context, quantity, what: str, flat: Callable, scales=(
     res = search(forms)
     wide = flat_search(forms, flat, WIDE_DIMS, WIDE_LOOPS, flat_scales)
     findings = [_search_finding("bound_search", res, what),
-                _search_finding("flat_spectrum_search", wide, what)]
+                _search_finding("flat_spectrum_search", wide, what), *proofs]
     extra = {"grid": "d in %s, L in %s, k = 1..2L, n = 1..48, powers of 2 up to 2^40 and the "
                      "thresholds 4k^2d^2, 16k^2d^2, 64L^2d^2, (8Ld^2 4^L)^2; spectra with "
                      "lambda_1 = %s" % (list(_moment_dims(ctx)), list(_moment_loops(ctx)),
@@ -1614,8 +1615,8 @@ HYPOTHESIS_A2 = "n >= 4*k**2*d**2"
 
 
 def lemma42_symbolic(ctx: Context) -> TierResult:
-    r = _with_lower_envelope(_moment_symbolic(ctx, moment_eigenvalues, "the bound on alpha^(j)",
-                                              flat_alpha, readings=True))
+    r = _moment_symbolic(ctx, moment_eigenvalues, "the bound on alpha^(j)", flat_alpha,
+                         readings=True, proofs=(lower_envelope_finding(),))
     r.steps = [step("Eigenvalues", r"\mathbb E[(W/n)^k] = \sum_{s,\mu,e} c\, n^{e-k} p_\mu "
                     r"\tilde\Sigma^s \Rightarrow \alpha^{(j)} = \sum c\, n^{e-k} p_\mu \lambda_j^s",
                     "E[W^k] is a polynomial in Sigma~ with non-negative coefficients (Wishart "
@@ -1649,16 +1650,6 @@ def lower_envelope_finding() -> Finding:
                                                               "leading": leading},
                    "" if ok else "a Wishart coefficient is negative or the n^k Sigma^k term is "
                                  "not 1: alpha^(j) >= lambda_j^k does not follow")
-
-
-def _with_lower_envelope(r: TierResult) -> TierResult:
-    """The symbolic tier with ``lower_envelope_finding`` added (the proof of the lower bound
-    lambda_j^k that ``mutate`` uses through ``NamedFormula.proof``)."""
-    f = lower_envelope_finding()
-    r.evidence["lower_envelope"] = f.evidence
-    if not f.ok:
-        return combine([f])
-    return r
 
 
 def _moment_numeric(ctx: Context, k_max: int = 4) -> TierResult:
@@ -1741,10 +1732,10 @@ LEMMA_A5_FORMULAS = (
 
 def lemma_a5_symbolic(ctx: Context) -> TierResult:
     r = _moment_symbolic(ctx, moment_eigenvalues, "the bound on alpha^(j)", flat_alpha,
-                         readings=True)
+                         readings=True, proofs=(lower_envelope_finding(),))
     r.steps = [step("Eigenvalues", r"\alpha^{(j)} = \sum c\, n^{e-k} p_\mu \lambda_j^s",
                     "As for Lemma 4.2, with delta lambda_1^k in place of delta^k lambda_1^k.")]
-    return _with_lower_envelope(r)
+    return r
 
 
 LEMMA_A5 = Claim(

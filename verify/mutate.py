@@ -76,8 +76,9 @@ class Outcome:
 
     @property
     def status(self) -> str:
-        if self.killed:
-            return "false_alarm" if self.equivalence.equivalent else "killed"
+        if self.killed:  # a kill's counterexample is exact: a sampled "true" does not overrule it
+            eq = self.equivalence
+            return "false_alarm" if eq.equivalent and not eq.true else "killed"
         if self.equivalence.implied:
             return "implied"
         if self.equivalence.true:
@@ -97,9 +98,6 @@ class Outcome:
         if self.status == "true":
             return eq.detail + (f" ({eq.stronger})" if eq.stronger else "")
         if self.status == "false_alarm":
-            if eq.true:
-                return (f"refuted although the claim's exact values satisfy it wherever drawn "
-                        f"(a check or the exact values are wrong; {eq.detail}): {self.reason}")
             if eq.implied:
                 return (f"refuted although implied by the original, a weaker true statement (an "
                         f"unsound check; {eq.detail}): {self.reason}")
