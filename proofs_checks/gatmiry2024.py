@@ -1083,18 +1083,28 @@ def _flat_numerator(k: int, d: int, n: int) -> int:
     return sum(c * n ** e for e, c in _flat_coefficients(k, d)) if k else 1
 
 
-@lru_cache(maxsize=65536)
 def flat_alpha(k: int, s: Fraction, d: int, n: int) -> Fraction:
     """The eigenvalue of E[(W/n)^k], W ~ Wishart(n, s I_d), exactly, for any d: s^k alpha_I with
     alpha_I = sum_e C_e n^(e - k) (Lemma A.2's alpha_{n,d,k})."""
-    return Fraction(s) ** k * Fraction(_flat_numerator(k, d, n), n ** k)
+    s = Fraction(s)
+    return _flat_alpha(k, s.numerator, s.denominator, d, n)
 
 
-@lru_cache(maxsize=65536)
 def flat_beta(k: int, s: Fraction, d: int, n: int) -> Fraction:
     """The eigenvalue of E[(I - W/n)^k] at Sigma~ = s I_d: sum_j C(k, j) (-1)^j alpha_j, over the
     common denominator (q n)^k with s = a / q."""
-    a, q = Fraction(s).numerator, Fraction(s).denominator
+    s = Fraction(s)
+    return _flat_beta(k, s.numerator, s.denominator, d, n)
+
+
+# cached on integers: hashing a Fraction key was a visible share of the flat search
+@lru_cache(maxsize=65536)
+def _flat_alpha(k: int, a: int, q: int, d: int, n: int) -> Fraction:
+    return Fraction(a ** k * _flat_numerator(k, d, n), (q * n) ** k)
+
+
+@lru_cache(maxsize=65536)
+def _flat_beta(k: int, a: int, q: int, d: int, n: int) -> Fraction:
     num = sum(math.comb(k, j) * (-a) ** j * (q * n) ** (k - j) * _flat_numerator(j, d, n)
               for j in range(k + 1))
     return Fraction(num, (q * n) ** k)
