@@ -23,7 +23,7 @@ import dataclasses
 import math
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, wraps
 from typing import Callable, Mapping, Sequence
 
 import mpmath
@@ -43,7 +43,7 @@ from moments.montecarlo import Estimate, streaming_estimate
 from moments.poly import Poly
 from moments.tensor import gaussian_matrix, matrix, vector
 from moments.wick import canonical, expectation
-from verify.claim import Claim, Context, Correction, ExactValues, TierResult
+from verify.claim import Check, Claim, Context, Correction, ExactValues, TierResult
 from verify.evidence import Finding, combine, step
 from verify.formulas import SIZE_NAMES, FormulaSymbol, NamedFormula, compile_formula, formula_value
 
@@ -243,16 +243,114 @@ def formula_letters(layers: int = 0) -> dict:
     return out
 
 
+class DivergentExpectation(ValueError):
+    """E_X of a formula is not a finite number (``divergence_at_d1``): the identity it is part
+    of fails, since the derived loss is a polynomial in the moments, finite everywhere."""
+
+    def __init__(self, evidence: dict) -> None:
+        super().__init__(evidence["reason"])
+        self.evidence = evidence
+
+
+# d = 1, Sigma* = 1 (so every Sigma*^{+-1/2} is 1), A = 1/4, u = 1: Sigma = chi^2_n / n = sigma
+_D1_VALUES = {"Sigma_star": 1, "Sigma_star_inv": 1, "Sigma_star_half": 1,
+              "Sigma_star_half_inv": 1, "A": sympy.Rational(1, 4), "A_half": sympy.Rational(1, 2),
+              "u": 1, "A0": sympy.Rational(1, 4), "A1": sympy.Rational(1, 4), "u0": 1, "u1": 1}
+_SIGMA_D1 = sympy.Symbol("sigma", positive=True)
+
+
+def _at_d1(expr: sympy.Basic) -> sympy.Expr:
+    """A formula at d = 1 (``_D1_VALUES``, Sigma = sigma) as a scalar expression; every matrix is
+    1 x 1, so products commute and a power with a negative exponent is a reciprocal."""
+    if isinstance(expr, sympy.Sum):
+        return sympy.Add(*[_at_d1(t) for t in li._sum_terms(expr.function, list(expr.limits))])
+    if isinstance(expr, sympy.MatrixSymbol):
+        if expr.name == "Sigma":
+            return _SIGMA_D1
+        if expr.name not in _D1_VALUES:
+            raise KeyError(expr.name)
+        return sympy.sympify(_D1_VALUES[expr.name])
+    if isinstance(expr, sympy.Identity):
+        return sympy.Integer(1)
+    if isinstance(expr, sympy.ZeroMatrix):
+        return sympy.Integer(0)
+    if isinstance(expr, (sympy.MatMul, sympy.Mul)):
+        return sympy.Mul(*[_at_d1(a) for a in expr.args])
+    if isinstance(expr, (sympy.MatAdd, sympy.Add)):
+        return sympy.Add(*[_at_d1(a) for a in expr.args])
+    if isinstance(expr, (sympy.MatPow, sympy.Pow)):
+        return _at_d1(expr.args[0]) ** _at_d1(expr.args[1])
+    if isinstance(expr, (sympy.Transpose, sympy.Trace)):
+        return _at_d1(expr.args[0])
+    if isinstance(expr, sympy.Inverse):
+        return 1 / _at_d1(expr.args[0])
+    if isinstance(expr, sympy.Symbol) and expr.name == "d":
+        return sympy.Integer(1)
+    if expr.is_Atom:
+        return expr
+    return expr.func(*[_at_d1(a) for a in expr.args])
+
+
+def divergence_at_d1(expr: sympy.Basic) -> dict | None:
+    """Evidence that E_X[expr] is not a finite number, or None.  At d = 1, Sigma* = 1, A = 1/4,
+    u = 1 the formula is a rational function R(sigma) of sigma = chi^2_n / n, whose density is
+    positive and continuous on (0, oo) for every n >= 1.  A pole of R at sigma_0 > 0 (in lowest
+    terms, of order m >= 1) makes |R| ~ c / |sigma - sigma_0|^m there, so E|R| = oo: the
+    expectation is +oo (m even, c > 0) or does not exist.  A negative power of I - Sigma A has
+    such a pole at sigma_0 = 4."""
+    try:
+        R = sympy.cancel(sympy.together(_at_d1(expr)))
+    except (KeyError, ValueError, TypeError):
+        return None
+    if {x.name for x in R.free_symbols} - {"sigma", "n"}:
+        return None
+    den = sympy.fraction(R)[1]
+    if not den.has(_SIGMA_D1):
+        return None
+    poles = {r: m for r, m in sympy.roots(sympy.Poly(den, _SIGMA_D1), filter="R").items()
+             if r.is_positive}
+    if not poles:
+        return None
+    s0, m = min(poles.items(), key=lambda kv: kv[0])
+    return {"d": 1, "Sigma_star": "1", "A": "1/4", "u": "1", "sigma": "chi^2_n / n",
+            "formula_at_d1": str(R), "pole": str(s0), "order": int(m),
+            "reason": f"E_X of the formula is not a finite number: at d = 1, Sigma* = 1, A = 1/4, "
+                      f"u = 1 it is {R}, with a pole of order {m} at sigma = {s0}, where the "
+                      f"density of sigma = chi^2_n/n is positive (the derived loss is finite)"}
+
+
 def formula_expectation(exprs, L: int | None = None, layers: int = 0) -> Poly:
     """E_X of a formula, or of the sum of several (the paper's expressions inside E_X[...]),
-    with the moment kernel."""
+    with the moment kernel; ``DivergentExpectation`` when it is not finite (a negative power
+    of a matrix in Sigma, ``divergence_at_d1``)."""
     letters = formula_letters(layers)
     total = None
     for expr in (exprs if isinstance(exprs, (list, tuple)) else [exprs]):
         e = expr.subs(L_SYM, L) if L is not None else expr
-        mat = li.formula_mat(e, letters)
+        try:
+            mat = li.formula_mat(e, letters)
+        except ValueError:
+            div = divergence_at_d1(e)
+            if div is None:
+                raise
+            raise DivergentExpectation({**div, "L": L}) from None
         total = mat if total is None else total + mat
     return expectation(total).simplify()
+
+
+def refutes_divergence(check: Check) -> Check:
+    """A tier that computes E_X of the named formulas, failing (not erring) with the evidence
+    when one of those expectations is not finite."""
+
+    @wraps(check)
+    def run(ctx: Context) -> TierResult:
+        try:
+            return check(ctx)
+        except DivergentExpectation as exc:
+            return combine([Finding("finite_expectation", False, exc.evidence,
+                                    exc.evidence, exc.evidence["reason"])])
+
+    return run
 
 
 def _exact_value(poly: Poly, env: Mapping, n) -> sympy.Expr:
@@ -358,6 +456,7 @@ def _short_latex(p: Poly, limit: int = 6) -> str:
     return tex + (r" + \dots\ (%d\ \text{terms})" % len(items) if len(items) > limit else "")
 
 
+@refutes_divergence
 def lemma41_symbolic(ctx: Context) -> TierResult:
     findings, steps = _loss_formula_check(ctx, "loss_u0", with_u=False)
     return combine(findings, {"method": "E_X of the named formula and of the squared forward-pass "
@@ -452,6 +551,7 @@ def _mc_formula_check(ctx: Context, formula_names: Sequence[str], with_u: bool) 
     return combine(findings, {"samples": ctx.budget.mc_samples})
 
 
+@refutes_divergence
 def lemma41_numeric(ctx: Context) -> TierResult:
     return _mc_formula_check(ctx, ["loss_u0"], with_u=False)
 
@@ -493,6 +593,7 @@ COR_A4_FORMULAS = (
 )
 
 
+@refutes_divergence
 def cor_a4_symbolic(ctx: Context) -> TierResult:
     findings, steps = _loss_formula_check(ctx, "first", with_u=True, extra_terms=("second",))
     # the u-part alone: L(A, u) - L(A, 0) against the second term (both readings of Sigma^{1/2})
@@ -519,6 +620,7 @@ def cor_a4_symbolic(ctx: Context) -> TierResult:
     return combine(findings, steps=steps)
 
 
+@refutes_divergence
 def cor_a4_numeric(ctx: Context) -> TierResult:
     return _mc_formula_check(ctx, ["first", "second"], with_u=True)
 
@@ -575,6 +677,7 @@ def _multilayer_instance(ctx: Context, d: int) -> tuple[RootInstance, dict]:
     return base, extra
 
 
+@refutes_divergence
 def lemma_a3_symbolic(ctx: Context) -> TierResult:
     F = ctx.formulas
     Dv = li.derived_loss(2, with_u=True, multilayer=True)
@@ -643,6 +746,7 @@ LEMMA_A6_FORMULAS = (
 )
 
 
+@refutes_divergence
 def lemma_a6_symbolic(ctx: Context) -> TierResult:
     """E_X tr(...)^{2L} (Isserlis on the formula) = tr E (I - S~)^{2L} (Wishart at Sigma~)."""
     F = ctx.formulas

@@ -386,3 +386,23 @@ def test_thm_a8_a_hypothesis_that_admits_no_grid_case_is_inconclusive_not_verifi
     delta d^(1/(2L)) < 1/2 admits no (d, L <= 3) of the grid: nothing was checked."""
     v = verdict("gatmiry2024.thm_a8", delta="(8*d*n/sqrt(L))**(1/(2*n))")
     assert v.verdict == "inconclusive" and "admits no (d, L)" in v.reason, v.reason
+
+
+def test_a_sum_range_off_by_one_is_refuted_by_its_infinite_expectation():
+    """Cor. A.4's second term summed over i = 0..L has (I - Sigma A)^{-1} in its last term: at
+    d = 1 it is a rational function of sigma = chi^2_n/n with a pole at sigma = 1/a = 4, so its
+    E_X is not finite, unlike the derived loss; the printed sum has no pole."""
+    from verify.registry import find
+    from verify.runner import check_claim
+
+    claim = find("gatmiry2024.cor_a4")
+    printed = claim.formula("second")
+    assert g.divergence_at_d1(printed.parse().subs(g.L_SYM, 2)) is None
+    wrong = printed.text.replace("(i, 0, L-1)", "(i, 0, L)")
+    assert wrong != printed.text
+    div = g.divergence_at_d1(printed.parse(wrong).subs(g.L_SYM, 2))
+    assert div["pole"] == "4" and div["order"] == 1, div
+    v = check_claim(claim, tiers=("symbolic",), budget="quick", seed=0, overrides={"second": wrong})
+    assert v.verdict == "refuted", v.as_dict()
+    ce = v.as_dict()["counterexample"]
+    assert "not a finite number" in ce["reason"] and ce["pole"] == "4"
