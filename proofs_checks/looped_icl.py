@@ -380,10 +380,11 @@ def exact_le(lhs, rhs) -> bool:
 # Formulas as moment-kernel expressions
 # ==============================================================================================
 def _sum_terms(body: sympy.Basic, limits: list) -> list:
-    """The terms of a finite sum over concrete integer limits."""
+    """The terms of a finite sum over concrete integer limits (sympy lists the innermost sum
+    first, so the outermost index is fixed first: an inner limit may depend on it)."""
     if not limits:
         return [body]
-    (idx, lo, hi), rest = limits[0], limits[1:]
+    (idx, lo, hi), rest = limits[-1], limits[:-1]
     if not (sympy.sympify(lo).is_Integer and sympy.sympify(hi).is_Integer):
         raise ValueError(f"a sum over {idx} needs concrete limits, got {lo}..{hi}")
     out = []
@@ -402,6 +403,9 @@ def formula_mat(expr: sympy.Basic, letters: Mapping[str, Mat]) -> Mat:
         for term in _sum_terms(expr.function, list(expr.limits)):
             mat = formula_mat(term, letters)
             out = mat if out is None else out + mat
+        if out is None:  # an empty range: the sum is zero, of the summand's shape
+            rows, cols = getattr(expr.function, "shape", (1, 1))
+            return zeros("1" if rows == 1 else "d", "1" if cols == 1 else "d")
         return out
     if isinstance(expr, sympy.MatrixSymbol):
         if expr.name not in letters:

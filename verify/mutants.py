@@ -74,7 +74,8 @@ class Mutant:
 
 @dataclass(frozen=True)
 class Invalid:
-    """A mutation that does not type-check (e.g. a transpose that breaks a product's shapes)."""
+    """A mutation that does not type-check (e.g. a transpose that breaks a product's shapes) or
+    uses a summation index outside its sum."""
 
     formula: str
     operator: str
@@ -339,6 +340,12 @@ def generate(formula: NamedFormula, base: str | None = None) -> tuple[list[Mutan
             seen.add(text)
             invalid.append(Invalid(formula.name, operator, change, text, str(exc)))
             continue
+        scope = _scope_error(original, parsed)
+        if scope:
+            seen.add(text)
+            invalid.append(Invalid(formula.name, operator, change, text,
+                                   f"formula {formula.name}: {text!r} is ill-scoped: {scope}"))
+            continue
         canonical = formula_str(parsed)
         if canonical in seen or parsed == original:
             seen.add(text)
@@ -346,6 +353,50 @@ def generate(formula: NamedFormula, base: str | None = None) -> tuple[list[Mutan
         seen.update({text, canonical})
         mutants.append(Mutant(formula.name, operator, change, text))
     return mutants, invalid
+
+
+def _summation_indices(expr: sympy.Basic) -> set[str]:
+    """The names of the variables bound by the sums in ``expr``."""
+    return {str(lim[0]) for e in expr.atoms(sympy.Sum) for lim in e.limits}
+
+
+def _scope_error(original: sympy.Basic, mutant: sympy.Basic) -> str:
+    """A summation index of the original that the mutant uses outside its sum (free in the
+    body, or in the limits of its own sum), or ""; such a formula is not a statement."""
+    loose = sorted(_summation_indices(original) & {str(x) for x in mutant.free_symbols})
+    if not loose:
+        return ""
+    return (f"the summation index {', '.join(loose)} occurs outside its sum (free, or in its "
+            f"own limits)")
+
+
+def _bound_renamed(expr: sympy.Basic) -> sympy.Basic:
+    """``expr`` with the variables of its sums renamed by position (b0, b1, ... in the order
+    sympy lists the limits): two formulas that differ only in those names become equal."""
+    names = iter(range(10 ** 6))
+
+    def rename(e):
+        if isinstance(e, sympy.Sum):
+            body, limits = rename(e.function), []
+            for x, lo, hi in e.limits:
+                b = sympy.Dummy(f"b{next(names)}")
+                body = body.xreplace({x: b})
+                limits.append((b, lo, hi))
+            return sympy.Sum(body, *limits)
+        return e.func(*[rename(a) for a in e.args]) if e.args else e
+
+    return rename(expr)
+
+
+def _same_up_to_indices(a: sympy.Basic, b: sympy.Basic) -> bool:
+    """Equal after renaming the sums' variables by position (Dummies compare by identity, so
+    both sides get the same ones)."""
+    ra, rb = _bound_renamed(a), _bound_renamed(b)
+    da = sorted(ra.atoms(sympy.Dummy), key=lambda x: int(x.name[1:]))
+    db = sorted(rb.atoms(sympy.Dummy), key=lambda x: int(x.name[1:]))
+    if len(da) != len(db):
+        return False
+    return ra == rb.xreplace(dict(zip(db, da)))
 
 
 def _block_grid_error(expr: sympy.Basic) -> str:
@@ -559,6 +610,9 @@ def equivalence(formula: NamedFormula, mutant_text: str, seed: int = 0,
     paper's), as an identity or under the claim's declared assumptions?"""
     original, mutant = formula.parse(base), formula.parse(mutant_text)
     diff_text = f"({formula_str(mutant)}) - ({formula_str(original)})"
+    if original.has(sympy.Sum) and _same_up_to_indices(original, mutant):
+        return Equivalence("simplification", "the same formula up to the names of its summation "
+                                             "indices")
     try:
         if _is_matrix(original) or _is_matrix(mutant):
             simplified = sympy.simplify((mutant - original).doit())

@@ -406,3 +406,12 @@ def test_a_sum_range_off_by_one_is_refuted_by_its_infinite_expectation():
     assert v.verdict == "refuted", v.as_dict()
     ce = v.as_dict()["counterexample"]
     assert "not a finite number" in ce["reason"] and ce["pole"] == "4"
+
+
+def test_an_empty_sum_is_zero_and_refuted():
+    """Cor. A.4's u-term summed over i = 0..-1 (L dropped from the limit) is an empty sum: zero,
+    so E_X[first + second] misses the u-part of the derived loss."""
+    claim = find("gatmiry2024.cor_a4")
+    wrong = claim.formula("second").text.replace("(i, 0, L-1)", "(i, 0, -1)")
+    v = check_claim(claim, tiers=("symbolic",), budget="quick", seed=0, overrides={"second": wrong})
+    assert v.verdict == "refuted" and "differs from the loss derived" in v.reason, v.as_dict()

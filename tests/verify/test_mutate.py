@@ -707,3 +707,23 @@ def test_a_bound_tighter_only_in_a_corner_of_the_domain_is_not_implied():
             "**(3*L)")
     eq = equivalence(f, text, base=fixed.get("bound"), domain=claim_domain(claim.formulas, fixed))
     assert eq.kind == "none" and "tighter (smaller)" in eq.detail, eq.detail
+
+
+def test_summation_indices_keep_their_scope_and_their_names_do_not_matter():
+    """gatmiry2024 Cor. A.4's u-term is a double sum over i, j: a mutant that uses i outside
+    its sum (i -> d in one occurrence, L <-> i) is ill-scoped, hence invalid; swapping the names
+    i and j everywhere is the same formula; a limit depending on the outer index is expanded."""
+    from proofs_checks import looped_icl as li
+
+    f = find("gatmiry2024.cor_a4").formula("second")
+    mutants, invalid = generate(f)
+    scoped = [x for x in invalid if "ill-scoped" in x.error]
+    assert {x.change for x in scoped} >= {"L <-> i everywhere", "i -> d (one of 2 occurrences)"}
+    assert all("summation index" in x.error for x in scoped)
+    (swap,) = [m for m in mutants if m.change == "i <-> j everywhere"]
+    eq = equivalence(f, swap.text)
+    assert eq.kind == "simplification" and "names of its summation indices" in eq.detail
+    assert equivalence(f, f.text.replace("(i, 0, L-1)", "(i, 0, j)")).kind == "none"
+    i, j = (__import__("sympy").Symbol(s) for s in "ij")
+    triangle = li._sum_terms(i + 10 * j, [(i, 0, j), (j, 0, 2)])   # inner limit depends on j
+    assert sorted(triangle) == [0, 10, 11, 20, 21, 22]
