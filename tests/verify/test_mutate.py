@@ -31,8 +31,8 @@ def test_every_operator_applies_to_eq_8():
     assert "U*Inverse(((n + 1)/n)*Lambda + (trace(Lambda)/n)*Identity(d))*Transpose(U)" in texts
 
 
-def test_mutants_read_back_differ_and_never_touch_shapes():
-    for claim in all_claims():
+def _assert_mutants_read_back_and_keep_shapes(claims) -> None:
+    for claim in claims:
         for f in claim.formulas:
             original = formula_str(f.parse())
             mutants, _ = generate(f)
@@ -41,6 +41,22 @@ def test_mutants_read_back_differ_and_never_touch_shapes():
                 parsed = f.parse(m.text)  # reads back with the formula's own parser
                 assert formula_str(parsed) != original, (claim.id, f.name, m.change)
                 assert "Identity(n)" not in m.text and "(n, n)" not in m.text
+
+
+# one claim per kind of formula: matrices with transposes and inverses (ahn2023 Thm 1, yang2024
+# eq. (36)), block matrices (xie2025 Lemma 3), sums over indices (gatmiry2024 Cor. A.4), scalar
+# bounds with hypotheses (gatmiry2024 Lemma 4.2)
+READ_BACK_SAMPLE = ("ahn2023.thm1", "yang2024.eq36", "xie2025.lemma3", "gatmiry2024.cor_a4",
+                    "gatmiry2024.lemma4_2")
+
+
+def test_mutants_read_back_differ_and_never_touch_shapes():
+    _assert_mutants_read_back_and_keep_shapes(find(c) for c in READ_BACK_SAMPLE)
+
+
+@pytest.mark.slow
+def test_every_claims_mutants_read_back_differ_and_never_touch_shapes():
+    _assert_mutants_read_back_and_keep_shapes(all_claims())
 
 
 def test_ill_typed_mutants_are_invalid_not_counted():
