@@ -45,7 +45,8 @@ from moments.tensor import gaussian_matrix, matrix, vector
 from moments.wick import canonical, expectation
 from verify.claim import Check, Claim, Context, Correction, ExactValues, TierResult
 from verify.evidence import Finding, combine, step
-from verify.formulas import SIZE_NAMES, FormulaSymbol, NamedFormula, compile_formula, formula_value
+from verify.formulas import (SIZE_NAMES, FormulaSymbol, NamedFormula, compile_formula,
+                             formula_value, sum_terms)
 
 from . import looped_icl as li
 from .linear_icl import LinearICLSetting, cayley_orthogonal
@@ -263,7 +264,7 @@ def _at_d1(expr: sympy.Basic) -> sympy.Expr:
     """A formula at d = 1 (``_D1_VALUES``, Sigma = sigma) as a scalar expression; every matrix is
     1 x 1, so products commute and a power with a negative exponent is a reciprocal."""
     if isinstance(expr, sympy.Sum):
-        return sympy.Add(*[_at_d1(t) for t in li._sum_terms(expr.function, list(expr.limits))])
+        return sympy.Add(*[_at_d1(t) for t in sum_terms(expr.function, list(expr.limits))])
     if isinstance(expr, sympy.MatrixSymbol):
         if expr.name == "Sigma":
             return _SIGMA_D1

@@ -40,6 +40,7 @@ from moments.letters import space_size
 from moments.poly import Poly
 from moments.tensor import Mat, identity, matrix, scalar, vector, zeros
 from moments.wick import canonical, expectation
+from verify.formulas import sum_terms
 
 from .linear_icl import SymbolicPrompt, symbolic_prompt
 
@@ -379,28 +380,12 @@ def exact_le(lhs, rhs) -> bool:
 # ==============================================================================================
 # Formulas as moment-kernel expressions
 # ==============================================================================================
-def _sum_terms(body: sympy.Basic, limits: list) -> list:
-    """The terms of a finite sum over concrete integer limits (sympy lists the innermost sum
-    first, so the outermost index is fixed first: an inner limit may depend on it)."""
-    if not limits:
-        return [body]
-    (idx, lo, hi), rest = limits[-1], limits[:-1]
-    if not (sympy.sympify(lo).is_Integer and sympy.sympify(hi).is_Integer):
-        raise ValueError(f"a sum over {idx} needs concrete limits, got {lo}..{hi}")
-    out = []
-    for v in range(int(lo), int(hi) + 1):
-        out += _sum_terms(body.xreplace({idx: sympy.Integer(v)}), [
-            (i, sympy.sympify(l).xreplace({idx: v}), sympy.sympify(h).xreplace({idx: v}))
-            for i, l, h in rest])
-    return out
-
-
 def formula_mat(expr: sympy.Basic, letters: Mapping[str, Mat]) -> Mat:
     """A sympy matrix/scalar expression over ``MatrixSymbol``s as a moments ``Mat`` (1 x 1 for
     scalars): products, sums, integer powers, transposes, traces, sums over an index."""
     if isinstance(expr, sympy.Sum):  # expanded by hand: sympy's doit misses nested matrix sums
         out = None
-        for term in _sum_terms(expr.function, list(expr.limits)):
+        for term in sum_terms(expr.function, list(expr.limits)):
             mat = formula_mat(term, letters)
             out = mat if out is None else out + mat
         if out is None:  # an empty range: the sum is zero, of the summand's shape

@@ -381,6 +381,22 @@ def formula_value(expr: sympy.Basic, values: Mapping[str, Any]) -> Any:
     return out
 
 
+def sum_terms(body: sympy.Basic, limits: list) -> list:
+    """The terms of a finite sum over concrete integer limits (sympy lists the innermost sum
+    first, so the outermost index is fixed first: an inner limit may depend on it)."""
+    if not limits:
+        return [body]
+    (idx, lo, hi), rest = limits[-1], limits[:-1]
+    if not (sympy.sympify(lo).is_Integer and sympy.sympify(hi).is_Integer):
+        raise ValueError(f"a sum over {idx} needs concrete limits, got {lo}..{hi}")
+    out = []
+    for v in range(int(lo), int(hi) + 1):
+        out += sum_terms(body.xreplace({idx: sympy.Integer(v)}), [
+            (i, sympy.sympify(l).xreplace({idx: v}), sympy.sympify(h).xreplace({idx: v}))
+            for i, l, h in rest])
+    return out
+
+
 def _explicit(node: sympy.Basic) -> sympy.MatrixBase:
     """An explicit Matrix for a matrix expression whose symbols are all replaced by values."""
     from sympy.matrices.expressions.special import Identity, OneMatrix, ZeroMatrix
@@ -409,7 +425,19 @@ def _explicit(node: sympy.Basic) -> sympy.MatrixBase:
         return _explicit(node.arg).inv()
     if isinstance(node, sympy.MatPow):
         return _explicit(node.base) ** node.exp
+    if isinstance(node, sympy.Sum):
+        return _explicit_sum(node, _explicit)
     raise TypeError(f"no explicit rule for {type(node).__name__}")
+
+
+def _explicit_sum(node: sympy.Sum, explicit) -> sympy.Basic:
+    """A sum with concrete limits, term by term (``explicit`` evaluates a term); an empty
+    range is the zero of the summand's shape."""
+    terms = [explicit(t) for t in sum_terms(node.function, list(node.limits))]
+    if not terms:
+        shape = getattr(node.function, "shape", None)
+        return sympy.zeros(*(int(x) for x in shape)) if shape else sympy.Integer(0)
+    return sum(terms[1:], terms[0])
 
 
 def _explicit_scalar(node: sympy.Basic) -> sympy.Basic:
@@ -418,6 +446,9 @@ def _explicit_scalar(node: sympy.Basic) -> sympy.Basic:
         return _explicit(node.arg).trace()
     if isinstance(node, sympy.Determinant):
         return _explicit(node.arg).det()
+    if isinstance(node, sympy.Sum) and node.function.has(MatrixExpr):
+        return _explicit_sum(node, _explicit if isinstance(node.function, MatrixExpr)
+                             else _explicit_scalar)
     if isinstance(node, MatrixExpr):
         raise TypeError("a matrix inside a scalar expression")
     if not node.args or not node.has(MatrixExpr):

@@ -729,7 +729,7 @@ def test_summation_indices_keep_their_scope_and_their_names_do_not_matter():
     """gatmiry2024 Cor. A.4's u-term is a double sum over i, j: a mutant that uses i outside
     its sum (i -> d in one occurrence, L <-> i) is ill-scoped, hence invalid; swapping the names
     i and j everywhere is the same formula; a limit depending on the outer index is expanded."""
-    from proofs_checks import looped_icl as li
+    from verify.formulas import sum_terms
 
     f = find("gatmiry2024.cor_a4").formula("second")
     mutants, invalid = generate(f)
@@ -740,6 +740,9 @@ def test_summation_indices_keep_their_scope_and_their_names_do_not_matter():
     eq = equivalence(f, swap.text)
     assert eq.kind == "simplification" and "names of its summation indices" in eq.detail
     assert equivalence(f, f.text.replace("(i, 0, L-1)", "(i, 0, j)")).kind == "none"
+    # a sum is evaluated term by term, so a transpose of the symmetric Sigma is equivalent
+    transposed = f.text.replace("u.T*Sigma*A*", "u.T*Sigma.T*A*", 1)
+    assert equivalence(f, transposed).kind == "assumptions"
     i, j = (__import__("sympy").Symbol(s) for s in "ij")
-    triangle = li._sum_terms(i + 10 * j, [(i, 0, j), (j, 0, 2)])   # inner limit depends on j
+    triangle = sum_terms(i + 10 * j, [(i, 0, j), (j, 0, 2)])   # inner limit depends on j
     assert sorted(triangle) == [0, 10, 11, 20, 21, 22]
