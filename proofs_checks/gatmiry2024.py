@@ -1612,23 +1612,51 @@ def _sizes_of(point: Mapping, names: Sequence[str]) -> tuple[int, ...] | None:
     return tuple(out)
 
 
+def _term_ranges(k: int, n, d: int, lam_j, lam_1):
+    """(c n^(e-k) lambda_j^s, low, top) for each term of alpha^(j) = sum c n^(e-k) p_mu(Sigma~)
+    lambda_j^s, with p_mu between its values at the d - 2 other eigenvalues at 0 (low) and at
+    lambda_1 (top): p_mu grows with every eigenvalue (when lambda_j = lambda_1 it may be
+    lambda_1 itself, j = 1, with all d - 1 others at 0)."""
+    alone = lam_j == lam_1
+    for (s_, mu, e), c in _moment_terms(k):
+        coef, top, low = c * n ** (e - k) * lam_j ** s_, mpmath.mpf(1), mpmath.mpf(1)
+        for part in mu:
+            top *= lam_j ** part + (d - 1) * lam_1 ** part
+            low *= lam_j ** part + (0 if alone else lam_1 ** part)
+        yield coef, low, top
+
+
 def _alpha_extremes(k: int, n: int, d: int, lam_j, lam_1) -> tuple:
-    """(sup, inf) of alpha^(j) = sum c n^(e-k) p_mu(Sigma~) lambda_j^s over spectra of size d with
-    lambda_1 the largest eigenvalue and lambda_j the j-th: p_mu grows with every eigenvalue, so
-    the sup has the d - 1 others at lambda_1 and the inf has them at 0 but lambda_1 (and only
-    lambda_j itself when lambda_j = lambda_1, j = 1)."""
+    """(sup, inf) of alpha^(j) over spectra of size d with lambda_1 the largest eigenvalue and
+    lambda_j the j-th: every coefficient is >= 0, so the sup has the others at lambda_1 and the
+    inf at 0 (``_term_ranges``)."""
     with mpmath.workdps(mpmath.mp.dps + 30):
         lam_j, lam_1, nn = mpmath.mpf(lam_j), mpmath.mpf(lam_1), mpmath.mpf(n)
-        alone = lam_j == lam_1
         hi = lo = mpmath.mpf(0)
-        for (s_, mu, e), c in _moment_terms(k):
-            top = low = c * nn ** (e - k) * lam_j ** s_
-            for part in mu:
-                top *= lam_j ** part + (d - 1) * lam_1 ** part
-                low *= lam_j ** part + (0 if alone else lam_1 ** part)
-            hi += top
-            lo += low
+        for coef, low, top in _term_ranges(k, nn, d, lam_j, lam_1):
+            hi += coef * top
+            lo += coef * low
         return +hi, +lo
+
+
+def _beta_extremes(k: int, n: int, d: int, lam_j, lam_1) -> tuple:
+    """Lemmas 4.3 and A.7: beta^(j) = sum_i C(k, i) (-1)^i alpha_i^(j) over the same spectra.
+    Its coefficients have both signs, so it is not monotone in the other eigenvalues: returns
+    (attained max, enclosure max, attained min, enclosure min), the attained values at the two
+    spectra with the others at lambda_1 and at 0, the enclosure by taking each term at its
+    worse end (a sound bound on the sup and inf over every spectrum)."""
+    with mpmath.workdps(mpmath.mp.dps + 30):
+        lam_j, lam_1, nn = mpmath.mpf(lam_j), mpmath.mpf(lam_1), mpmath.mpf(n)
+        at_top = at_low = env_hi = env_lo = mpmath.mpf(0)
+        for i in range(k + 1):
+            sign = math.comb(k, i) * (-1) ** i
+            for coef, low, top in ([(mpmath.mpf(1), mpmath.mpf(1), mpmath.mpf(1))] if i == 0
+                                   else _term_ranges(i, nn, d, lam_j, lam_1)):
+                c = sign * coef
+                at_top, at_low = at_top + c * top, at_low + c * low
+                env_hi += c * (top if c > 0 else low)
+                env_lo += c * (low if c > 0 else top)
+        return +max(at_top, at_low), +env_hi, +min(at_top, at_low), +env_lo
 
 
 def moment_exact(point: dict) -> dict | None:
@@ -1645,6 +1673,20 @@ def moment_exact(point: dict) -> dict | None:
     return {"upper": hi, "lower": lo}
 
 
+def centred_exact(point: dict) -> dict | None:
+    """Lemmas 4.3 and A.7: beta^(j) at (n, d, k, lambda_j, lambda_1), as (attained, enclosure)
+    pairs (``_beta_extremes``), for k <= MOMENT_EXACT_MAX_K."""
+    sizes = _sizes_of(point, ("n", "d", "k"))
+    if sizes is None:
+        return None
+    n, d, k = sizes
+    lam_j, lam_1 = point["lambda_j"], point["lambda_1"]
+    if k > MOMENT_EXACT_MAX_K or lam_j > lam_1 or (d == 1 and lam_j != lam_1):
+        return None
+    att_hi, env_hi, att_lo, env_lo = _beta_extremes(k, n, d, lam_j, lam_1)
+    return {"upper": (att_hi, env_hi), "lower": (att_lo, env_lo)}
+
+
 MOMENT_EXACT = ExactValues(moment_exact, "the sup and inf of alpha^(j) over the spectra with "
                                          "these lambda_j <= lambda_1, from the Wishart moments, at "
                                          f"k <= {MOMENT_EXACT_MAX_K}")
@@ -1659,6 +1701,12 @@ def identity_moment_exact(point: dict) -> dict | None:
     a = flat_alpha(k, Fraction(1), d, n)
     v = mpmath.mpf(a.numerator) / a.denominator
     return {"upper": v, "lower": v}
+
+
+CENTRED_EXACT = ExactValues(centred_exact, "beta^(j) from the Wishart moments at the spectra with "
+                                           "the other eigenvalues at lambda_1 and at 0, and an "
+                                           "enclosure over every spectrum, at k <= "
+                                           f"{MOMENT_EXACT_MAX_K}")
 
 
 IDENTITY_EXACT = ExactValues(identity_moment_exact, "alpha_{n,d,k} at Sigma = I from the Wishart "
@@ -1960,6 +2008,7 @@ LEMMA4_3 = Claim(
     formulas=LEMMA43_FORMULAS,
     checks={"symbolic": lemma43_symbolic},
     setting=MOMENT_SETTING,
+    exact=CENTRED_EXACT,
     ranges=("k <= 2*L",),
     correction=Correction(
         description="add Lemma A.2's sample-size condition n >= 4 k^2 d^2",
@@ -2001,6 +2050,7 @@ LEMMA_A7 = Claim(
                                                      scales=_BETA_SCALES,
                                                      flat_scales=_BETA_SCALES)},
     setting=MOMENT_SETTING,
+    exact=CENTRED_EXACT,
     correction=Correction(
         description="add Lemma A.2's sample-size condition n >= 4 k^2 d^2",
         reason="the proof goes through Lemma 4.2, which needs it; without it the bound fails: at "

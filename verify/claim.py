@@ -106,7 +106,9 @@ class ExactValues:
     ``NamedFormula.sharp``): ``values(point)`` takes a point of the claim's domain (its declared
     scalars by name, as mpmath numbers, definitions applied) and returns {bound formula name:
     the exact bounded quantity there, worst case over what the point leaves free}, or None where
-    it cannot compute them (``words`` says where it can).  ``icl-verify mutate`` evaluates a
+    it cannot compute them (``words`` says where it can).  Where the worst case is not computable
+    a value may be a pair (attained, enclosure): a value the quantity attains at the point and
+    a sound bound on its worst case (Lemma 4.3's beta^(j)).  ``icl-verify mutate`` evaluates a
     mutated claim with it: a survivor true at every point drawn is a true statement; one false at
     a point is a survivor whose refutation a check misses, and the point says where."""
 

@@ -415,3 +415,26 @@ def test_an_empty_sum_is_zero_and_refuted():
     wrong = claim.formula("second").text.replace("(i, 0, L-1)", "(i, 0, -1)")
     v = check_claim(claim, tiers=("symbolic",), budget="quick", seed=0, overrides={"second": wrong})
     assert v.verdict == "refuted" and "differs from the loss derived" in v.reason, v.as_dict()
+
+
+def test_centred_exact_values_enclose_every_spectrum():
+    """Lemma 4.3's exact values for mutate: beta^(j) is not monotone in the other eigenvalues,
+    so they are (attained, enclosure) pairs; every spectrum's beta^(j) (the full engine) lies in
+    the enclosure, and the attained values are inside it."""
+    import mpmath
+    from fractions import Fraction
+
+    rng = __import__("numpy").random.default_rng(3)
+    with mpmath.workdps(50):  # the values come at the caller's precision
+        for _ in range(25):
+            d, k, n = int(rng.integers(2, 5)), int(rng.integers(1, 6)), int(rng.integers(1, 60))
+            eigs = sorted((Fraction(int(rng.integers(1, 30)), 7) for _ in range(d)), reverse=True)
+            beta = g.centred_eigenvalues(k, tuple(eigs), n)
+            for j in range(d):
+                v = g.centred_exact({"n": n, "d": d, "k": k,
+                                     "lambda_j": mpmath.mpf(eigs[j].numerator) / eigs[j].denominator,
+                                     "lambda_1": mpmath.mpf(eigs[0].numerator) / eigs[0].denominator})
+                (att_hi, env_hi), (att_lo, env_lo) = v["upper"], v["lower"]
+                b, eps = mpmath.mpf(beta[j].numerator) / beta[j].denominator, mpmath.mpf(10) ** -30
+                assert env_lo - eps <= b <= env_hi + eps
+                assert env_lo - eps <= att_lo <= att_hi <= env_hi + eps

@@ -746,3 +746,18 @@ def test_summation_indices_keep_their_scope_and_their_names_do_not_matter():
     i, j = (__import__("sympy").Symbol(s) for s in "ij")
     triangle = sum_terms(i + 10 * j, [(i, 0, j), (j, 0, 2)])   # inner limit depends on j
     assert sorted(triangle) == [0, 10, 11, 20, 21, 22]
+
+
+def test_pairs_of_exact_values_judge_true_by_the_enclosure_and_false_by_an_attained_value():
+    """Lemma A.7's exact values are (attained, enclosure) pairs: an upper bound with a tenth of
+    the printed slack still clears the enclosure (true); (1 - lambda_j)^k alone is below a value
+    beta^(j) attains (false)."""
+    from verify.mutants import exact_truth
+
+    claim = find("gatmiry2024.lemma_a7")
+    domain = claim_domain(claim.formulas, dict(claim.correction.formulas), claim.exact)
+    f = claim.formula("upper")
+    assert exact_truth("upper", f.parse("(1 - lambda_j)**k + delta**k*(lambda_1 + 1)**k/10"), 0,
+                       domain)[0] == "true"
+    kind, why = exact_truth("upper", f.parse("(1 - lambda_j)**k"), 0, domain)
+    assert kind == "false" and "below the exact value" in why, why
