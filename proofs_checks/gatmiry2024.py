@@ -1126,10 +1126,15 @@ class BoundCase:
     n: int
     eigs: tuple
     flat: bool = False  # Sigma~ = eigs[0] I: one eigenvalue, d-fold
+    counts: tuple | None = None  # how often each of eigs occurs (None: once each)
 
     def as_dict(self) -> dict:
-        spectrum = ({"eigenvalues": f"{self.eigs[0]} ({self.d}-fold)"} if self.flat
-                    else {"eigenvalues": [str(v) for v in self.eigs]})
+        if self.flat:
+            spectrum = {"eigenvalues": f"{self.eigs[0]} ({self.d}-fold)"}
+        elif self.counts:
+            spectrum = {"eigenvalues": [f"{v} ({c}-fold)" for v, c in zip(self.eigs, self.counts)]}
+        else:
+            spectrum = {"eigenvalues": [str(v) for v in self.eigs]}
         return {"d": self.d, "L": self.L, "k": self.k, "n": self.n, **spectrum}
 
 
@@ -1200,6 +1205,32 @@ def flat_beta(k: int, s: Fraction, d: int, n: int) -> Fraction:
     common denominator (q n)^k with s = a / q."""
     s = Fraction(s)
     return _flat_beta(k, s.numerator, s.denominator, d, n)
+
+
+@lru_cache(maxsize=4096)
+def _level_coefficients(k: int, a: Fraction, b: Fraction, top: int, d: int) -> tuple:
+    """(e, C_e) with the eigenvalue of E[W^k] at eigenvalue b equal to sum_e C_e n^e, for the
+    spectrum a (top-fold), b ((d - top)-fold): p_m = top a^m + (d - top) b^m."""
+    out: dict = {}
+    for (s_, mu, e), c in _moment_terms(k):
+        v = Fraction(c) * b ** s_
+        for part in mu:
+            v *= top * a ** part + (d - top) * b ** part
+        out[e] = out.get(e, 0) + v
+    return tuple(sorted(out.items()))
+
+
+def level_alpha(k: int, a: Fraction, b: Fraction, top: int, d: int, n: int) -> Fraction:
+    """alpha^(j) at lambda_j = b for Sigma~ with two eigenvalue levels, a (top-fold) and b
+    ((d - top)-fold), for any d: sum_e C_e n^(e - k)."""
+    if k == 0:
+        return Fraction(1)
+    return sum(c * n ** e for e, c in _level_coefficients(k, a, b, top, d)) / Fraction(n) ** k
+
+
+def level_beta(k: int, a: Fraction, b: Fraction, top: int, d: int, n: int) -> Fraction:
+    """beta^(j) = sum_i C(k, i) (-1)^i alpha_i^(j) at the same two-level spectrum."""
+    return sum(math.comb(k, i) * (-1) ** i * level_alpha(i, a, b, top, d, n) for i in range(k + 1))
 
 
 # cached on integers: hashing a Fraction key was a visible share of the flat search
@@ -1453,6 +1484,36 @@ def flat_search(forms: BoundForms, flat: Callable, dims: Sequence[int], loops: S
     return res
 
 
+LEVEL_DIMS = (2, 3, 10, 1000)
+LEVEL_LOOPS = (1, 2, 3)
+# (lambda_1, lambda_j): a large top eigenvalue over a small one, where the terms in the traces
+# p_mu (the other eigenvalues) outweigh a slack written in lambda_j
+LEVEL_PAIRS = ((Fraction(1000), Fraction(10)), (Fraction(100), Fraction(1)),
+               (Fraction(1000), Fraction(1, 10)))
+
+
+def level_search(forms: BoundForms, level: Callable, dims: Sequence[int] = LEVEL_DIMS,
+                 loops: Sequence[int] = LEVEL_LOOPS, pairs: Sequence = LEVEL_PAIRS) -> BoundSearch:
+    """``bound_search`` at spectra with two levels, lambda_1 = a (once, or d - 1 times) and
+    lambda_j = b (the rest), ``level(k, a, b, top, d, n)`` the eigenvalue at b: exact for any d,
+    with lambda_1 / lambda_j up to 10^4, beyond the small grid's spectra (lambda_1 <= 4)."""
+    res = BoundSearch()
+    for d in dims:
+        tops = sorted({1, d - 1})
+        for L in loops:
+            for k in range(1, 2 * L + 1):
+                ns = _admitted(res, forms, _n_grid(d, k, L), d, L, k, len(pairs) * len(tops))
+                if not ns:
+                    continue
+                for a, b in pairs:
+                    for top in tops:
+                        res.checked += len(ns)
+                        _check_row(res, forms, [BoundCase(d, L, k, n, (a, b), counts=(top, d - top))
+                                                for n in ns],
+                                   [level(k, a, b, top, d, n) for n in ns], 1)
+    return res
+
+
 def _admitted(res: BoundSearch, forms: BoundForms, grid: list[int], d: int, L: int, k: int,
               spectra: int) -> list[int]:
     """The grid's n that the hypothesis admits; the others are counted as skipped."""
@@ -1557,7 +1618,8 @@ FLAT_SCALES = (Fraction(1, 10), Fraction(1), Fraction(10))
 
 def _moment_symbolic(ctx: Context, quantity, what: str, flat: Callable, scales=(Fraction(1),),
                      flat_scales=FLAT_SCALES, readings: bool = False,
-                     identity_only: bool = False, proofs: Sequence[Finding] = ()) -> TierResult:
+                     identity_only: bool = False, proofs: Sequence[Finding] = (),
+                     level: Callable | None = None) -> TierResult:
     """The moment lemmas' symbolic tier: ``bound_search`` over small d and several spectra, then
     ``flat_search`` at flat spectra Sigma~ = s I (``flat``: the eigenvalue at s I_d) with d up to
     10^8, L up to 16, k up to 16 and n up to 10^40, scales ``flat_scales``; ``proofs`` are
@@ -1581,6 +1643,8 @@ def _moment_symbolic(ctx: Context, quantity, what: str, flat: Callable, scales=(
     wide = flat_search(forms, flat, WIDE_DIMS, WIDE_LOOPS, flat_scales)
     findings = [_search_finding("bound_search", res, what),
                 _search_finding("flat_spectrum_search", wide, what), *proofs]
+    if level is not None:
+        findings.append(_search_finding("two_level_search", level_search(forms, level), what))
     extra = {"grid": "d in %s, L in %s, k = 1..2L, n = 1..48, powers of 2 up to 2^40 and the "
                      "thresholds 4k^2d^2, 16k^2d^2, 64L^2d^2, (8Ld^2 4^L)^2; spectra with "
                      "lambda_1 = %s" % (list(_moment_dims(ctx)), list(_moment_loops(ctx)),
@@ -1979,7 +2043,8 @@ def _eigvec_finding(ctx: Context, k_max: int = 3) -> Finding:
 
 def lemma43_symbolic(ctx: Context) -> TierResult:
     r = _moment_symbolic(ctx, centred_eigenvalues, "the bound on beta_i", flat_beta,
-                         scales=_BETA_SCALES, flat_scales=_BETA_SCALES, readings=True)
+                         scales=_BETA_SCALES, flat_scales=_BETA_SCALES, readings=True,
+                         level=level_beta)
     f = _eigvec_finding(ctx)
     r2 = combine([f])
     if r2.status == "fail":
@@ -2048,7 +2113,8 @@ LEMMA_A7 = Claim(
     checks={"symbolic": lambda ctx: _moment_symbolic(ctx, centred_eigenvalues,
                                                      "the bound on beta_i", flat_beta,
                                                      scales=_BETA_SCALES,
-                                                     flat_scales=_BETA_SCALES)},
+                                                     flat_scales=_BETA_SCALES,
+                                                     level=level_beta)},
     setting=MOMENT_SETTING,
     exact=CENTRED_EXACT,
     correction=Correction(

@@ -438,3 +438,23 @@ def test_centred_exact_values_enclose_every_spectrum():
                 b, eps = mpmath.mpf(beta[j].numerator) / beta[j].denominator, mpmath.mpf(10) ** -30
                 assert env_lo - eps <= b <= env_hi + eps
                 assert env_lo - eps <= att_lo <= att_hi <= env_hi + eps
+
+
+def test_lemma_a7_a_slack_in_lambda_j_for_lambda_1_is_refuted_at_two_level_spectra():
+    """(1 - lambda_j)^k + delta^k (lambda_j + 1)^k holds on the small grid (lambda_1 <= 4) and at
+    flat spectra (lambda_j = lambda_1), but not at lambda_1 = 1000, lambda_j = 10: the traces in
+    beta^(j) carry lambda_1^(k-1) / n, beyond a slack in lambda_j. The two-level spectra are
+    checked exactly against the full engine."""
+    from fractions import Fraction
+
+    a, b = Fraction(7, 2), Fraction(1, 3)
+    for k in (1, 2, 3):
+        for top in (1, 2):
+            eigs = tuple([a] * top + [b] * (3 - top))
+            assert g.level_beta(k, a, b, top, 3, 11) == g.centred_eigenvalues(k, eigs, 11)[-1]
+    claim = find("gatmiry2024.lemma_a7")
+    fixed = dict(claim.correction.formulas)
+    v = check_claim(claim, tiers=("symbolic",), budget="quick", seed=0,
+                    overrides={**fixed, "upper": "(1 - lambda_j)**k + delta**k*(lambda_j + 1)**k"})
+    assert v.verdict == "refuted" and v.reason.startswith("two_level_search"), v.reason
+    assert "fold" in str(v.as_dict()["counterexample"]["instance"]["eigenvalues"])
