@@ -402,7 +402,11 @@ def test_a_sum_range_off_by_one_is_refuted_by_its_infinite_expectation():
     assert wrong != printed.text
     div = g.divergence_at_d1(printed.parse(wrong).subs(g.L_SYM, 2))
     assert div["pole"] == "4" and div["order"] == 1, div
-    v = check_claim(claim, tiers=("symbolic",), budget="quick", seed=0, overrides={"second": wrong})
+    fixed = dict(claim.correction.formulas)   # the printed first term is corrected
+    assert check_claim(claim, tiers=("symbolic",), budget="quick", seed=0,
+                       overrides=fixed).verdict == "verified"
+    v = check_claim(claim, tiers=("symbolic",), budget="quick", seed=0,
+                    overrides={**fixed, "second": wrong})
     assert v.verdict == "refuted", v.as_dict()
     ce = v.as_dict()["counterexample"]
     assert "not a finite number" in ce["reason"] and ce["pole"] == "4"
@@ -413,8 +417,11 @@ def test_an_empty_sum_is_zero_and_refuted():
     so E_X[first + second] misses the u-part of the derived loss."""
     claim = find("gatmiry2024.cor_a4")
     wrong = claim.formula("second").text.replace("(i, 0, L-1)", "(i, 0, -1)")
-    v = check_claim(claim, tiers=("symbolic",), budget="quick", seed=0, overrides={"second": wrong})
+    fixed = dict(claim.correction.formulas)   # the printed first term is corrected
+    v = check_claim(claim, tiers=("symbolic",), budget="quick", seed=0,
+                    overrides={**fixed, "second": wrong})
     assert v.verdict == "refuted" and "differs from the loss derived" in v.reason, v.as_dict()
+    assert v.tiers["symbolic"].evidence["u_part"]["ok"] is False   # the u-term alone is 0
 
 
 def test_centred_exact_values_enclose_every_spectrum():
@@ -458,3 +465,15 @@ def test_lemma_a7_a_slack_in_lambda_j_for_lambda_1_is_refuted_at_two_level_spect
                     overrides={**fixed, "upper": "(1 - lambda_j)**k + delta**k*(lambda_j + 1)**k"})
     assert v.verdict == "refuted" and v.reason.startswith("two_level_search"), v.reason
     assert "fold" in str(v.as_dict()["counterexample"]["instance"]["eigenvalues"])
+
+
+def test_a_sum_over_a_range_in_d_is_expanded_per_instance():
+    """Cor. A.4's u-term summed over i = 0..d-1 instead of 0..L-1: the moment kernel expands
+    it at each instance's d; at L = 3, d = 2 it differs from the derived loss (at the quick
+    budget's L <= 2 every instance either equals the printed sum or has a negative power)."""
+    claim = find("gatmiry2024.cor_a4")
+    wrong = claim.formula("second").text.replace("(i, 0, L-1)", "(i, 0, d-1)")
+    fixed = dict(claim.correction.formulas)
+    v = check_claim(claim, tiers=("symbolic",), budget="default", seed=0,
+                    overrides={**fixed, "second": wrong})
+    assert v.verdict == "refuted" and "L = 3" in v.reason, v.reason
