@@ -1354,6 +1354,18 @@ class BoundForms:
             slack = bound - vm if side == "upper" else vm - bound
             return slack, max(abs(bound), abs(vm), mpmath.mpf(10) ** (-digits))
 
+    def mp_value(self, c: BoundCase, j: int, side: str, digits: int = 30):
+        """The bound on ``side`` in mpmath (an mpc where it is not a real number)."""
+        with mpmath.workdps(digits):
+            vals = [mpmath.mpf(c.n), mpmath.mpf(c.d), mpmath.mpf(c.L), mpmath.mpf(c.k),
+                    mpmath.mpf(c.eigs[j].numerator) / c.eigs[j].denominator,
+                    mpmath.mpf(c.eigs[0].numerator) / c.eigs[0].denominator]
+            delta = self._mp["delta"](*vals[:4]) if "delta" in self._mp else mpmath.mpf(0)
+            value = self._mp[side](*vals, delta)
+            if isinstance(value, mpmath.mpc) and value.imag == 0:
+                value = value.real
+            return value
+
     def mp_bounds(self, c: BoundCase, j: int, digits: int = 30) -> tuple[str, str]:
         """(lower, upper) at the case to ``digits`` digits, as text."""
         with mpmath.workdps(digits + 10):
@@ -1600,11 +1612,28 @@ def _check_row(res: BoundSearch, forms: BoundForms, cases: list[BoundCase], vals
     for side, slack in (("upper", up - q), ("lower", q - lo)):
         with np.errstate(all="ignore"):
             rel = np.where(np.isfinite(slack), slack / scale, np.inf)
-        i_min = int(np.argmin(rel))
-        if res.closest is None or rel[i_min] < res.closest[0]:
-            res.closest = (float(rel[i_min]), cases[i_min], j, side)
+            # a bound past float64 keeps its side (an upper bound of -inf fails); a bound that is
+            # nan may not be a real number: both are decided in mpmath below
+            rel = np.where(np.isinf(slack), np.sign(slack) * np.inf, rel)
+            rel = np.where(np.isnan(slack), -np.inf, rel)
+        finite = np.flatnonzero(np.isfinite(rel))
+        if len(finite):
+            i_min = int(finite[np.argmin(rel[finite])])
+            if res.closest is None or rel[i_min] < res.closest[0]:
+                res.closest = (float(rel[i_min]), cases[i_min], j, side)
         for i in np.flatnonzero(rel <= 1e-9):
             c, v = cases[i], vals[i]
+            if np.isnan(slack[i]):
+                bound = forms.mp_value(c, j, side)
+                if not (isinstance(bound, mpmath.mpf) and mpmath.isfinite(bound)):
+                    bad[i] = True
+                    res.violations += 1
+                    if res.first is None:
+                        res.first = {**c.as_dict(), "j": j + 1, "side": side,
+                                     "quantity": str(v), "quantity_float": float(v),
+                                     "bound": mpmath.nstr(bound, 15),
+                                     "not_a_real_number": True}
+                    continue
             slack_mp, scale_mp = forms.mp_slack(c, j, v, side)
             tol = scale_mp * mpmath.mpf(10) ** -50
             if slack_mp > tol:
@@ -1634,7 +1663,9 @@ def _search_finding(name: str, res: BoundSearch, what: str) -> Finding:
     return Finding(name, ok, res.as_dict(), None if ok else {"instance": res.first,
                                                             "violations": res.violations},
                    "" if ok else f"{what} fails at n = {res.first['n']}, d = {res.first['d']}, "
-                                 f"k = {res.first['k']}")
+                                 f"k = {res.first['k']}"
+                                 + (" (the bound is not a real number there)"
+                                    if res.first.get("not_a_real_number") else ""))
 
 
 def _reading_summary(F, readings: Mapping[str, str], search: Callable) -> dict:

@@ -477,3 +477,14 @@ def test_a_sum_over_a_range_in_d_is_expanded_per_instance():
     v = check_claim(claim, tiers=("symbolic",), budget="default", seed=0,
                     overrides={**fixed, "second": wrong})
     assert v.verdict == "refuted" and "L = 3" in v.reason, v.reason
+
+
+def test_a_bound_that_is_not_a_real_number_is_refuted_not_passed():
+    """(1 - lambda_j)^delta is complex where lambda_j > 1: float64 gives nan, which the search
+    used to read as infinite slack; it is decided in mpmath and refuted."""
+    claim = find("gatmiry2024.lemma_a7")
+    v = check_claim(claim, tiers=("symbolic",), budget="quick", seed=0,
+                    overrides={**dict(claim.correction.formulas),
+                               "upper": "(1 - lambda_j)**delta + delta**k*(lambda_1 + 1)**k"})
+    assert v.verdict == "refuted" and "not a real number" in v.reason, v.reason
+    assert v.as_dict()["counterexample"]["instance"]["not_a_real_number"] is True
