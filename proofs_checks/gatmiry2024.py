@@ -3515,6 +3515,75 @@ def _closeness_finding(F, loops: Sequence[int], dims: Sequence[int], n: int = GD
                    "rows": rows}, bad, "" if bad is None else "A(t) is outside (1 +- c) A^opt")
 
 
+FLOW_PROBE_SIZES = tuple((L, n, d) for L in (2, 3) for n in (10 ** 6, 10 ** 12) for d in (1, 16))
+FLOW_PROBE_MULTIPLES = (sympy.Rational(1, 2), 2, 10 ** 6)  # xi as multiples of the optimal loss
+
+
+def _optimal_loss(L: int, n: int, d: int, digits: int = 60) -> mpmath.mpf:
+    """f(a*), the least loss on the line A = a I (Sigma* = I), at ``digits`` digits (30 lose it to
+    cancellation at n = 10^12)."""
+    with mpmath.workdps(digits):
+        a = _mp_a_star(L, n, d, digits)
+        return mpmath.polyval(_mp_coeffs(li.scalar_poly(L, n, d)), a)
+
+
+def _smallest_admitted_xi(admits: Callable, lo: mpmath.mpf, hi: mpmath.mpf) -> mpmath.mpf | None:
+    """The smallest xi in [lo, hi] the hypothesis admits (bisection on log xi, 60 steps), when
+    it admits hi but not lo; None otherwise."""
+    as_xi = lambda v: sympy.Float(mpmath.nstr(v, 40), 40)  # noqa: E731
+    if admits(as_xi(lo)) or not admits(as_xi(hi)):
+        return None
+    a, b = mpmath.log(lo), mpmath.log(hi)
+    for _ in range(60):
+        mid = (a + b) / 2
+        a, b = (a, mid) if admits(as_xi(mpmath.exp(mid))) else (mid, b)
+    return mpmath.exp(b)
+
+
+def flow_xi_probe(F, sizes: Sequence = FLOW_PROBE_SIZES,
+                  multiples: Sequence = FLOW_PROBE_MULTIPLES) -> Finding:
+    """The time bound where the hypothesis admits xi near the optimal loss f(a*): half of it,
+    which the flow from A(0) = 0 never reaches (A(t) = a(t) I has loss >= f(a*)), twice and 10^6
+    times it, and the smallest xi it admits (the true hitting time against the named time).
+    The large-d scan uses one xi only, so a hypothesis that admits every xi, or a time in
+    another power of xi, passed it."""
+    rows, bad = [], None
+    hyp = _gd_expr(F, "hypothesis")
+    for L, n, d in sizes:
+        f_star = _optimal_loss(L, n, d)
+        admits = lambda x: _holds(hyp, {**_gd_env(n, d, L), "xi": x})  # noqa: E731
+        candidates = [f_star * m for m in multiples]
+        edge = _smallest_admitted_xi(admits, 2 * f_star, mpmath.mpf(d))
+        if edge is not None:
+            candidates.append(edge)
+        for value in candidates:
+            m = value / f_star
+            xi = sympy.Float(mpmath.nstr(value, 40), 40)
+            if not admits(xi):
+                continue
+            row = {"L": L, "n": _n_text(n), "d": d, "xi": mpmath.nstr(value, 15),
+                   "optimal_loss": mpmath.nstr(f_star, 15), "edge": value is edge}
+            if m <= 1:
+                row.update(ok=False, why="the hypothesis admits xi below the optimal loss, which "
+                                         "the flow from A(0) = 0 never reaches")
+            else:
+                t_true, _ = scalar_flow_time(L, n, d, value)
+                with mpmath.workdps(30):
+                    bound = _flow_named(F, "time", n, d, L, xi)
+                row.update(t_true=mpmath.nstr(t_true, 15), t_bound=mpmath.nstr(bound, 15),
+                           ok=bool(t_true <= bound))
+            rows.append(row)
+            if not row["ok"] and bad is None:
+                bad = row
+    return Finding("hitting_time_near_the_optimal_loss", bad is None,
+                   {"family": "Sigma* = I, A(0) = 0; xi = 1/2, 2, 10^6 times f(a*) and the "
+                              "smallest xi the hypothesis admits, where it admits them",
+                    "rows": rows}, bad,
+                   "" if bad is None else (bad.get("why") or f"at L = {bad['L']}, n = {bad['n']}, "
+                                           f"d = {bad['d']}, xi = {bad['xi']} the flow needs "
+                                           f"{bad['t_true']} > {bad['t_bound']}"))
+
+
 def _flow_steps() -> list:
     return [step("Scalar flow", r"A(0)=a_0I\Rightarrow A(t)=a(t)I,\quad \dot a=-\frac{f'(a)}{d},"
                  r"\quad t_\xi=\int_{a_0}^{a_\xi}\frac{d\,da}{-f'(a)}",
@@ -3542,6 +3611,7 @@ def _flow_symbolic(ctx: Context, form: FlowForm) -> TierResult:
         "by_L": rows, "L_1": "excluded: the named time divides by L - 1"}, first,
         "" if ok else f"at L = {first['L']}, d = {first['d']} the flow needs "
                       f"{first['t_to_reach_xi_quadrature']} > {first['named_time_bound']}")]
+    findings.append(flow_xi_probe(F))
     if form.with_closeness:
         findings.append(_closeness_finding(F, loops[:2], (1, 10, 1000), xi=CLOSE_XI))
     return combine(findings, steps=_flow_steps())

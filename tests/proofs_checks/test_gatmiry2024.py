@@ -488,3 +488,19 @@ def test_a_bound_that_is_not_a_real_number_is_refuted_not_passed():
                                "upper": "(1 - lambda_j)**delta + delta**k*(lambda_1 + 1)**k"})
     assert v.verdict == "refuted" and "not a real number" in v.reason, v.reason
     assert v.as_dict()["counterexample"]["instance"]["not_a_real_number"] is True
+
+
+@pytest.mark.parametrize("hypothesis", ["n >= 2*(4*delta)**(2*L)", "xi >= 2*(4*delta)**(2*n)"])
+def test_thm_a12_a_hypothesis_admitting_xi_below_the_optimal_loss_is_refuted(hypothesis):
+    """Thm. A.12 with a hypothesis that no longer keeps xi above the optimal loss f(a*): the
+    flow from A(0) = 0 never reaches xi = f(a*)/2, so no time bound holds there. The large-d
+    scan uses one xi (10^-6) and passed these; the probe near f(a*) refutes them, and at the
+    printed hypothesis it compares the hitting time at the smallest xi admitted."""
+    claim = find("gatmiry2024.thm_a12")
+    fixed = dict(claim.correction.formulas)
+    v = check_claim(claim, tiers=("symbolic",), budget="quick", seed=0,
+                    overrides={**fixed, "hypothesis": hypothesis})
+    assert v.verdict == "refuted" and "below the optimal loss" in v.reason, v.reason
+    ok = check_claim(claim, tiers=("symbolic",), budget="quick", seed=0, overrides=fixed)
+    rows = ok.tiers["symbolic"].evidence["hitting_time_near_the_optimal_loss"]["rows"]
+    assert ok.verdict == "verified" and rows and all(r["edge"] and r["ok"] for r in rows)
