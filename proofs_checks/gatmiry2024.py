@@ -1342,14 +1342,18 @@ class BoundForms:
                                             "sympy")
                        for name in ("lower", "upper", "delta") if name in F}
 
+    def _mp_at(self, c: BoundCase, j: int, side: str):
+        """The bound on ``side`` at the case, at the caller's mpmath precision."""
+        vals = [mpmath.mpf(c.n), mpmath.mpf(c.d), mpmath.mpf(c.L), mpmath.mpf(c.k),
+                mpmath.mpf(c.eigs[j].numerator) / c.eigs[j].denominator,
+                mpmath.mpf(c.eigs[0].numerator) / c.eigs[0].denominator]
+        delta = self._mp["delta"](*vals[:4]) if "delta" in self._mp else mpmath.mpf(0)
+        return self._mp[side](*vals, delta)
+
     def mp_slack(self, c: BoundCase, j: int, v: Fraction, side: str, digits: int = 60):
         """The slack (upper - v or v - lower) in mpmath at ``digits`` digits, and its scale."""
         with mpmath.workdps(digits):
-            vals = [mpmath.mpf(c.n), mpmath.mpf(c.d), mpmath.mpf(c.L), mpmath.mpf(c.k),
-                    mpmath.mpf(c.eigs[j].numerator) / c.eigs[j].denominator,
-                    mpmath.mpf(c.eigs[0].numerator) / c.eigs[0].denominator]
-            delta = self._mp["delta"](*vals[:4]) if "delta" in self._mp else mpmath.mpf(0)
-            bound = self._mp[side](*vals, delta)
+            bound = self._mp_at(c, j, side)
             vm = mpmath.mpf(v.numerator) / v.denominator
             slack = bound - vm if side == "upper" else vm - bound
             return slack, max(abs(bound), abs(vm), mpmath.mpf(10) ** (-digits))
@@ -1357,11 +1361,7 @@ class BoundForms:
     def mp_value(self, c: BoundCase, j: int, side: str, digits: int = 30):
         """The bound on ``side`` in mpmath (an mpc where it is not a real number)."""
         with mpmath.workdps(digits):
-            vals = [mpmath.mpf(c.n), mpmath.mpf(c.d), mpmath.mpf(c.L), mpmath.mpf(c.k),
-                    mpmath.mpf(c.eigs[j].numerator) / c.eigs[j].denominator,
-                    mpmath.mpf(c.eigs[0].numerator) / c.eigs[0].denominator]
-            delta = self._mp["delta"](*vals[:4]) if "delta" in self._mp else mpmath.mpf(0)
-            value = self._mp[side](*vals, delta)
+            value = self._mp_at(c, j, side)
             if isinstance(value, mpmath.mpc) and value.imag == 0:
                 value = value.real
             return value
@@ -1369,11 +1369,7 @@ class BoundForms:
     def mp_bounds(self, c: BoundCase, j: int, digits: int = 30) -> tuple[str, str]:
         """(lower, upper) at the case to ``digits`` digits, as text."""
         with mpmath.workdps(digits + 10):
-            vals = [mpmath.mpf(c.n), mpmath.mpf(c.d), mpmath.mpf(c.L), mpmath.mpf(c.k),
-                    mpmath.mpf(c.eigs[j].numerator) / c.eigs[j].denominator,
-                    mpmath.mpf(c.eigs[0].numerator) / c.eigs[0].denominator]
-            delta = self._mp["delta"](*vals[:4]) if "delta" in self._mp else mpmath.mpf(0)
-            return tuple(mpmath.nstr(self._mp[side](*vals, delta), digits)
+            return tuple(mpmath.nstr(self._mp_at(c, j, side), digits)
                          for side in ("lower", "upper"))
 
     def hypothesis(self, ns: np.ndarray, d: int, L: int, k: int) -> np.ndarray:
@@ -1811,9 +1807,10 @@ def _beta_extremes(k: int, n: int, d: int, lam_j, lam_1) -> tuple:
         return +max(at_top, at_low), +env_hi, +min(at_top, at_low), +env_lo
 
 
-def moment_exact(point: dict) -> dict | None:
-    """Lemmas 4.2 and A.5: the sup and inf of alpha^(j) at (n, d, k, lambda_j, lambda_1) for
-    k <= MOMENT_EXACT_MAX_K (Lemma 4.2's k <= 2L is its Claim.ranges)."""
+def _moment_point(point: dict) -> tuple | None:
+    """(k, n, d, lambda_j, lambda_1) of an ExactValues point of the moment lemmas, or None where
+    their exact values are not computed (k > MOMENT_EXACT_MAX_K, lambda_j > lambda_1, or d = 1
+    with two eigenvalues)."""
     sizes = _sizes_of(point, ("n", "d", "k"))
     if sizes is None:
         return None
@@ -1821,21 +1818,26 @@ def moment_exact(point: dict) -> dict | None:
     lam_j, lam_1 = point["lambda_j"], point["lambda_1"]
     if k > MOMENT_EXACT_MAX_K or lam_j > lam_1 or (d == 1 and lam_j != lam_1):
         return None
-    hi, lo = _alpha_extremes(k, n, d, lam_j, lam_1)
+    return k, n, d, lam_j, lam_1
+
+
+def moment_exact(point: dict) -> dict | None:
+    """Lemmas 4.2 and A.5: the sup and inf of alpha^(j) at (n, d, k, lambda_j, lambda_1) for
+    k <= MOMENT_EXACT_MAX_K (Lemma 4.2's k <= 2L is its Claim.ranges)."""
+    args = _moment_point(point)
+    if args is None:
+        return None
+    hi, lo = _alpha_extremes(*args)
     return {"upper": hi, "lower": lo}
 
 
 def centred_exact(point: dict) -> dict | None:
     """Lemmas 4.3 and A.7: beta^(j) at (n, d, k, lambda_j, lambda_1), as (attained, enclosure)
     pairs (``_beta_extremes``), for k <= MOMENT_EXACT_MAX_K."""
-    sizes = _sizes_of(point, ("n", "d", "k"))
-    if sizes is None:
+    args = _moment_point(point)
+    if args is None:
         return None
-    n, d, k = sizes
-    lam_j, lam_1 = point["lambda_j"], point["lambda_1"]
-    if k > MOMENT_EXACT_MAX_K or lam_j > lam_1 or (d == 1 and lam_j != lam_1):
-        return None
-    att_hi, env_hi, att_lo, env_lo = _beta_extremes(k, n, d, lam_j, lam_1)
+    att_hi, env_hi, att_lo, env_lo = _beta_extremes(*args)
     return {"upper": (att_hi, env_hi), "lower": (att_lo, env_lo)}
 
 
