@@ -399,7 +399,8 @@ def _first_n(diff: sympy.Expr, start: int) -> int:
     return start
 
 
-def compare_with_derived(F: Poly | Callable[[int], Poly], Dv: Poly, instances: Sequence[RootInstance], what: str,
+def compare_with_derived(F: Poly | Callable[[int], Poly], Dv: Poly,
+                         instances: Sequence[RootInstance], what: str,
                          extra_env: Mapping | None = None) -> tuple[bool, list, dict | None]:
     """The formula's expectation against the derived loss at exact instances (n symbolic):
     (True, False, or None when no instance differs but one could not be evaluated), rows, and
@@ -3553,6 +3554,9 @@ def flow_xi_probe(F, sizes: Sequence = FLOW_PROBE_SIZES,
     hyp = _gd_expr(F, "hypothesis")
     for L, n, d in sizes:
         f_star = _optimal_loss(L, n, d)
+        if not f_star > 0:  # not resolved at 60 digits: no xi relative to it
+            rows.append({"L": L, "n": _n_text(n), "d": d, "skipped": "f(a*) not resolved"})
+            continue
         admits = lambda x: _holds(hyp, {**_gd_env(n, d, L), "xi": x})  # noqa: E731
         candidates = [f_star * m for m in multiples]
         edge = _smallest_admitted_xi(admits, 2 * f_star, mpmath.mpf(d))

@@ -42,6 +42,7 @@ sampling stands where it cannot.  A tighter or incomparable mutant is ``none``, 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
@@ -56,7 +57,8 @@ from .errors import UsageError
 from .formulas import SIZE_NAMES, FormulaPrinter, NamedFormula, formula_value, parse_in
 
 OPERATORS = ("constant", "swap", "drop_term", "sign", "transpose")
-EQUIVALENCE_KINDS = ("none", "simplification", "identity", "assumptions", "scale", "implied")
+EQUIVALENCE_KINDS = ("none", "simplification", "identity", "assumptions", "scale", "implied",
+                     "true")
 
 # nodes whose arguments are a name and shapes, never mutated
 _LEAF_NODES = (sympy.MatrixSymbol, Identity, ZeroMatrix, OneMatrix)
@@ -373,7 +375,7 @@ def _scope_error(original: sympy.Basic, mutant: sympy.Basic) -> str:
 def _bound_renamed(expr: sympy.Basic) -> sympy.Basic:
     """``expr`` with the variables of its sums renamed by position (b0, b1, ... in the order
     sympy lists the limits): two formulas that differ only in those names become equal."""
-    names = iter(range(10 ** 6))
+    names = itertools.count()
 
     def rename(e):
         if isinstance(e, sympy.Sum):
