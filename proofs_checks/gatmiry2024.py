@@ -1620,18 +1620,17 @@ def _check_row(res: BoundSearch, forms: BoundForms, cases: list[BoundCase], vals
                 res.closest = (float(rel[i_min]), cases[i_min], j, side)
         for i in np.flatnonzero(rel <= 1e-9):
             c, v = cases[i], vals[i]
-            if np.isnan(slack[i]):
-                bound = forms.mp_value(c, j, side)
-                if not (isinstance(bound, mpmath.mpf) and mpmath.isfinite(bound)):
-                    bad[i] = True
-                    res.violations += 1
-                    if res.first is None:
-                        res.first = {**c.as_dict(), "j": j + 1, "side": side,
-                                     "quantity": str(v), "quantity_float": float(v),
-                                     "bound": mpmath.nstr(bound, 15),
-                                     "not_a_real_number": True}
-                    continue
             slack_mp, scale_mp = forms.mp_slack(c, j, v, side)
+            slack_mp = _finite_real(slack_mp)
+            if slack_mp is None:  # the bound is complex or nan here (float64 may not show it)
+                bad[i] = True
+                res.violations += 1
+                if res.first is None:
+                    res.first = {**c.as_dict(), "j": j + 1, "side": side, "quantity": str(v),
+                                 "quantity_float": float(v),
+                                 "bound": mpmath.nstr(forms.mp_value(c, j, side), 15),
+                                 "not_a_real_number": True}
+                continue
             tol = scale_mp * mpmath.mpf(10) ** -50
             if slack_mp > tol:
                 continue
@@ -1651,6 +1650,15 @@ def _check_row(res: BoundSearch, forms: BoundForms, cases: list[BoundCase], vals
                              "quantity_float": float(ev), "lower": lo_mp, "upper": up_mp,
                              "slack_60_digits": mpmath.nstr(slack_mp, 15)}
     return bad
+
+
+def _finite_real(x):
+    """x as a finite mpf, or None when it is complex, nan or infinite."""
+    if isinstance(x, mpmath.mpc):
+        if x.imag != 0:
+            return None
+        x = x.real
+    return x if mpmath.isfinite(x) else None
 
 
 def _search_finding(name: str, res: BoundSearch, what: str) -> Finding:
