@@ -504,3 +504,18 @@ def test_thm_a12_a_hypothesis_admitting_xi_below_the_optimal_loss_is_refuted(hyp
     ok = check_claim(claim, tiers=("symbolic",), budget="quick", seed=0, overrides=fixed)
     rows = ok.tiers["symbolic"].evidence["hitting_time_near_the_optimal_loss"]["rows"]
     assert ok.verdict == "verified" and rows and all(r["edge"] and r["ok"] for r in rows)
+
+
+def test_after_one_confirmed_violation_clear_float_violations_are_counted_not_recomputed():
+    """A mutant that fails almost everywhere ((1 - n)^k in Lemma A.7's lower bound): the first
+    violation is confirmed in mpmath, the clear ones after it are counted in float64, and the
+    untouched upper bound is not sent to mpmath because the lower one is huge."""
+    claim = find("gatmiry2024.lemma_a7")
+    v = check_claim(claim, tiers=("symbolic",), budget="quick", seed=0,
+                    overrides={**dict(claim.correction.formulas),
+                               "lower": "-delta**k*(lambda_1 + 1)**k + (1 - n)**k"})
+    flat = v.tiers["symbolic"].evidence["flat_spectrum_search"]
+    assert v.verdict == "refuted" and flat["ok"] is False
+    assert 0 < flat["violations_counted_in_float64_after_the_first"] < flat["violations"]
+    first = v.as_dict()["counterexample"]["instance"]
+    assert first["side"] == "lower" and "slack_60_digits" in first
