@@ -373,7 +373,7 @@ def _scope_error(original: sympy.Basic, mutant: sympy.Basic) -> str:
 
 
 def _bound_renamed(expr: sympy.Basic) -> sympy.Basic:
-    """``expr`` with the variables of its sums renamed by position (b0, b1, ... in the order
+    """``expr`` with the variables of its sums renamed by position (_b0, _b1, ... in the order
     sympy lists the limits): two formulas that differ only in those names become equal."""
     names = itertools.count()
 
@@ -381,24 +381,13 @@ def _bound_renamed(expr: sympy.Basic) -> sympy.Basic:
         if isinstance(e, sympy.Sum):
             body, limits = rename(e.function), []
             for x, lo, hi in e.limits:
-                b = sympy.Dummy(f"b{next(names)}")
+                b = sympy.Symbol(f"_b{next(names)}", integer=True)
                 body = body.xreplace({x: b})
                 limits.append((b, lo, hi))
             return sympy.Sum(body, *limits)
         return e.func(*[rename(a) for a in e.args]) if e.args else e
 
     return rename(expr)
-
-
-def _same_up_to_indices(a: sympy.Basic, b: sympy.Basic) -> bool:
-    """Equal after renaming the sums' variables by position (Dummies compare by identity, so
-    both sides get the same ones)."""
-    ra, rb = _bound_renamed(a), _bound_renamed(b)
-    da = sorted(ra.atoms(sympy.Dummy), key=lambda x: int(x.name[1:]))
-    db = sorted(rb.atoms(sympy.Dummy), key=lambda x: int(x.name[1:]))
-    if len(da) != len(db):
-        return False
-    return ra == rb.xreplace(dict(zip(db, da)))
 
 
 def _block_grid_error(expr: sympy.Basic) -> str:
@@ -612,7 +601,7 @@ def equivalence(formula: NamedFormula, mutant_text: str, seed: int = 0,
     paper's), as an identity or under the claim's declared assumptions?"""
     original, mutant = formula.parse(base), formula.parse(mutant_text)
     diff_text = f"({formula_str(mutant)}) - ({formula_str(original)})"
-    if original.has(sympy.Sum) and _same_up_to_indices(original, mutant):
+    if original.has(sympy.Sum) and _bound_renamed(original) == _bound_renamed(mutant):
         return Equivalence("simplification", "the same formula up to the names of its summation "
                                              "indices")
     try:
