@@ -3370,8 +3370,12 @@ CLOSE_XI = sympy.Rational(1, 10 ** 12)  # small enough that c < 1 in Thm. 3.3 (2
 
 
 def _flow_named(F, name: str, n, d, L, xi) -> mpmath.mpf:
-    """A named formula of the section at (n, d, L, xi) in mpmath (delta from its own formula)."""
-    return _mp_value(_gd_expr(F, name), {**_gd_env(n, d, L), "xi": sympy.sympify(xi)})
+    """A named formula of the section at (n, d, L, xi) in mpmath (delta from its own formula);
+    nan where it divides by zero (a time in 1/(L - 2) at L = 2), which every comparison fails."""
+    try:
+        return _mp_value(_gd_expr(F, name), {**_gd_env(n, d, L), "xi": sympy.sympify(xi)})
+    except ZeroDivisionError:
+        return mpmath.nan
 
 
 def _mp_coeffs(poly: sympy.Poly) -> list:
@@ -3531,6 +3535,108 @@ def _closeness_finding(F, loops: Sequence[int], dims: Sequence[int], n: int = GD
                    "rows": rows}, bad, "" if bad is None else "A(t) is outside (1 +- c) A^opt")
 
 
+def _taylor_shift(coeffs: Sequence, a) -> list:
+    """The coefficients (highest first) of p(a + u), from those of p: repeated synthetic division
+    by (x - a), so that p near a is evaluated without cancellation."""
+    rest, out = list(coeffs), []
+    while rest:
+        acc, quotient = mpmath.mpf(0), []
+        for c in rest:
+            acc = acc * a + c
+            quotient.append(acc)
+        out.append(quotient.pop())
+        rest = quotient
+    return out[::-1]
+
+
+RADIUS_FLOOR = -25  # log10 of the smallest |a - a*| the radius probe resolves
+
+
+def scalar_flow_from_infinity(L: int, n: int, d: int, t, side: int = -1,
+                              digits: int = 30) -> mpmath.mpf | None:
+    """a(t) of the scalar flow da/dt = -f'(a)/d started at a = side * infinity: it comes in
+    finite time (f' grows like a^{2L-1}), and a flow from any finite start on that side is
+    nearer a* at every t, so |a(t) / a* - 1| is the supremum over the starts a0 I.  Solves
+    int_{a(t)}^{side oo} d / |f'(b)| db = t for y = log|a - a*| (Newton, safeguarded); the
+    integral is taken over y, where it is smooth at both ends.  None when |a(t) - a*| is below
+    10^RADIUS_FLOOR."""
+    with mpmath.workdps(digits):
+        a_opt = _mp_a_star(L, n, d, digits + 15)
+        cp = _taylor_shift(_mp_coeffs(li.scalar_poly(L, n, d).diff(li.a_sym)), a_opt)
+        t = mpmath.mpf(t)
+        speed = lambda y: d * mpmath.exp(y) / abs(mpmath.polyval(cp, side * mpmath.exp(y)))  # noqa: E731
+        time_to = lambda y: mpmath.quad(speed, [y, y + 10, mpmath.inf])  # noqa: E731
+        lo, hi = RADIUS_FLOOR * mpmath.log(10), mpmath.inf  # time_to(lo) > t >= time_to(hi)
+        if time_to(lo) < t:
+            return None
+        # the large-n start: |a - a*|^{-(2L-2)} = 4 L (L - 1) t
+        y = max(lo, -mpmath.log(4 * L * (L - 1) * t) / (2 * L - 2))
+        tau = time_to(y)
+        for _ in range(200):
+            if abs(tau - t) <= mpmath.mpf(10) ** (8 - digits) * t:
+                break
+            lo, hi = (max(lo, y), hi) if tau > t else (lo, min(hi, y))
+            nxt = y + (tau - t) / speed(y)
+            if not lo < nxt < hi:
+                nxt = (lo + hi) / 2 if hi < mpmath.inf else y + 1
+            tau = time_to(nxt) if abs(nxt - y) > 5 else tau - mpmath.quad(speed, [y, nxt])
+            y = nxt
+        return a_opt + side * mpmath.exp(y)
+
+
+RADIUS_PROBE_SIZES = tuple((L, n, d) for L in (2, 3) for n in (10 ** 12, 10 ** 40) for d in (1, 16))
+RADIUS_PROBE_XI = tuple(sympy.Integer(10) ** k for k in (-12, 0, 12, 40))
+RADIUS_START_FRACTION = mpmath.mpf(10) ** -6  # the concrete start: the flow from -oo at 1e-6 T
+
+
+def flow_radius_probe(F, sizes: Sequence = RADIUS_PROBE_SIZES,
+                      xis: Sequence = RADIUS_PROBE_XI) -> Finding:
+    """Thm. 3.3 (2) against the worst scalar start: at the named time T the flow from
+    A(0) = a0 I with a0 -> -oo is the farthest below A^opt (1 - a(T)/a* grows like
+    xi^{1/(2L)} (4 L (L - 1) K)^{-1/(2L-2)} when T = K xi^{-(L-1)/L}), at every xi the hypothesis
+    admits from 10^-12 to 10^40.  The closeness check at one xi from A(0) = 0 passed radii in
+    another power of xi, or constant in xi.  A violation is confirmed at a concrete start."""
+    rows, bad = [], None
+    hyp = _gd_expr(F, "hypothesis")
+    for L, n, d in sizes:
+        for xi in xis:
+            if not _holds(hyp, {**_gd_env(n, d, L), "xi": xi}):
+                continue
+            with mpmath.workdps(30):
+                T, c = _flow_named(F, "time", n, d, L, xi), _flow_named(F, "c", n, d, L, xi)
+            row = {"L": L, "n": _n_text(n), "d": d, "xi": str(xi), "t": mpmath.nstr(T, 15),
+                   "c": mpmath.nstr(c, 15)}
+            T, c = _finite_real(T), _finite_real(c)
+            if T is None or T <= 0 or c is None:
+                row.update(ok=False, why=f"at L = {L}, n = {row['n']}, d = {d}, xi = {xi} the "
+                                         f"named time {row['t']} or radius {row['c']} is not a "
+                                         "positive real number")
+            else:
+                a_t = scalar_flow_from_infinity(L, n, d, T)
+                dev = mpmath.mpf(0) if a_t is None else 1 - a_t / _mp_a_star(L, n, d)
+                row.update(sup_deviation=("< 1e-25" if a_t is None else mpmath.nstr(dev, 15)),
+                           ok=bool(dev <= c))
+                if not row["ok"] and bad is None and c > 0:
+                    # a finite start: a0 = a(eps T) of the flow from -oo; at T it is a((1+eps) T)
+                    a0 = scalar_flow_from_infinity(L, n, d, RADIUS_START_FRACTION * T)
+                    a_end = scalar_flow_from_infinity(L, n, d, (1 + RADIUS_START_FRACTION) * T)
+                    dev_end = 1 - a_end / _mp_a_star(L, n, d)
+                    row.update(A0=f"{mpmath.nstr(a0, 15)} I", a_at_t=mpmath.nstr(a_end, 15),
+                               deviation_at_t=mpmath.nstr(dev_end, 15), ok=bool(dev_end <= c))
+            rows.append(row)
+            if not row["ok"] and bad is None:
+                bad = row
+    return Finding("closeness_from_the_farthest_start", bad is None,
+                   {"family": "Sigma* = I, A(0) = a0 I with a0 -> -oo (the farthest scalar start); "
+                              "xi in 10^-12 .. 10^40 where the hypothesis admits it",
+                    "rows": rows}, bad,
+                   "" if bad is None else (bad.get("why") or f"at L = {bad['L']}, n = {bad['n']}, "
+                                           f"d = {bad['d']}, xi = {bad['xi']} the flow from "
+                                           f"A(0) = {bad.get('A0', '-oo I')} is "
+                                           f"{bad.get('deviation_at_t', bad['sup_deviation'])} "
+                                           f"below A^opt at the named time > c = {bad['c']}"))
+
+
 FLOW_PROBE_SIZES = tuple((L, n, d) for L in (2, 3) for n in (10 ** 6, 10 ** 12) for d in (1, 16))
 FLOW_PROBE_MULTIPLES = (sympy.Rational(1, 2), 2, 10 ** 6)  # xi as multiples of the optimal loss
 
@@ -3632,7 +3738,8 @@ def _flow_symbolic(ctx: Context, form: FlowForm) -> TierResult:
                       f"{first['t_to_reach_xi_quadrature']} > {first['named_time_bound']}")]
     findings.append(flow_xi_probe(F))
     if form.with_closeness:
-        findings.append(_closeness_finding(F, loops[:2], (1, 10, 1000), xi=CLOSE_XI))
+        findings += [_closeness_finding(F, loops[:2], (1, 10, 1000), xi=CLOSE_XI),
+                     flow_radius_probe(F)]
     return combine(findings, steps=_flow_steps())
 
 
@@ -3677,6 +3784,12 @@ def _flow_numeric(ctx: Context, form: FlowForm) -> TierResult:
                 xi = max(1.01 * thr, 1e-3)
                 with mpmath.workdps(30):
                     T = float(_flow_named(F, "time", n, d, L, sympy.Rational(repr(xi))))
+                if not np.isfinite(T):  # solve_ivp never ends on a nan interval
+                    row = {"L": L, "d": d, "n": n, "xi": xi, "named_time": str(T), "ok": False,
+                           "why": "the named time is not a real number"}
+                    rows.append(row)
+                    bad = bad or row
+                    continue
                 out = _diag_flow(C, lam0, n, xi, max(T, 1e-9))
                 if out["loss0"] <= xi:
                     continue
@@ -3722,6 +3835,7 @@ THM_A12 = Claim(
     assumptions=("Sigma* = I, u = 0", "L >= 2 (the time divides by L - 1)",
                  "delta = (8 L d / sqrt(n))^{1/(2L)}"),
     formulas=THM_A12_FORMULAS,
+    ranges=("L >= 2",),
     checks={"symbolic": lambda ctx: _flow_symbolic(ctx, FlowForm(False)),
             "numeric": single_threaded(lambda ctx: _flow_numeric(ctx, FlowForm(False)))},
     setting=FLOW_SETTING,
@@ -3742,6 +3856,7 @@ THM3_3 = Claim(
         NamedFormula("c", "8*(1 + 4*d**(1/(2*L)))*xi**(1/(2*L))", _FLOW_SYMBOLS,
                      equation="Thm. 3.3 (2)",
                      description="(1 - c) A^opt <= A(t) <= (1 + c) A^opt", weaker="larger"),),
+    ranges=THM_A12.ranges,
     checks={"symbolic": lambda ctx: _flow_symbolic(ctx, FlowForm(True)),
             "numeric": single_threaded(lambda ctx: _flow_numeric(ctx, FlowForm(True)))},
     setting=FLOW_SETTING,

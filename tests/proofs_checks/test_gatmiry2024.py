@@ -519,3 +519,47 @@ def test_after_one_confirmed_violation_clear_float_violations_are_counted_not_re
     assert 0 < flat["violations_counted_in_float64_after_the_first"] < flat["violations"]
     first = v.as_dict()["counterexample"]["instance"]
     assert first["side"] == "lower" and "slack_60_digits" in first
+
+
+def test_the_flow_from_minus_infinity_matches_a_long_flow_from_a_finite_start():
+    """scalar_flow_from_infinity against scipy's solve_ivp from a0 = -10^3: that flow is the
+    one from -oo shifted by the time tau0 it takes to come in to a0."""
+    from scipy.integrate import solve_ivp
+    import numpy as np
+
+    L, n, d, t = 2, 10 ** 12, 3, 0.5
+    tau0 = 1 / (4 * L * (L - 1) * 1000.0 ** 2)  # |a0 - a*| = 10^3 is reached at ~ this time
+    a0 = float(g.scalar_flow_from_infinity(L, n, d, tau0))
+    fp = np.polyder(np.array([float(c) for c in li.scalar_poly(L, n, d).all_coeffs()]))
+    sol = solve_ivp(lambda s, y: -np.polyval(fp, y) / d, (0, t), [a0], method="LSODA",
+                    rtol=1e-11, atol=1e-13)
+    expected = float(g.scalar_flow_from_infinity(L, n, d, tau0 + t))
+    assert abs(a0 + 1000) < 5 and sol.y[0, -1] == pytest.approx(expected, rel=1e-7)
+    assert g.scalar_flow_from_infinity(L, 10 ** 6, d, 10 ** 7) is None  # below 10^-25
+
+
+@pytest.mark.parametrize("radius", ["d**(1/(2*L))*(32*d**(1/(2*L)) + 8)",
+                                    "xi**(1/(2*L**2))*(32*d**(1/(2*L)) + 8)",
+                                    "(32*d**(1/(2*L)) + 8)/xi**(1/(2*L))"])
+def test_thm3_3_a_radius_in_another_power_of_xi_is_refuted_from_the_farthest_start(radius):
+    """Thm. 3.3 (2) with the radius constant in xi, in xi^{1/(2L^2)} or in xi^{-1/(2L)}: the
+    closeness check at xi = 10^-12 from A(0) = 0 passed them. From A(0) = a0 I far below A^opt
+    the flow is still ~0.2 xi^{1/4} (L = 2) below it at the named time, which exceeds them at
+    large xi; the printed radius (>= 40 xi^{1/(2L)}) holds there."""
+    claim = find("gatmiry2024.thm3_3")
+    fixed = dict(claim.correction.formulas)
+    v = check_claim(claim, tiers=("symbolic",), budget="quick", seed=0,
+                    overrides={**fixed, "c": radius})
+    assert v.verdict == "refuted" and "below A^opt at the named time" in v.reason, v.reason
+    bad = v.as_dict()["counterexample"]
+    assert bad["check"] == "closeness_from_the_farthest_start" and float(bad["A0"][:-2]) < 0
+    ok = check_claim(claim, tiers=("symbolic",), budget="quick", seed=0, overrides=fixed)
+    rows = ok.tiers["symbolic"].evidence["closeness_from_the_farthest_start"]["rows"]
+    assert ok.verdict == "verified" and len(rows) >= 20 and all(r["ok"] for r in rows)
+
+
+def test_thm3_3_a_time_undefined_at_l_2_is_refuted_not_an_error():
+    claim = find("gatmiry2024.thm3_3")
+    v = check_claim(claim, tiers=("symbolic",), budget="quick", seed=0,
+                    overrides={"time": "(1/xi)**((L - 1)/L)*(16*L/(L - 2))**((L - 1)/(2*L - 1))"})
+    assert v.verdict == "refuted", (v.verdict, v.reason)
