@@ -3552,48 +3552,99 @@ def _taylor_shift(coeffs: Sequence, a) -> list:
     return out[::-1]
 
 
-RADIUS_FLOOR = -25  # log10 of the smallest |a - a*| the radius probe resolves
+FARTHEST_FLOOR = -25  # log10 of the smallest |a - a*| the probes from infinity resolve
+
+
+@dataclass(frozen=True)
+class Inflow:
+    """The scalar flow da/dt = -f'(a)/d (Sigma* = I, A = a I) coming in from a = side * oo: it
+    arrives in finite time (f' grows like a^{2L-1}), and a flow from any finite start on that
+    side is nearer a* at every t, so it is the supremum over the starts a0 I.  Positions are
+    a* + side e^y; ``time_to(y)`` = int_{a* + side e^y}^{side oo} d / |f'(b)| db, taken over y,
+    where the integrand is smooth at both ends (f' is Taylor-shifted to a*: no cancellation)."""
+
+    L: int
+    n: int
+    d: int
+    side: int
+    a_opt: mpmath.mpf
+    f_shift: tuple  # f(a* + u), highest coefficient first
+    fp_shift: tuple  # f'(a* + u)
+
+    @classmethod
+    def at(cls, L: int, n: int, d: int, side: int = -1, digits: int = 30) -> "Inflow":
+        with mpmath.workdps(digits):
+            a_opt = _mp_a_star(L, n, d, digits + 15)
+            f = li.scalar_poly(L, n, d)
+            return cls(L, n, d, side, a_opt, tuple(_taylor_shift(_mp_coeffs(f), a_opt)),
+                       tuple(_taylor_shift(_mp_coeffs(f.diff(li.a_sym)), a_opt)))
+
+    def position(self, y) -> mpmath.mpf:
+        return self.a_opt + self.side * mpmath.exp(y)
+
+    def speed(self, y) -> mpmath.mpf:
+        """d(time)/dy = d e^y / |f'(a* + side e^y)|."""
+        u = mpmath.exp(y)
+        return self.d * u / abs(mpmath.polyval(self.fp_shift, self.side * u))
+
+    def time_to(self, y) -> mpmath.mpf:
+        return mpmath.quad(self.speed, [y, y + 10, mpmath.inf])
+
+    def loss(self, y) -> mpmath.mpf:
+        return mpmath.polyval(self.f_shift, self.side * mpmath.exp(y))
 
 
 def scalar_flow_from_infinity(L: int, n: int, d: int, t, side: int = -1,
                               digits: int = 30) -> mpmath.mpf | None:
-    """a(t) of the scalar flow da/dt = -f'(a)/d started at a = side * infinity: it comes in
-    finite time (f' grows like a^{2L-1}), and a flow from any finite start on that side is
-    nearer a* at every t, so |a(t) / a* - 1| is the supremum over the starts a0 I.  Solves
-    int_{a(t)}^{side oo} d / |f'(b)| db = t for y = log|a - a*| (Newton, safeguarded); the
-    integral is taken over y, where it is smooth at both ends.  None when |a(t) - a*| is below
-    10^RADIUS_FLOOR."""
+    """a(t) of the scalar flow from a = side * oo (``Inflow``): solves time_to(y) = t for
+    y = log|a - a*| (Newton, safeguarded).  None when |a(t) - a*| is below 10^FARTHEST_FLOOR."""
     with mpmath.workdps(digits):
-        a_opt = _mp_a_star(L, n, d, digits + 15)
-        cp = _taylor_shift(_mp_coeffs(li.scalar_poly(L, n, d).diff(li.a_sym)), a_opt)
+        flow = Inflow.at(L, n, d, side, digits)
         t = mpmath.mpf(t)
-        speed = lambda y: d * mpmath.exp(y) / abs(mpmath.polyval(cp, side * mpmath.exp(y)))  # noqa: E731
-        time_to = lambda y: mpmath.quad(speed, [y, y + 10, mpmath.inf])  # noqa: E731
-        lo, hi = RADIUS_FLOOR * mpmath.log(10), mpmath.inf  # time_to(lo) > t >= time_to(hi)
-        if time_to(lo) < t:
+        lo, hi = FARTHEST_FLOOR * mpmath.log(10), mpmath.inf  # time_to(lo) > t >= time_to(hi)
+        if flow.time_to(lo) < t:
             return None
         # the large-n start: |a - a*|^{-(2L-2)} = 4 L (L - 1) t
         y = max(lo, -mpmath.log(4 * L * (L - 1) * t) / (2 * L - 2))
-        tau = time_to(y)
+        tau = flow.time_to(y)
         for _ in range(200):
             if abs(tau - t) <= mpmath.mpf(10) ** (8 - digits) * t:
                 break
             lo, hi = (max(lo, y), hi) if tau > t else (lo, min(hi, y))
-            nxt = y + (tau - t) / speed(y)
+            nxt = y + (tau - t) / flow.speed(y)
             if not lo < nxt < hi:
                 nxt = (lo + hi) / 2 if hi < mpmath.inf else y + 1
-            tau = time_to(nxt) if abs(nxt - y) > 5 else tau - mpmath.quad(speed, [y, nxt])
+            tau = flow.time_to(nxt) if abs(nxt - y) > 5 else tau - mpmath.quad(flow.speed, [y, nxt])
             y = nxt
-        return a_opt + side * mpmath.exp(y)
+        return flow.position(y)
 
 
-RADIUS_PROBE_SIZES = tuple((L, n, d) for L in (2, 3) for n in (10 ** 12, 10 ** 40) for d in (1, 16))
-RADIUS_PROBE_XI = tuple(sympy.Integer(10) ** k for k in (-12, 0, 12, 40))
+def hitting_time_from_infinity(L: int, n: int, d: int, xi, side: int = -1,
+                               digits: int = 30) -> mpmath.mpf | None:
+    """The time the flow from a = side * oo takes to reach loss xi (the supremum of the hitting
+    times over the starts a0 I on that side): the level a_xi = a* + side e^y with f(a_xi) = xi
+    by bisection on y, then time_to(y).  None when xi is not above f(a*) + the floor's loss."""
+    with mpmath.workdps(digits):
+        flow = Inflow.at(L, n, d, side, digits)
+        xi = _mpf(xi)
+        lo, hi = FARTHEST_FLOOR * mpmath.log(10), mpmath.mpf(0)
+        if not flow.loss(lo) < xi:
+            return None
+        while flow.loss(hi) <= xi:
+            hi += 10
+        for _ in range(digits * 4):  # f increases in y on either side
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if flow.loss(mid) <= xi else (lo, mid)
+        return flow.time_to(hi)  # f(a* + side e^hi) >= xi: a lower bound on the hitting time
+
+
+FARTHEST_PROBE_SIZES = tuple((L, n, d) for L in (2, 3) for n in (10 ** 12, 10 ** 40) for d in (1, 16))
+FARTHEST_PROBE_XI = tuple(sympy.Integer(10) ** k for k in (-12, 0, 12, 40))
 RADIUS_START_FRACTION = mpmath.mpf(10) ** -6  # the concrete start: the flow from -oo at 1e-6 T
 
 
-def flow_radius_probe(F, sizes: Sequence = RADIUS_PROBE_SIZES,
-                      xis: Sequence = RADIUS_PROBE_XI) -> Finding:
+def flow_radius_probe(F, sizes: Sequence = FARTHEST_PROBE_SIZES,
+                      xis: Sequence = FARTHEST_PROBE_XI) -> Finding:
     """Thm. 3.3 (2) against the worst scalar start: at the named time T the flow from
     A(0) = a0 I with a0 -> -oo is the farthest below A^opt (1 - a(T)/a* grows like
     xi^{1/(2L)} (4 L (L - 1) K)^{-1/(2L-2)} when T = K xi^{-(L-1)/L}), at every xi the hypothesis
@@ -3638,6 +3689,53 @@ def flow_radius_probe(F, sizes: Sequence = RADIUS_PROBE_SIZES,
                                            f"A(0) = {bad.get('A0', '-oo I')} is "
                                            f"{bad.get('deviation_at_t', bad['sup_deviation'])} "
                                            f"below A^opt at the named time > c = {bad['c']}"))
+
+
+def flow_farthest_time_probe(F, sizes: Sequence = FARTHEST_PROBE_SIZES,
+                             xis: Sequence = FARTHEST_PROBE_XI) -> Finding:
+    """The time bound against the farthest scalar starts: the flow from A(0) = a0 I with
+    a0 -> +-oo takes a finite time, the supremum over those starts, to reach loss xi; at every
+    xi the hypothesis admits from 10^-12 to 10^40.  From A(0) = 0 the loss starts at f(0) <= d,
+    so at xi >= d that start says nothing and a time too short at large xi passed.  A violation
+    is confirmed at a concrete start."""
+    rows, bad = [], None
+    hyp = _gd_expr(F, "hypothesis")
+    for L, n, d in sizes:
+        for xi in xis:
+            if not _holds(hyp, {**_gd_env(n, d, L), "xi": xi}):
+                continue
+            with mpmath.workdps(30):
+                T = _flow_named(F, "time", n, d, L, xi)
+            row = {"L": L, "n": _n_text(n), "d": d, "xi": str(xi), "t_named": mpmath.nstr(T, 15)}
+            T = _finite_real(T)
+            times = {side: hitting_time_from_infinity(L, n, d, xi, side) for side in (-1, 1)}
+            side = max(times, key=lambda k: times[k] or 0)
+            t_sup = times[side]
+            if t_sup is None:  # xi within 10^-25 of f(a*): flow_xi_probe's ground
+                continue
+            row["t_sup_over_starts"] = mpmath.nstr(t_sup, 15)
+            if T is None:
+                row.update(ok=False, why=f"at L = {L}, n = {row['n']}, d = {d}, xi = {xi} the "
+                                         f"named time {row['t_named']} is not a real number")
+            else:
+                row["ok"] = bool(t_sup <= T)
+                if not row["ok"] and bad is None:
+                    # a finite start, tau0 in from the side: it needs t_sup - tau0 > T
+                    tau0 = (t_sup - max(T, 0)) / 2
+                    a0 = scalar_flow_from_infinity(L, n, d, tau0, side)
+                    row.update(A0=f"{mpmath.nstr(a0, 15)} I",
+                               t_from_A0=mpmath.nstr(t_sup - tau0, 15))
+            rows.append(row)
+            if not row["ok"] and bad is None:
+                bad = row
+    return Finding("hitting_time_from_the_farthest_start", bad is None,
+                   {"family": "Sigma* = I, A(0) = a0 I with a0 -> -oo or +oo (the farthest scalar "
+                              "starts); xi in 10^-12 .. 10^40 where the hypothesis admits it",
+                    "rows": rows}, bad,
+                   "" if bad is None else (bad.get("why") or f"at L = {bad['L']}, n = {bad['n']}, "
+                                           f"d = {bad['d']}, xi = {bad['xi']} the flow from "
+                                           f"A(0) = {bad['A0']} needs {bad['t_from_A0']} > "
+                                           f"{bad['t_named']} to reach xi"))
 
 
 FLOW_PROBE_SIZES = tuple((L, n, d) for L in (2, 3) for n in (10 ** 6, 10 ** 12) for d in (1, 16))
@@ -3739,7 +3837,7 @@ def _flow_symbolic(ctx: Context, form: FlowForm) -> TierResult:
         "by_L": rows, "L_1": "excluded: the named time divides by L - 1"}, first,
         "" if ok else f"at L = {first['L']}, d = {first['d']} the flow needs "
                       f"{first['t_to_reach_xi_quadrature']} > {first['named_time_bound']}")]
-    findings.append(flow_xi_probe(F))
+    findings += [flow_xi_probe(F), flow_farthest_time_probe(F)]
     if form.with_closeness:
         findings += [_closeness_finding(F, loops[:2], (1, 10, 1000), xi=CLOSE_XI),
                      flow_radius_probe(F)]

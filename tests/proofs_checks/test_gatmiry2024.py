@@ -563,3 +563,29 @@ def test_thm3_3_a_time_undefined_at_l_2_is_refuted_not_an_error():
     v = check_claim(claim, tiers=("symbolic",), budget="quick", seed=0,
                     overrides={"time": "(1/xi)**((L - 1)/L)*(16*L/(L - 2))**((L - 1)/(2*L - 1))"})
     assert v.verdict == "refuted", (v.verdict, v.reason)
+
+
+def test_thm_a12_a_time_too_short_at_large_xi_is_refuted_from_the_farthest_start():
+    """The corrected time with xi^2 for xi: longer at xi < 1, so the flows from A(0) = 0 (whose
+    loss starts below d) and the scan at xi = 10^-6 passed it. The flow from a0 I with a0 -> oo
+    needs ~ (d/xi)^{1/2}/8 (L = 2) to reach xi, more than it at xi = 10^12; the correction holds
+    at every row."""
+    claim = find("gatmiry2024.thm_a12")
+    fixed = dict(claim.correction.formulas)
+    v = check_claim(claim, tiers=("symbolic",), budget="quick", seed=0,
+                    overrides={**fixed, "time": "(d/xi**2)**((L - 1)/L)*16*L/(L - 1)"})
+    assert v.verdict == "refuted" and "to reach xi" in v.reason, v.reason
+    assert v.as_dict()["counterexample"]["check"] == "hitting_time_from_the_farthest_start"
+    ok = check_claim(claim, tiers=("symbolic",), budget="quick", seed=0, overrides=fixed)
+    rows = ok.tiers["symbolic"].evidence["hitting_time_from_the_farthest_start"]["rows"]
+    assert ok.verdict == "verified" and len(rows) >= 20 and all(r["ok"] for r in rows)
+
+
+def test_the_hitting_time_from_infinity_is_the_large_n_power_law():
+    """From a = +-oo, dx/dt = -2L x^{2L-1} with f = d x^{2L} at large n: the time to reach
+    f = xi is (d/xi)^{(L-1)/L} / (4 L (L - 1))."""
+    for L, d, xi in ((2, 1, 1), (2, 16, 10 ** 6), (3, 4, sympy.Rational(1, 100))):
+        expected = float((sympy.Integer(d) / xi) ** sympy.Rational(L - 1, L) / (4 * L * (L - 1)))
+        for side in (-1, 1):
+            t = float(g.hitting_time_from_infinity(L, 10 ** 40, d, xi, side))
+            assert t == pytest.approx(expected, rel=1e-6)
