@@ -3643,6 +3643,15 @@ FARTHEST_PROBE_XI = tuple(sympy.Integer(10) ** k for k in (-12, 0, 12, 40))
 RADIUS_START_FRACTION = mpmath.mpf(10) ** -6  # the concrete start: the flow from -oo at 1e-6 T
 
 
+def _admitted(F, sizes: Sequence, xis: Sequence):
+    """(L, n, d, xi) over the sizes and targets xi that the hypothesis admits."""
+    hyp = _gd_expr(F, "hypothesis")
+    for L, n, d in sizes:
+        for xi in xis:
+            if _holds(hyp, {**_gd_env(n, d, L), "xi": xi}):
+                yield L, n, d, xi
+
+
 def flow_radius_probe(F, sizes: Sequence = FARTHEST_PROBE_SIZES,
                       xis: Sequence = FARTHEST_PROBE_XI) -> Finding:
     """Thm. 3.3 (2) against the worst scalar start: at the named time T the flow from
@@ -3651,35 +3660,31 @@ def flow_radius_probe(F, sizes: Sequence = FARTHEST_PROBE_SIZES,
     admits from 10^-12 to 10^40.  The closeness check at one xi from A(0) = 0 passed radii in
     another power of xi, or constant in xi.  A violation is confirmed at a concrete start."""
     rows, bad = [], None
-    hyp = _gd_expr(F, "hypothesis")
-    for L, n, d in sizes:
-        for xi in xis:
-            if not _holds(hyp, {**_gd_env(n, d, L), "xi": xi}):
-                continue
-            with mpmath.workdps(30):
-                T, c = _flow_named(F, "time", n, d, L, xi), _flow_named(F, "c", n, d, L, xi)
-            row = {"L": L, "n": _n_text(n), "d": d, "xi": str(xi), "t": mpmath.nstr(T, 15),
-                   "c": mpmath.nstr(c, 15)}
-            T, c = _finite_real(T), _finite_real(c)
-            if T is None or T <= 0 or c is None:
-                row.update(ok=False, why=f"at L = {L}, n = {row['n']}, d = {d}, xi = {xi} the "
-                                         f"named time {row['t']} or radius {row['c']} is not a "
-                                         "positive real number")
-            else:
-                a_t = scalar_flow_from_infinity(L, n, d, T)
-                dev = mpmath.mpf(0) if a_t is None else 1 - a_t / _mp_a_star(L, n, d)
-                row.update(sup_deviation=("< 1e-25" if a_t is None else mpmath.nstr(dev, 15)),
-                           ok=bool(dev <= c))
-                if not row["ok"] and bad is None and c > 0:
-                    # a finite start: a0 = a(eps T) of the flow from -oo; at T it is a((1+eps) T)
-                    a0 = scalar_flow_from_infinity(L, n, d, RADIUS_START_FRACTION * T)
-                    a_end = scalar_flow_from_infinity(L, n, d, (1 + RADIUS_START_FRACTION) * T)
-                    dev_end = 1 - a_end / _mp_a_star(L, n, d)
-                    row.update(A0=f"{mpmath.nstr(a0, 15)} I", a_at_t=mpmath.nstr(a_end, 15),
-                               deviation_at_t=mpmath.nstr(dev_end, 15), ok=bool(dev_end <= c))
-            rows.append(row)
-            if not row["ok"] and bad is None:
-                bad = row
+    for L, n, d, xi in _admitted(F, sizes, xis):
+        with mpmath.workdps(30):
+            T, c = _flow_named(F, "time", n, d, L, xi), _flow_named(F, "c", n, d, L, xi)
+        row = {"L": L, "n": _n_text(n), "d": d, "xi": str(xi), "t": mpmath.nstr(T, 15),
+               "c": mpmath.nstr(c, 15)}
+        T, c = _finite_real(T), _finite_real(c)
+        if T is None or T <= 0 or c is None:
+            row.update(ok=False, why=f"at L = {L}, n = {row['n']}, d = {d}, xi = {xi} the "
+                                     f"named time {row['t']} or radius {row['c']} is not a "
+                                     "positive real number")
+        else:
+            a_t = scalar_flow_from_infinity(L, n, d, T)
+            dev = mpmath.mpf(0) if a_t is None else 1 - a_t / _mp_a_star(L, n, d)
+            row.update(sup_deviation=("< 1e-25" if a_t is None else mpmath.nstr(dev, 15)),
+                       ok=bool(dev <= c))
+            if not row["ok"] and bad is None and c > 0:
+                # a finite start: a0 = a(eps T) of the flow from -oo; at T it is a((1+eps) T)
+                a0 = scalar_flow_from_infinity(L, n, d, RADIUS_START_FRACTION * T)
+                a_end = scalar_flow_from_infinity(L, n, d, (1 + RADIUS_START_FRACTION) * T)
+                dev_end = 1 - a_end / _mp_a_star(L, n, d)
+                row.update(A0=f"{mpmath.nstr(a0, 15)} I", a_at_t=mpmath.nstr(a_end, 15),
+                           deviation_at_t=mpmath.nstr(dev_end, 15), ok=bool(dev_end <= c))
+        rows.append(row)
+        if not row["ok"] and bad is None:
+            bad = row
     return Finding("closeness_from_the_farthest_start", bad is None,
                    {"family": "Sigma* = I, A(0) = a0 I with a0 -> -oo (the farthest scalar start); "
                               "xi in 10^-12 .. 10^40 where the hypothesis admits it",
@@ -3699,35 +3704,31 @@ def flow_farthest_time_probe(F, sizes: Sequence = FARTHEST_PROBE_SIZES,
     so at xi >= d that start says nothing and a time too short at large xi passed.  A violation
     is confirmed at a concrete start."""
     rows, bad = [], None
-    hyp = _gd_expr(F, "hypothesis")
-    for L, n, d in sizes:
-        for xi in xis:
-            if not _holds(hyp, {**_gd_env(n, d, L), "xi": xi}):
-                continue
-            with mpmath.workdps(30):
-                T = _flow_named(F, "time", n, d, L, xi)
-            row = {"L": L, "n": _n_text(n), "d": d, "xi": str(xi), "t_named": mpmath.nstr(T, 15)}
-            T = _finite_real(T)
-            times = {side: hitting_time_from_infinity(L, n, d, xi, side) for side in (-1, 1)}
-            side = max(times, key=lambda k: times[k] or 0)
-            t_sup = times[side]
-            if t_sup is None:  # xi within 10^-25 of f(a*): flow_xi_probe's ground
-                continue
-            row["t_sup_over_starts"] = mpmath.nstr(t_sup, 15)
-            if T is None:
-                row.update(ok=False, why=f"at L = {L}, n = {row['n']}, d = {d}, xi = {xi} the "
-                                         f"named time {row['t_named']} is not a real number")
-            else:
-                row["ok"] = bool(t_sup <= T)
-                if not row["ok"] and bad is None:
-                    # a finite start, tau0 in from the side: it needs t_sup - tau0 > T
-                    tau0 = (t_sup - max(T, 0)) / 2
-                    a0 = scalar_flow_from_infinity(L, n, d, tau0, side)
-                    row.update(A0=f"{mpmath.nstr(a0, 15)} I",
-                               t_from_A0=mpmath.nstr(t_sup - tau0, 15))
-            rows.append(row)
+    for L, n, d, xi in _admitted(F, sizes, xis):
+        with mpmath.workdps(30):
+            T = _flow_named(F, "time", n, d, L, xi)
+        row = {"L": L, "n": _n_text(n), "d": d, "xi": str(xi), "t_named": mpmath.nstr(T, 15)}
+        T = _finite_real(T)
+        times = {side: hitting_time_from_infinity(L, n, d, xi, side) for side in (-1, 1)}
+        side = max(times, key=lambda k: times[k] or 0)
+        t_sup = times[side]
+        if t_sup is None:  # xi within 10^-25 of f(a*): flow_xi_probe's ground
+            continue
+        row["t_sup_over_starts"] = mpmath.nstr(t_sup, 15)
+        if T is None:
+            row.update(ok=False, why=f"at L = {L}, n = {row['n']}, d = {d}, xi = {xi} the "
+                                     f"named time {row['t_named']} is not a real number")
+        else:
+            row["ok"] = bool(t_sup <= T)
             if not row["ok"] and bad is None:
-                bad = row
+                # a finite start, tau0 in from the side: it needs t_sup - tau0 > T
+                tau0 = (t_sup - max(T, 0)) / 2
+                a0 = scalar_flow_from_infinity(L, n, d, tau0, side)
+                row.update(A0=f"{mpmath.nstr(a0, 15)} I",
+                           t_from_A0=mpmath.nstr(t_sup - tau0, 15))
+        rows.append(row)
+        if not row["ok"] and bad is None:
+            bad = row
     return Finding("hitting_time_from_the_farthest_start", bad is None,
                    {"family": "Sigma* = I, A(0) = a0 I with a0 -> -oo or +oo (the farthest scalar "
                               "starts); xi in 10^-12 .. 10^40 where the hypothesis admits it",
