@@ -589,3 +589,16 @@ def test_the_hitting_time_from_infinity_is_the_large_n_power_law():
         for side in (-1, 1):
             t = float(g.hitting_time_from_infinity(L, 10 ** 40, d, xi, side))
             assert t == pytest.approx(expected, rel=1e-6)
+
+
+def test_a_named_time_of_10_to_the_27_does_not_stall_the_numeric_flows():
+    """A time in (d/xi)^{(L-1)/delta} is ~10^27 at the numeric tier's sizes: the flows used to
+    be integrated to it in t and never finished (the mutant timed out before the symbolic tier,
+    which refutes it, ran). They stop at 10^6 now; the loss reached xi well before."""
+    claim = find("gatmiry2024.thm_a12")
+    over = {**claim.correction.formulas, "time": "16*L*(d/xi)**((L - 1)/delta)/(L - 1)"}
+    v = check_claim(claim, tiers=("numeric", "symbolic"), budget="quick", seed=0, overrides=over)
+    flows = v.tiers["numeric"].evidence["flows_at_small_d"]["flows"]
+    assert v.tiers["numeric"].status == "pass" and flows
+    assert all(r["integrated_to"] == g.FLOW_T_CAP and r["t_hit"] < 10 for r in flows)
+    assert v.verdict == "refuted" and v.tiers["symbolic"].status == "fail"
