@@ -3664,6 +3664,18 @@ def _admitted(F, sizes: Sequence, xis: Sequence):
                 yield L, n, d, xi
 
 
+def _farthest_finding(name: str, starts: str, rows: list, say: Callable[[dict], str]) -> Finding:
+    """A farthest-start probe's finding: its first failing row is the counterexample, told by
+    ``say`` after the instance (or by the row's own ``why``)."""
+    bad = next((r for r in rows if not r["ok"]), None)
+    return Finding(name, bad is None, {"family": f"Sigma* = I, A(0) = a0 I with {starts}; xi in "
+                                                 "10^-12 .. 10^40 where the hypothesis admits it",
+                                       "rows": rows}, bad,
+                   "" if bad is None else bad.get("why") or f"at L = {bad['L']}, n = {bad['n']}, "
+                                                            f"d = {bad['d']}, xi = {bad['xi']} "
+                                                            f"{say(bad)}")
+
+
 def flow_radius_probe(F, sizes: Sequence = FARTHEST_PROBE_SIZES,
                       xis: Sequence = FARTHEST_PROBE_XI) -> Finding:
     """Thm. 3.3 (2) against the worst scalar start: at the named time T the flow from
@@ -3671,7 +3683,7 @@ def flow_radius_probe(F, sizes: Sequence = FARTHEST_PROBE_SIZES,
     xi^{1/(2L)} (4 L (L - 1) K)^{-1/(2L-2)} when T = K xi^{-(L-1)/L}), at every xi the hypothesis
     admits from 10^-12 to 10^40.  The closeness check at one xi from A(0) = 0 passed radii in
     another power of xi, or constant in xi.  A violation is confirmed at a concrete start."""
-    rows, bad = [], None
+    rows = []
     for L, n, d, xi in _admitted(F, sizes, xis):
         with mpmath.workdps(30):
             T, c = _flow_named(F, "time", n, d, L, xi), _flow_named(F, "c", n, d, L, xi)
@@ -3687,25 +3699,20 @@ def flow_radius_probe(F, sizes: Sequence = FARTHEST_PROBE_SIZES,
             dev = mpmath.mpf(0) if a_t is None else 1 - a_t / _mp_a_star(L, n, d)
             row.update(sup_deviation=("< 1e-25" if a_t is None else mpmath.nstr(dev, 15)),
                        ok=bool(dev <= c))
-            if not row["ok"] and bad is None and c > 0:
-                # a finite start: a0 = a(eps T) of the flow from -oo; at T it is a((1+eps) T)
+            if not row["ok"] and all(r["ok"] for r in rows) and c > 0:
+                # the first violation, at a finite start: a0 = a(eps T) of the flow from -oo;
+                # at T it is a((1 + eps) T)
                 a0 = scalar_flow_from_infinity(L, n, d, RADIUS_START_FRACTION * T)
                 a_end = scalar_flow_from_infinity(L, n, d, (1 + RADIUS_START_FRACTION) * T)
                 dev_end = 1 - a_end / _mp_a_star(L, n, d)
                 row.update(A0=f"{mpmath.nstr(a0, 15)} I", a_at_t=mpmath.nstr(a_end, 15),
                            deviation_at_t=mpmath.nstr(dev_end, 15), ok=bool(dev_end <= c))
         rows.append(row)
-        if not row["ok"] and bad is None:
-            bad = row
-    return Finding("closeness_from_the_farthest_start", bad is None,
-                   {"family": "Sigma* = I, A(0) = a0 I with a0 -> -oo (the farthest scalar start); "
-                              "xi in 10^-12 .. 10^40 where the hypothesis admits it",
-                    "rows": rows}, bad,
-                   "" if bad is None else (bad.get("why") or f"at L = {bad['L']}, n = {bad['n']}, "
-                                           f"d = {bad['d']}, xi = {bad['xi']} the flow from "
-                                           f"A(0) = {bad.get('A0', '-oo I')} is "
-                                           f"{bad.get('deviation_at_t', bad['sup_deviation'])} "
-                                           f"below A^opt at the named time > c = {bad['c']}"))
+    return _farthest_finding(
+        "closeness_from_the_farthest_start", "a0 -> -oo (the farthest scalar start)", rows,
+        lambda b: f"the flow from A(0) = {b.get('A0', '-oo I')} is "
+                  f"{b.get('deviation_at_t', b['sup_deviation'])} below A^opt at the named time "
+                  f"> c = {b['c']}")
 
 
 def flow_farthest_time_probe(F, sizes: Sequence = FARTHEST_PROBE_SIZES,
@@ -3715,7 +3722,7 @@ def flow_farthest_time_probe(F, sizes: Sequence = FARTHEST_PROBE_SIZES,
     xi the hypothesis admits from 10^-12 to 10^40.  From A(0) = 0 the loss starts at f(0) <= d,
     so at xi >= d that start says nothing and a time too short at large xi passed.  A violation
     is confirmed at a concrete start."""
-    rows, bad = [], None
+    rows = []
     for L, n, d, xi in _admitted(F, sizes, xis):
         with mpmath.workdps(30):
             T = _flow_named(F, "time", n, d, L, xi)
@@ -3732,23 +3739,17 @@ def flow_farthest_time_probe(F, sizes: Sequence = FARTHEST_PROBE_SIZES,
                                      f"named time {row['t_named']} is not a real number")
         else:
             row["ok"] = bool(t_sup <= T)
-            if not row["ok"] and bad is None:
+            if not row["ok"] and all(r["ok"] for r in rows):
                 # a finite start, tau0 in from the side: it needs t_sup - tau0 > T
                 tau0 = (t_sup - max(T, 0)) / 2
                 a0 = scalar_flow_from_infinity(L, n, d, tau0, side)
                 row.update(A0=f"{mpmath.nstr(a0, 15)} I",
                            t_from_A0=mpmath.nstr(t_sup - tau0, 15))
         rows.append(row)
-        if not row["ok"] and bad is None:
-            bad = row
-    return Finding("hitting_time_from_the_farthest_start", bad is None,
-                   {"family": "Sigma* = I, A(0) = a0 I with a0 -> -oo or +oo (the farthest scalar "
-                              "starts); xi in 10^-12 .. 10^40 where the hypothesis admits it",
-                    "rows": rows}, bad,
-                   "" if bad is None else (bad.get("why") or f"at L = {bad['L']}, n = {bad['n']}, "
-                                           f"d = {bad['d']}, xi = {bad['xi']} the flow from "
-                                           f"A(0) = {bad['A0']} needs {bad['t_from_A0']} > "
-                                           f"{bad['t_named']} to reach xi"))
+    return _farthest_finding(
+        "hitting_time_from_the_farthest_start", "a0 -> -oo or +oo (the farthest scalar starts)",
+        rows, lambda b: f"the flow from A(0) = {b['A0']} needs {b['t_from_A0']} > "
+                        f"{b['t_named']} to reach xi")
 
 
 FLOW_PROBE_SIZES = tuple((L, n, d) for L in (2, 3) for n in (10 ** 6, 10 ** 12) for d in (1, 16))
