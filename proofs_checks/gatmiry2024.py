@@ -3704,9 +3704,10 @@ def flow_radius_probe(F, sizes: Sequence = FARTHEST_PROBE_SIZES,
                 # at T it is a((1 + eps) T)
                 a0 = scalar_flow_from_infinity(L, n, d, RADIUS_START_FRACTION * T)
                 a_end = scalar_flow_from_infinity(L, n, d, (1 + RADIUS_START_FRACTION) * T)
-                dev_end = 1 - a_end / _mp_a_star(L, n, d)
-                row.update(A0=f"{mpmath.nstr(a0, 15)} I", a_at_t=mpmath.nstr(a_end, 15),
-                           deviation_at_t=mpmath.nstr(dev_end, 15), ok=bool(dev_end <= c))
+                if a_end is not None:  # else within 1e-25 of a* at T: not confirmed, kept
+                    dev_end = 1 - a_end / _mp_a_star(L, n, d)
+                    row.update(A0=f"{mpmath.nstr(a0, 15)} I", a_at_t=mpmath.nstr(a_end, 15),
+                               deviation_at_t=mpmath.nstr(dev_end, 15), ok=bool(dev_end <= c))
         rows.append(row)
     return _farthest_finding(
         "closeness_from_the_farthest_start", "a0 -> -oo (the farthest scalar start)", rows,
