@@ -3655,7 +3655,7 @@ FARTHEST_PROBE_XI = tuple(sympy.Integer(10) ** k for k in (-12, 0, 3, 12, 40))
 RADIUS_START_FRACTION = mpmath.mpf(10) ** -6  # the concrete start: the flow from -oo at 1e-6 T
 
 
-def _admitted(F, sizes: Sequence, xis: Sequence):
+def _admitted_targets(F, sizes: Sequence, xis: Sequence):
     """(L, n, d, xi) over the sizes and targets xi that the hypothesis admits."""
     hyp = _gd_expr(F, "hypothesis")
     for L, n, d in sizes:
@@ -3684,7 +3684,7 @@ def flow_radius_probe(F, sizes: Sequence = FARTHEST_PROBE_SIZES,
     admits from 10^-12 to 10^40.  The closeness check at one xi from A(0) = 0 passed radii in
     another power of xi, or constant in xi.  A violation is confirmed at a concrete start."""
     rows = []
-    for L, n, d, xi in _admitted(F, sizes, xis):
+    for L, n, d, xi in _admitted_targets(F, sizes, xis):
         with mpmath.workdps(30):
             T, c = _flow_named(F, "time", n, d, L, xi), _flow_named(F, "c", n, d, L, xi)
         row = {"L": L, "n": _n_text(n), "d": d, "xi": str(xi), "t": mpmath.nstr(T, 15),
@@ -3724,7 +3724,7 @@ def flow_farthest_time_probe(F, sizes: Sequence = FARTHEST_PROBE_SIZES,
     so at xi >= d that start says nothing and a time too short at large xi passed.  A violation
     is confirmed at a concrete start."""
     rows = []
-    for L, n, d, xi in _admitted(F, sizes, xis):
+    for L, n, d, xi in _admitted_targets(F, sizes, xis):
         with mpmath.workdps(30):
             T = _flow_named(F, "time", n, d, L, xi)
         row = {"L": L, "n": _n_text(n), "d": d, "xi": str(xi), "t_named": mpmath.nstr(T, 15)}
