@@ -3409,15 +3409,15 @@ def scalar_flow_time(L: int, n: int, d: int, xi, a0=0) -> tuple[mpmath.mpf, mpma
 def scalar_flow_position(L: int, n: int, d: int, t, a0=0) -> mpmath.mpf:
     """a(t) of the scalar flow (A(0) = a0 I, a0 < a*): the root of
     int_{a0}^{a} d / (-f'(b)) db = t (increasing in a, infinite at a*), by safeguarded Newton
-    (dt/da = d / (-f'(a))) at 30 digits; f' Taylor-shifted to a* (45 digits), so that it does not
-    cancel to 0 near a*.  Within 10^FARTHEST_FLOOR of a* (a time of 10^10^12, or infinite) it
+    (dt/da = d / (-f'(a))) at 30 digits; f' Taylor-shifted to a* (``Inflow``), so that it does
+    not cancel to 0 near a*.  Within 10^FARTHEST_FLOOR of a* (a time of 10^10^12, or infinite) it
     stops there."""
     with mpmath.workdps(30):
-        a_opt = _mp_a_star(L, n, d, 45)
-        cp = _taylor_shift(_mp_coeffs(li.scalar_poly(L, n, d).diff(li.a_sym)), a_opt)
+        flow = Inflow.at(L, n, d)
+        a_opt = flow.a_opt
         t = mpmath.mpf(t)
         lo, hi = mpmath.mpf(a0), a_opt
-        rate = lambda b: d / -mpmath.polyval(cp, b - a_opt)  # noqa: E731
+        rate = lambda b: d / -mpmath.polyval(flow.fp_shift, b - a_opt)  # noqa: E731
         a, t_a = lo, mpmath.mpf(0)
         for _ in range(200):
             if abs(t_a - t) <= mpmath.mpf(10) ** -20 * max(1, t):
@@ -3581,6 +3581,7 @@ class Inflow:
     fp_shift: tuple  # f'(a* + u)
 
     @classmethod
+    @lru_cache(maxsize=256)  # a probe row asks for it two or three times
     def at(cls, L: int, n: int, d: int, side: int = -1, digits: int = 30) -> "Inflow":
         with mpmath.workdps(digits):
             a_opt = _mp_a_star(L, n, d, digits + 15)
@@ -3666,14 +3667,13 @@ def _admitted_targets(F, sizes: Sequence, xis: Sequence):
 
 def _farthest_finding(name: str, starts: str, rows: list, say: Callable[[dict], str]) -> Finding:
     """A farthest-start probe's finding: its first failing row is the counterexample, told by
-    ``say`` after the instance (or by the row's own ``why``)."""
+    its own ``why`` or by ``say``, after the instance."""
     bad = next((r for r in rows if not r["ok"]), None)
     return Finding(name, bad is None, {"family": f"Sigma* = I, A(0) = a0 I with {starts}; xi in "
                                                  "10^-12 .. 10^40 where the hypothesis admits it",
                                        "rows": rows}, bad,
-                   "" if bad is None else bad.get("why") or f"at L = {bad['L']}, n = {bad['n']}, "
-                                                            f"d = {bad['d']}, xi = {bad['xi']} "
-                                                            f"{say(bad)}")
+                   "" if bad is None else f"at L = {bad['L']}, n = {bad['n']}, d = {bad['d']}, "
+                                          f"xi = {bad['xi']} {bad.get('why') or say(bad)}")
 
 
 def flow_radius_probe(F, sizes: Sequence = FARTHEST_PROBE_SIZES,
@@ -3691,12 +3691,12 @@ def flow_radius_probe(F, sizes: Sequence = FARTHEST_PROBE_SIZES,
                "c": mpmath.nstr(c, 15)}
         T, c = _finite_real(T), _finite_real(c)
         if T is None or T <= 0 or c is None:
-            row.update(ok=False, why=f"at L = {L}, n = {row['n']}, d = {d}, xi = {xi} the "
-                                     f"named time {row['t']} or radius {row['c']} is not a "
+            row.update(ok=False, why=f"the named time {row['t']} or radius {row['c']} is not a "
                                      "positive real number")
         else:
             a_t = scalar_flow_from_infinity(L, n, d, T)
-            dev = mpmath.mpf(0) if a_t is None else 1 - a_t / _mp_a_star(L, n, d)
+            a_opt = Inflow.at(L, n, d).a_opt
+            dev = mpmath.mpf(0) if a_t is None else 1 - a_t / a_opt
             row.update(sup_deviation=("< 1e-25" if a_t is None else mpmath.nstr(dev, 15)),
                        ok=bool(dev <= c))
             if not row["ok"] and all(r["ok"] for r in rows) and c > 0:
@@ -3705,7 +3705,7 @@ def flow_radius_probe(F, sizes: Sequence = FARTHEST_PROBE_SIZES,
                 a0 = scalar_flow_from_infinity(L, n, d, RADIUS_START_FRACTION * T)
                 a_end = scalar_flow_from_infinity(L, n, d, (1 + RADIUS_START_FRACTION) * T)
                 if a_end is not None:  # else within 1e-25 of a* at T: not confirmed, kept
-                    dev_end = 1 - a_end / _mp_a_star(L, n, d)
+                    dev_end = 1 - a_end / a_opt
                     row.update(A0=f"{mpmath.nstr(a0, 15)} I", a_at_t=mpmath.nstr(a_end, 15),
                                deviation_at_t=mpmath.nstr(dev_end, 15), ok=bool(dev_end <= c))
         rows.append(row)
@@ -3736,8 +3736,7 @@ def flow_farthest_time_probe(F, sizes: Sequence = FARTHEST_PROBE_SIZES,
             continue
         row["t_sup_over_starts"] = mpmath.nstr(t_sup, 15)
         if T is None:
-            row.update(ok=False, why=f"at L = {L}, n = {row['n']}, d = {d}, xi = {xi} the "
-                                     f"named time {row['t_named']} is not a real number")
+            row.update(ok=False, why=f"the named time {row['t_named']} is not a real number")
         else:
             row["ok"] = bool(t_sup <= T)
             if not row["ok"] and all(r["ok"] for r in rows):
