@@ -30,7 +30,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from models.device import runtime  # noqa: E402
+from models.device import randn, runtime  # noqa: E402
 from models.lsa import lsa_forward, mask_matrix, readout  # noqa: E402
 from models.sampler import PromptLaw, sample_prompts  # noqa: E402
 from models.trainers import optimise_batched  # noqa: E402
@@ -48,6 +48,7 @@ class Setting:
     exact_loss: Callable[[list[torch.Tensor]], torch.Tensor]
     sampled_loss: Callable[[list[torch.Tensor], int, torch.Generator], torch.Tensor]
     weight_error: Callable[[list[torch.Tensor]], float]
+    seed: int = 0  # the initialisation every method starts from (see _good_seed)
     lr_adam_exact: float = 1e-2
     lr_adam_sampled: float = 1e-3
     batch: int = 1024
@@ -84,25 +85,27 @@ def thm1_setting(rt, paper_sizes: bool, find_init: bool = True) -> Setting:
 
     # an initialisation from which exact-loss L-BFGS reaches the global optimum (f(b, A) also
     # has spurious local minima; every method starts from this same point)
-    seed = _good_seed(lambda s: _init_full(d, s, rt), exact, error, rt) if find_init else 0
-
+    seed = _good_seed(thm1_setting, paper_sizes) if find_init else 0
     return Setting("ahn2023.thm1", f"d={d}, n={n}, 1 layer, full P,Q",
-                   lambda s: _init_full(d, seed, rt), exact, sampled, error)
+                   lambda s: _init_full(d, s, rt), exact, sampled, error, seed=seed)
 
 
 def _init_full(d, seed, rt):
-    g = torch.Generator(device=rt.device).manual_seed(seed)
-    return [0.01 * torch.randn(d + 1, d + 1, generator=g, dtype=rt.dtype, device=rt.device)
+    g = torch.Generator().manual_seed(seed)  # on cpu: the same start on every device and dtype
+    return [0.01 * randn(d + 1, d + 1, generator=g, dtype=torch.float64).to(rt.device, rt.dtype)
             for _ in range(2)]
 
 
-def _good_seed(init, exact, error, rt, tries: int = 20) -> int:
+def _good_seed(build: Callable[..., Setting], paper_sizes: bool, tries: int = 20) -> int:
+    """The first seed from which exact-loss L-BFGS in float64 on cpu reaches the optimum within
+    the target.  Starts are drawn on cpu in float64, so that seed is the same start on every
+    device and dtype (in float32 L-BFGS may stall short of 1e-3 from every start)."""
+    setting = build(runtime("cpu"), paper_sizes, find_init=False)
     for seed in range(tries):
-        params = [p.clone().requires_grad_() for p in init(seed)]
-        batched = [p.unsqueeze(0).detach().clone().requires_grad_() for p in params]
-        optimise_batched(lambda: exact([p[0] for p in batched]).unsqueeze(0), batched,
-                         "lbfgs", steps=600)
-        if error([p[0] for p in batched]) < TARGET:
+        batched = [p.unsqueeze(0).clone().requires_grad_() for p in setting.init(seed)]
+        optimise_batched(lambda: setting.exact_loss([p[0] for p in batched]).unsqueeze(0),
+                         batched, "lbfgs", steps=600)
+        if setting.weight_error([p[0] for p in batched]) < TARGET:
             return seed
     raise RuntimeError("no initialisation reached the optimum")
 
@@ -140,8 +143,8 @@ def looped_setting(rt, paper_sizes: bool, find_init: bool = True) -> Setting:
         return float(torch.linalg.norm(A - A_star) / torch.linalg.norm(A_star))
 
     def init(seed):
-        g = torch.Generator(device=rt.device).manual_seed(seed)
-        return [0.01 * torch.randn(d, d, generator=g, dtype=rt.dtype, device=rt.device)]
+        g = torch.Generator().manual_seed(seed)
+        return [0.01 * randn(d, d, generator=g, dtype=torch.float64).to(rt.device, rt.dtype)]
 
     return Setting("gatmiry2024 looped", f"d={d}, n={n}, L={L} loops, u=0, Sigma*=I", init, exact,
                    sampled, error)
@@ -188,12 +191,12 @@ def thm4_setting(rt, paper_sizes: bool, find_init: bool = True) -> Setting:
         return min(float(torch.linalg.norm(As - T) / torch.linalg.norm(T)) for T in targets)
 
     def init(seed):
-        g = torch.Generator(device=rt.device).manual_seed(seed)
-        return [0.1 * torch.randn(L, d, d, generator=g, dtype=rt.dtype, device=rt.device)]
+        g = torch.Generator().manual_seed(seed)
+        return [0.1 * randn(L, d, d, generator=g, dtype=torch.float64).to(rt.device, rt.dtype)]
 
-    seed = _good_seed(init, exact, error, rt) if find_init else 0
+    seed = _good_seed(thm4_setting, paper_sizes) if find_init else 0
     return Setting("ahn2023.thm4", f"d={d}, n={n}, {L} layers of (9), Sigma=diag(1,1,1/4,1/16,1)",
-                   lambda s: init(seed), exact, sampled, error)
+                   init, exact, sampled, error, seed=seed)
 
 
 SETTINGS = {"thm1": thm1_setting, "thm4": thm4_setting, "looped": looped_setting}
@@ -201,7 +204,7 @@ SETTINGS = {"thm1": thm1_setting, "thm4": thm4_setting, "looped": looped_setting
 
 # ---------------------------------------------------------------------------------- methods
 def run_method(setting: Setting, method: str, seconds: float, rt) -> dict:
-    params = [p.clone().requires_grad_() for p in setting.init(0)]
+    params = [p.clone().requires_grad_() for p in setting.init(setting.seed)]
     gen = torch.Generator(device=rt.device).manual_seed(1234)
     start = time.perf_counter()
     reached = None
@@ -277,8 +280,10 @@ def main() -> None:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--settings", default=",".join(SETTINGS))
     ap.add_argument("--paper-sizes", action="store_true")
+    ap.add_argument("--dtype", choices=("float32", "float64"), default=None,
+                    help="default: float64 on cpu, float32 on cuda")
     args = ap.parse_args()
-    rt = runtime(args.device)
+    rt = runtime(args.device, getattr(torch, args.dtype) if args.dtype else None)
     print(f"# bench/train.py  {dt.datetime.now().isoformat(timespec='seconds')}  "
           f"{platform.processor() or platform.machine()}  torch {torch.__version__}  "
           f"{rt.describe()}  threads {torch.get_num_threads()}  budget {args.seconds:.0f}s/method")

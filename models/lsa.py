@@ -11,6 +11,8 @@ from typing import Any, Sequence
 
 import torch
 
+from .device import randn
+
 
 def transpose(a: Any) -> Any:
     """Transpose of the last two axes for any array type (torch/numpy ``.mT``, sympy ``.T``)."""
@@ -95,23 +97,23 @@ class LinearTransformer(torch.nn.Module):
         self.config = config
         d, k = config.d, (1 if config.looped else config.layers)
 
-        def randn(*shape):
-            t = torch.randn(*shape, generator=generator, dtype=dtype)
+        def param(*shape):
+            t = randn(*shape, generator=generator, dtype=dtype)
             return torch.nn.Parameter((t * init_scale).to(device))
 
         p = config.parametrisation
         if p == "full":
-            self.P = randn(k, d + 1, d + 1)
-            self.Q = randn(k, d + 1, d + 1)
+            self.P = param(k, d + 1, d + 1)
+            self.Q = param(k, d + 1, d + 1)
         elif p == "eq7":
-            self.b = randn(k, d + 1)
-            self.A = randn(k, d + 1, d)
+            self.b = param(k, d + 1)
+            self.A = param(k, d + 1, d)
         else:
-            self.A = randn(k, d, d)
+            self.A = param(k, d, d)
             if p == "eq13":
-                self.B = randn(k, d, d)
+                self.B = param(k, d, d)
             elif p == "sec35":
-                self.u = randn(k, d)
+                self.u = param(k, d)
 
     def weights(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """The (P_l, Q_l) of every layer, assembled from the trainable blocks."""

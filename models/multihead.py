@@ -20,6 +20,7 @@ from typing import Any, Sequence
 
 import torch
 
+from .device import randn
 from .lsa import attention, mask_matrix, readout, transpose
 
 
@@ -85,11 +86,11 @@ class MultiHeadLSA(torch.nn.Module):
             raise ValueError("d and heads must be positive")
         self.d, self.heads = d, heads
 
-        def randn():
-            t = torch.randn(heads, d + 1, d + 1, generator=generator, dtype=dtype)
+        def param():
+            t = randn(heads, d + 1, d + 1, generator=generator, dtype=dtype)
             return torch.nn.Parameter((t * init_scale).to(device))
 
-        self.W_P, self.W_V, self.W_K, self.W_Q = randn(), randn(), randn(), randn()
+        self.W_P, self.W_V, self.W_K, self.W_Q = param(), param(), param(), param()
 
     def products(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(P_h, Q_h) stacked over heads: (H, d+1, d+1) each."""
@@ -113,7 +114,7 @@ class YqLSA(torch.nn.Module):
                  dtype=torch.float64, device: str | torch.device = "cpu") -> None:
         super().__init__()
         self.lsa = MultiHeadLSA(d, 1, init_scale, generator, dtype, device)
-        w = torch.randn(d, generator=generator, dtype=dtype) * init_scale
+        w = randn(d, generator=generator, dtype=dtype) * init_scale
         self.w = torch.nn.Parameter(w.to(device))
 
     def forward(self, X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor) -> torch.Tensor:
@@ -143,12 +144,12 @@ class Tasks:
 
 def sample_tasks(w_star: torch.Tensor, C: int, batch: int, generator: torch.Generator,
                  dtype=torch.float64, device: str | torch.device = "cpu") -> Tasks:
-    """``batch`` prompts with prior mean ``w_star`` (d,) and context size C; the generator must
-    live on ``device``."""
+    """``batch`` prompts with prior mean ``w_star`` (d,) and context size C (drawn on the
+    generator's device, then moved to ``device``)."""
     if batch <= 0 or C <= 0:
         raise ValueError("batch and C must be positive")
     d = w_star.shape[0]
-    g = torch.randn(batch, d, C + 2, generator=generator, dtype=dtype, device=device)
+    g = randn(batch, d, C + 2, generator=generator, dtype=dtype, device=device)
     X, xq = g[..., :C], g[..., C]
     w = w_star.to(dtype=dtype, device=device) + g[..., C + 1]
     y = torch.einsum("bdc,bd->bc", X, w)

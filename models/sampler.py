@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 import torch
 
+from .device import randn
+
 
 @dataclass(frozen=True)
 class PromptLaw:
@@ -53,19 +55,19 @@ def _sqrt_factor(cov: torch.Tensor | None, d: int, like: torch.Tensor) -> torch.
 
 def sample_prompts(law: PromptLaw, batch: int, generator: torch.Generator,
                    dtype=torch.float64, device: str | torch.device = "cpu") -> Prompts:
-    """Draw ``batch`` prompts; the generator must live on ``device``."""
+    """Draw ``batch`` prompts (on the generator's device, then moved to ``device``)."""
     if batch <= 0:
         raise ValueError("batch must be positive")
     d, n = law.d, law.n
     probe = torch.empty(0, dtype=dtype, device=device)
     Ls = _sqrt_factor(law.sigma, d, probe)
     Lw = _sqrt_factor(law.w_cov, d, probe)
-    g = torch.randn(batch, d, n + 1, generator=generator, dtype=dtype, device=device)
+    g = randn(batch, d, n + 1, generator=generator, dtype=dtype, device=device)
     xs = Ls @ g
     X, xq = xs[..., :n], xs[..., n]
-    w = (Lw @ torch.randn(batch, d, 1, generator=generator, dtype=dtype, device=device))[..., 0]
+    w = (Lw @ randn(batch, d, 1, generator=generator, dtype=dtype, device=device))[..., 0]
     y = torch.einsum("bdn,bd->bn", X, w)
     yq = torch.einsum("bd,bd->b", xq, w)
     if law.noise_std:
-        y = y + law.noise_std * torch.randn(y.shape, generator=generator, dtype=dtype, device=device)
+        y = y + law.noise_std * randn(y.shape, generator=generator, dtype=dtype, device=device)
     return Prompts(X, xq, w, y, yq)

@@ -24,6 +24,8 @@ import numpy as np
 import sympy
 import torch
 
+from .device import randint, randn
+
 # ----------------------------------------------------------------------------- array helpers
 
 
@@ -226,7 +228,7 @@ class SoftmaxICL(torch.nn.Module):
         super().__init__()
         c = config
         self.config = c
-        Q = beta * torch.randn(c.H, c.d, c.d, generator=generator, dtype=dtype, device=device)
+        Q = beta * randn(c.H, c.d, c.d, generator=generator, dtype=dtype, device=device)
         self.Q = torch.nn.Parameter(Q)
         self.w = torch.nn.Parameter(torch.zeros(c.H, c.K, dtype=dtype, device=device))
 
@@ -289,9 +291,9 @@ def random_dictionary(K: int, d: int, m: int, N: int, generator: torch.Generator
                       dtype=torch.float64, device="cpu") -> Dictionary:
     """Gaussian tokens normalised to unit norm (Sec. 2 asks ||v_k|| = 1) and Gaussian
     representations z_k ~ N(0, I_m) (the paper's experiments, Sec. 4)."""
-    V = torch.randn(d, K, generator=generator, dtype=dtype, device=device)
+    V = randn(d, K, generator=generator, dtype=dtype, device=device)
     V = V / V.norm(dim=0, keepdim=True)
-    Zhat = torch.randn(m, K, generator=generator, dtype=dtype, device=device)
+    Zhat = randn(m, K, generator=generator, dtype=dtype, device=device)
     return Dictionary(V, Zhat, N)
 
 
@@ -338,12 +340,11 @@ def sample_tasks(law: TaskLaw, dictionary: Dictionary, batch: int, generator: to
     m, K = Zhat.shape
     kw = {"generator": generator, "dtype": Zhat.dtype, "device": Zhat.device}
     if law.dist == "gaussian":
-        g = torch.randn(batch, m, **kw)
+        g = randn(batch, m, **kw)
     else:
-        g = 2.0 * torch.randint(0, 2, (batch, m), generator=generator, device=Zhat.device
-                                ).to(Zhat.dtype) - 1.0
+        g = 2.0 * randint(0, 2, (batch, m), generator=generator, device=Zhat.device).to(Zhat.dtype) - 1.0
     lam = law.mean + law.std * g
-    eps = math.sqrt(law.tau) * torch.randn(batch, m, K, **kw)
+    eps = math.sqrt(law.tau) * randn(batch, m, K, **kw)
     y = torch.einsum("bm,bmk->bk", lam, Zhat.unsqueeze(0) + eps)
     return Tasks(lam, eps, y, dictionary.N)
 

@@ -31,7 +31,7 @@ import numpy as np
 import sympy
 import torch
 
-from models.device import runtime
+from models.device import runtime, randn
 from models.exact import ExactLoss
 from models.lsa import LSAConfig, LinearTransformer, lsa_forward, readout
 from models.metrics import dist_to_identity
@@ -2639,9 +2639,9 @@ def train_exact(ctx: Context, L: int, d: int, n: int, sigma: np.ndarray, with_u:
     rt = runtime(ctx.device)
     B = restarts or ctx.budget.restarts
     gen = rt.generator(ctx.seed_for(tag))
-    M = torch.randn(B, d, d, generator=gen, dtype=rt.dtype, device=rt.device) * init_scale
+    M = randn(B, d, d, generator=gen, dtype=rt.dtype, device=rt.device) * init_scale
     A = ((M + M.mT) / 2).requires_grad_()
-    u = (torch.randn(B, d, generator=gen, dtype=rt.dtype, device=rt.device) * init_scale
+    u = (randn(B, d, generator=gen, dtype=rt.dtype, device=rt.device) * init_scale
          ).requires_grad_() if with_u else None
     iso = bool(np.allclose(sigma, np.eye(d)))
     poly = li.derived_loss(L, isotropic=iso, with_u=with_u)
@@ -4560,7 +4560,7 @@ def fig2_train(ctx: Context) -> TierResult:
     # 2 separate layers
     C2 = li.derived_loss(2, isotropic=True, with_u=False, multilayer=True)
     gen = torch.Generator().manual_seed(ctx.seed_for("fig2-multilayer"))
-    Ms = [(0.1 * torch.randn(d, d, generator=gen, dtype=torch.float64)).requires_grad_()
+    Ms = [(0.1 * randn(d, d, generator=gen, dtype=torch.float64)).requires_grad_()
           for _ in range(2)]
 
     def multilayer_loss():
@@ -4626,7 +4626,8 @@ FIG3_OOD = np.diag(np.linspace(0.5, 1.5, 10))  # an OOD test covariance (Sec. 5.
 
 def fig3_train(ctx: Context) -> TierResult:
     """The real model: trained with L_train = 2 loops (L-BFGS on the exact loss, d = 10, n = 20),
-    then run with more loops.  Decided exactly: the trained A is a I up to Dist(A, I) ~ 1e-9, and
+    then run with more loops.  Decided exactly: the trained A is a I up to Dist(A, I) ~ 1e-9
+    (1e-5 in float32), and
     its loss with L_test loops is f_{L_test}(tr A / d) (exact Wishart moments); the statement
     fails at the first L_test where that loss increases.  Evidence: Monte Carlo of the real
     forward pass (weights shared over L_test loops) in distribution and out of distribution
@@ -4650,16 +4651,17 @@ def fig3_train(ctx: Context) -> TierResult:
     for label, sigma in (("in_distribution", np.eye(d)), ("out_of_distribution", FIG3_OOD)):
         mc[label] = {str(Lt): mc_loss(looped_model(d, Lt, A0), sigma, n, samples, ctx.seed_for(
             "fig3", label, Lt)).as_dict(comparisons=comparisons) for Lt in mc_tests}
-    ok = up is None and dist < 1e-6
+    dist_tol = 1e-6 if rt.dtype == torch.float64 else 1e3 * rt.eps  # float32 L-BFGS: ~1e-5
+    ok = up is None and dist < dist_tol
     ev = {"trained": {"Dist_to_I": dist, "scale": float(a_tr), "a_star": li.a_star_float(n, d,
                                                                                       L_train),
                       **results[0].summary(curve_points=10)},
           "exact_loss_by_L_test_at_trained_scale": [float(v) for v in vals],
           "first_increase_at_L_test": up, "monte_carlo_real_forward_pass": mc,
           "ood_sigma_eigenvalues": np.diag(FIG3_OOD).tolist()}
-    if dist >= 1e-6:
+    if dist >= dist_tol:
         return combine([Finding("loop_extrapolation", None, ev,
-                                reason="the trained A is not a multiple of I to 1e-6")])
+                                reason=f"the trained A is not a multiple of I to {dist_tol:.1g}")])
     bad = None if up is None else {
         "d": d, "n": n, "L_train": L_train, "trained_scale": str(a_tr), "Dist_to_I": dist,
         "L_test": up, "loss_at_L_test": float(vals[up - 1]),

@@ -24,7 +24,7 @@ import numpy as np
 import sympy
 import torch
 
-from models.device import runtime
+from models.device import runtime, randn
 from models.softmax import (Dictionary, SoftmaxConfig, SoftmaxICL, TaskLaw, attention_weights,
                             coefficient_matrix, full_prediction, head_matrix, predict,
                             random_dictionary, sample_tasks, softmax_columns)
@@ -892,7 +892,7 @@ def random_model(inst: Instance, gen: torch.Generator, w_scale: float = 0.5) -> 
     """A model at a random point: Q_h ~ N(0, 1), w_h ~ N(0, w_scale^2) (not the w = 0 start)."""
     model = SoftmaxICL(SoftmaxConfig(inst.d, inst.K, inst.N, inst.H), generator=gen)
     with torch.no_grad():
-        model.w.copy_(w_scale * torch.randn(model.w.shape, generator=gen, dtype=model.w.dtype))
+        model.w.copy_(w_scale * randn(model.w.shape, generator=gen, dtype=model.w.dtype))
     return model
 
 
@@ -1405,7 +1405,7 @@ def _prediction_numeric(ctx: Context, which: str) -> TierResult:
         model = random_model(inst, gen, w_scale=1.0)
         Q, w = model.Q.detach(), model.w.detach()
         V_all = inst.dictionary.V_all
-        y = torch.randn(inst.N, generator=gen, dtype=torch.float64)
+        y = randn(inst.N, generator=gen, dtype=torch.float64)
         full = full_prediction(V_all, y, inst.N, Q, w).numpy()
         S = attention_weights(V_all[:, :inst.N], V_all, Q)
         try:
@@ -1524,7 +1524,7 @@ def lemma1_numeric(ctx: Context) -> TierResult:
     V = D.V
     worst, bad, why = 0.0, None, ""
     for trial in range(3):
-        Q = 1.5 * torch.randn(inst.d, inst.d, generator=gen, dtype=torch.float64)
+        Q = 1.5 * randn(inst.d, inst.d, generator=gen, dtype=torch.float64)
         for k in range(min(inst.K, 12)):      # a sample of tokens keeps the paper budget cheap
             vk = D.V_all[:, k]
             jac = torch.autograd.functional.jacobian(
@@ -1631,8 +1631,8 @@ def lemma2_numeric(ctx: Context) -> TierResult:
     best, best_pair = 0.0, None
     rows = []
     for l in (2, 3, 5, 8):
-        x1 = torch.randn(128, l, generator=gen, dtype=torch.float64) * 3
-        x2 = x1 + torch.randn(128, l, generator=gen, dtype=torch.float64) * 0.1
+        x1 = randn(128, l, generator=gen, dtype=torch.float64) * 3
+        x2 = x1 + randn(128, l, generator=gen, dtype=torch.float64) * 0.1
         x1.requires_grad_(True)
         x2.requires_grad_(True)
         opt = torch.optim.Adam([x1, x2], lr=0.02)
@@ -2051,7 +2051,7 @@ def dynamics(inst: Instance) -> Dynamics:
 
 def init_Q(inst: Instance, gen: torch.Generator, beta: float = 1.0) -> torch.Tensor:
     """Q_h^{(0)} entries i.i.d. N(0, beta^2) (Prop. 1)."""
-    return beta * torch.randn(inst.H, inst.d, inst.d, generator=gen, dtype=torch.float64)
+    return beta * randn(inst.H, inst.d, inst.d, generator=gen, dtype=torch.float64)
 
 
 def _grads(dyn: Dynamics, Q: torch.Tensor, w: torch.Tensor) -> tuple[float, torch.Tensor, torch.Tensor]:
@@ -2286,16 +2286,16 @@ def _random_points(inst: Instance, gen: torch.Generator, count: int):
     for i in range(count):
         qs = (0.3, 1.0, 3.0)[i % 3]
         ws = (0.1, 1.0, 5.0)[(i // 3) % 3]
-        Q = qs * torch.randn(inst.H, inst.d, inst.d, generator=gen, dtype=torch.float64)
-        w = ws * torch.randn(inst.H, inst.K, generator=gen, dtype=torch.float64)
+        Q = qs * randn(inst.H, inst.d, inst.d, generator=gen, dtype=torch.float64)
+        w = ws * randn(inst.H, inst.K, generator=gen, dtype=torch.float64)
         yield Q, w
 
 
 def _extreme_points(inst: Instance, gen: torch.Generator):
     """(Q, w) where the bounds of Lemmas 8, 9 are nearly tight: w = 0 (Ahat = 0, delta_k = -A e_k),
     and identical peaked heads with equal-sign w_hk (Ahat e_k = sum_h w_hk s_k -> H gamma alpha e_j)."""
-    Q1 = 8.0 * torch.randn(1, inst.d, inst.d, generator=gen, dtype=torch.float64)
-    yield 0.3 * torch.randn(inst.H, inst.d, inst.d, generator=gen, dtype=torch.float64), \
+    Q1 = 8.0 * randn(1, inst.d, inst.d, generator=gen, dtype=torch.float64)
+    yield 0.3 * randn(inst.H, inst.d, inst.d, generator=gen, dtype=torch.float64), \
         torch.zeros(inst.H, inst.K, dtype=torch.float64)
     for ws in (1.0, 30.0):
         yield Q1.expand(inst.H, inst.d, inst.d).clone(), torch.full((inst.H, inst.K), ws, dtype=torch.float64)
@@ -2411,8 +2411,8 @@ def _bounds_points(inst: Instance, F, gen: torch.Generator, which: str, worst: d
                                                 float_value(F["delta_bound"], vals))}
             else:
                 scale = (1e-3, 0.1, 1.0)[i % 3]
-                Q2 = Q + scale * torch.randn(Q.shape, generator=gen, dtype=torch.float64)
-                w2 = w + scale * torch.randn(w.shape, generator=gen, dtype=torch.float64)
+                Q2 = Q + scale * randn(Q.shape, generator=gen, dtype=torch.float64)
+                w2 = w + scale * randn(w.shape, generator=gen, dtype=torch.float64)
                 B2, delta2 = _bk_delta(dyn, Q2, w2)
                 al2 = w2 / gamma
                 alpha = max(float(al.abs().max()), float(al2.abs().max()))
@@ -2638,8 +2638,8 @@ def _ell_flat(dyn: Dynamics, gamma: float):
 
 def _lemma10_point(dyn, gamma, alpha, gen, q_scale):
     inst = dyn.inst
-    Q = q_scale * torch.randn(inst.H, inst.d, inst.d, generator=gen, dtype=torch.float64)
-    signs = torch.sign(torch.randn(inst.H, inst.K, generator=gen, dtype=torch.float64))
+    Q = q_scale * randn(inst.H, inst.d, inst.d, generator=gen, dtype=torch.float64)
+    signs = torch.sign(randn(inst.H, inst.K, generator=gen, dtype=torch.float64))
     return torch.cat([Q.reshape(-1), (0.9 * alpha * signs).reshape(-1)])
 
 
@@ -3179,7 +3179,7 @@ def _hessian_power(dyn: Dynamics, Q0: torch.Tensor) -> float:
         return dyn.excess(x[:nQ].reshape(inst.H, inst.d, inst.d), x[nQ:].reshape(inst.H, inst.K))
 
     gen = torch.Generator().manual_seed(0)
-    v = torch.randn(x0.shape, generator=gen, dtype=torch.float64)
+    v = randn(x0.shape, generator=gen, dtype=torch.float64)
     v = v / v.norm()
     lam = 0.0
     for _ in range(60):

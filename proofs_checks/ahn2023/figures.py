@@ -26,7 +26,7 @@ from functools import lru_cache
 import numpy as np
 import torch
 
-from models.device import runtime
+from models.device import runtime, randn
 from models.lsa import LSAConfig, LinearTransformer
 from models.metrics import dist_to_identity
 from models.progress import Progress
@@ -112,7 +112,7 @@ def _train_eq9(budget: str, seed: int, device: str, progress: bool) -> dict:
     sig_inv = torch.linalg.inv(sig)
     compiled = sparse.full_loss(L, "eq9").compile()
     gen = rt.generator(seed + 1)
-    A = (INIT_SCALE * torch.randn(B, L, d, d, generator=gen, dtype=rt.dtype,
+    A = (INIT_SCALE * randn(B, L, d, d, generator=gen, dtype=rt.dtype,
                                   device=rt.device)).requires_grad_()
 
     def loss():
@@ -300,9 +300,9 @@ def _train_eq13(budget: str, seed: int, device: str, progress: bool) -> dict:
     S = sigmas(seed + 7, K, d)
     R = torch.tensor(np.array([_sqrt(s) for s in S]), dtype=rt.dtype, device=rt.device)
     gen = rt.generator(seed + 11)
-    A = (INIT_SCALE * torch.randn(K, L, d, d, generator=gen, dtype=rt.dtype,
+    A = (INIT_SCALE * randn(K, L, d, d, generator=gen, dtype=rt.dtype,
                                   device=rt.device)).requires_grad_()
-    Bw = (INIT_SCALE * torch.randn(K, L, d, d, generator=gen, dtype=rt.dtype,
+    Bw = (INIT_SCALE * randn(K, L, d, d, generator=gen, dtype=rt.dtype,
                                    device=rt.device)).requires_grad_()
 
     def sym(M):
@@ -379,7 +379,7 @@ def _train_eq13_sampled(b: dict, seed: int, rt, progress: bool) -> list:
         Lw = torch.linalg.cholesky(law.w_cov)
         g = torch.Generator().manual_seed(seed + 500 + k)
         with torch.no_grad():
-            vals = torch.cat([conditional_loss(cpu_model, Lx @ torch.randn(
+            vals = torch.cat([conditional_loss(cpu_model, Lx @ randn(
                 200, d, n, generator=g, dtype=torch.float64), Lx, Lw) for _ in range(5)])
         out.append({"seed_index": k, "batch": b["batch"], "layers": L,
                     "population_loss_mc": float(vals.mean()),

@@ -25,7 +25,7 @@ import numpy as np
 import sympy
 import torch
 
-from models.device import cpu_threads, runtime
+from models.device import cpu_threads, runtime, randn
 from models.lsa import LSAConfig, LinearTransformer
 from moments.letters import space_size
 from moments.montecarlo import z_critical
@@ -400,7 +400,7 @@ def mc_loss_and_gradient(model: LinearTransformer, inst, samples: int, seed: int
     losses, grads = [], []
     params = [p for p in model.parameters()]
     for _ in range(chunks):
-        X = Lx @ torch.randn(per, d, inst.n, generator=gen, dtype=torch.float64)
+        X = Lx @ randn(per, d, inst.n, generator=gen, dtype=torch.float64)
         loss = conditional_loss(model, X, Lx, Lw).mean()
         g = torch.autograd.grad(loss, params)
         losses.append(float(loss.detach()))
@@ -654,10 +654,10 @@ def _train_thm3(sigma, n: int, d: int, restarts: int, diagonal: bool, gen, steps
     from models.trainers import optimise_batched
 
     if diagonal:
-        x = (0.5 * torch.randn(restarts, 2, d, generator=gen, dtype=torch.float64)).requires_grad_()
+        x = (0.5 * randn(restarts, 2, d, generator=gen, dtype=torch.float64)).requires_grad_()
         build = lambda: torch.diag_embed(x)  # noqa: E731
     else:
-        x = (0.5 * torch.randn(restarts, 2, d, d, generator=gen, dtype=torch.float64)).requires_grad_()
+        x = (0.5 * randn(restarts, 2, d, d, generator=gen, dtype=torch.float64)).requires_grad_()
         build = lambda: x  # noqa: E731
     res = optimise_batched(lambda: thm3_loss(build(), sigma, n), [x], method="lbfgs", steps=steps,
                            grad_tol=1e-12)

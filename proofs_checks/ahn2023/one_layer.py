@@ -17,7 +17,7 @@ import numpy as np
 import sympy
 import torch
 
-from models.device import runtime
+from models.device import runtime, randn
 from models.lsa import LSAConfig, LinearTransformer, lsa_forward, readout
 from models.sampler import sample_prompts
 from models.exact import ExactLoss
@@ -649,9 +649,9 @@ def thm1_train(ctx: Context) -> TierResult:
     # not convex and has spurious local minima (reported below, with their Hessian spectrum)
     B = ctx.budget.restarts
     gen = rt.generator(ctx.seed_for("train-init"))
-    P = (INIT_SCALE * torch.randn(B, d + 1, d + 1, generator=gen, dtype=rt.dtype,
+    P = (INIT_SCALE * randn(B, d + 1, d + 1, generator=gen, dtype=rt.dtype,
                                   device=rt.device)).requires_grad_()
-    Q = (INIT_SCALE * torch.randn(B, d + 1, d + 1, generator=gen, dtype=rt.dtype,
+    Q = (INIT_SCALE * randn(B, d + 1, d + 1, generator=gen, dtype=rt.dtype,
                                   device=rt.device)).requires_grad_()
     steps = _lbfgs_steps(ctx)
     distances: list[list[float]] = [[] for _ in range(B)]

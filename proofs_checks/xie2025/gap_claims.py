@@ -567,10 +567,12 @@ def fig5_train(ctx: Context) -> TierResult:
 
 def _c2_metrics(model, inst: Instance, eta: float, seed: int) -> dict:
     """App. C.2: prediction difference, gradient difference and cosine similarity to GD(eta*)."""
-    t = sample_tasks(inst.w_star_torch(), inst.C, 2048, torch.Generator().manual_seed(seed))
+    w = model.w  # the tasks in the model's dtype and on its device (float32 on a GPU)
+    w_star = inst.w_star_torch(w.dtype, w.device)
+    t = sample_tasks(w_star, inst.C, 2048, torch.Generator().manual_seed(seed), w.dtype, w.device)
     xq = t.xq.clone().requires_grad_()
     a = model(t.X, t.y, xq)
-    b = one_step_gd(t.X, t.y, xq, inst.w_star_torch(), eta)
+    b = one_step_gd(t.X, t.y, xq, w_star, eta)
     ga = torch.autograd.grad(a.sum(), xq, retain_graph=True)[0]
     gb = torch.autograd.grad(b.sum(), xq)[0]
     a, b, ga, gb = a.detach(), b.detach(), ga.detach(), gb.detach()

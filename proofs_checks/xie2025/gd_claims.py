@@ -5,6 +5,7 @@ import numpy as np
 import sympy
 import torch
 
+from models.device import randn
 from models.lsa import mask_matrix, readout
 from models.multihead import head_products, multihead_forward, multihead_prediction, sample_tasks
 from moments.wick import canonical
@@ -208,7 +209,7 @@ def eq8_numeric(ctx: Context) -> TierResult:
     P, Q = head_products(Wt["W_P"], Wt["W_V"], Wt["W_K"], Wt["W_Q"])
     gen = torch.Generator().manual_seed(ctx.seed_for("eq8-prompts"))
     t = sample_tasks(inst.w_star_torch(), C, 64, gen)
-    yq = torch.randn(64, generator=gen, dtype=torch.float64)
+    yq = randn(64, generator=gen, dtype=torch.float64)
     E = t.E(yq)
     model = readout(multihead_forward(E, [(P, Q)], mask_matrix(C, E), C)).numpy()
     f8 = compile_formula(F["f8"], {"d": d, "C": C})

@@ -8,7 +8,7 @@ from functools import lru_cache
 import numpy as np
 import torch
 
-from models.device import runtime
+from models.device import runtime, randn
 from models.exact import ExactLoss
 from models.multihead import MultiHeadLSA, YqLSA, sample_tasks
 from models.progress import Progress
@@ -55,9 +55,9 @@ def train_exact(inst: Instance, heads: int, restarts: int, steps: int, seed: int
     loss = HeadsLoss(guess, d, inst.C, fixed, beta)
     gen = rt.generator(seed)
     shape = (restarts, heads, d + 1, d + 1)
-    P = (INIT_SCALE * torch.randn(*shape, generator=gen, dtype=rt.dtype, device=rt.device)
+    P = (INIT_SCALE * randn(*shape, generator=gen, dtype=rt.dtype, device=rt.device)
          ).requires_grad_()
-    Q = (INIT_SCALE * torch.randn(*shape, generator=gen, dtype=rt.dtype, device=rt.device)
+    Q = (INIT_SCALE * randn(*shape, generator=gen, dtype=rt.dtype, device=rt.device)
          ).requires_grad_()
     exact = ExactLoss(loss, lambda: ({"P": P, "Q": Q}, {}))
     with Progress(steps, f"xie2025 exact-risk L-BFGS, H={heads}", progress) as bar:

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The GPU runs recorded in bench/RESULTS.md, in one call of the device machine (H200, no network):
+#   bash bench/device_session.sh STAGE OUTDIR
+# STAGE: quick  - every claim's train tier at --budget quick on cuda, one process per paper
+#        paper  - the train tier at --budget paper on cuda (the papers' experiment sizes)
+#        bench  - bench/train.py --device cuda, default and paper sizes
+#        tests  - the default test suite under this machine's python/torch (auto device = cuda)
+# Each stage writes its logs into OUTDIR; the caller tars OUTDIR into one file (the device tool
+# returns at most 8).
+set -u
+stage=$1; out=$2; mkdir -p "$out"
+export PYTHONPATH=. PYTHONUNBUFFERED=1
+python3 - <<'EOF' 2>&1
+import platform, sys, torch
+print(platform.node(), sys.version.split()[0], "torch", torch.__version__,
+      "cuda", torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else "-")
+EOF
+nvidia-smi -L 2>&1; nproc
+papers="ahn2023 gatmiry2024 xie2025 yang2024"
+train_ids() { python3 -m verify list --paper "$1" --json | python3 -c "
+import json, sys; print(' '.join(c['id'] for c in json.load(sys.stdin) if 'train' in c['tiers']))"; }
+case $stage in
+  quick|paper)
+    limit=${LIMIT:-240}
+    for p in $papers; do
+      ( start=$(date +%s.%N)
+        timeout "$limit" python3 -m verify check $(train_ids "$p") --tier train --budget "$stage" \
+          --device "${DEVICE:-cuda}" --seed 0 --json >"$out/$stage-$p.json" 2>"$out/$stage-$p.err"
+        echo "rc $? wall $(python3 -c "import time; print(round(time.time() - $start, 1))") s" \
+          >>"$out/$stage-$p.err" ) &
+    done
+    wait ;;
+  bench)
+    timeout "${LIMIT:-500}" python3 bench/train.py --device cuda --seconds "${SECONDS_PER_METHOD:-20}" \
+      ${PAPER_SIZES:+--paper-sizes} >"$out/bench.txt" 2>&1; echo "rc $?" >>"$out/bench.txt" ;;
+  tests)
+    timeout "${LIMIT:-500}" python3 -m pytest -p verify.pytest_plugin -n 14 -q -x --no-header \
+      -p no:cacheprovider >"$out/tests.txt" 2>&1; echo "rc $?" >>"$out/tests.txt" ;;
+  *) echo "unknown stage $stage" >&2; exit 2 ;;
+esac

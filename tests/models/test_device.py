@@ -1,0 +1,24 @@
+"""Seeded draws work with a generator on another device than the tensor (the cuda bug the H200
+run found: a cuda generator for a cpu tensor, and the reverse, raise in torch)."""
+import torch
+
+from models.device import randint, randn, runtime
+
+
+def test_draws_are_torch_draws_on_the_generators_device():
+    got = randn(3, 4, generator=torch.Generator().manual_seed(7), dtype=torch.float64)
+    want = torch.randn(3, 4, generator=torch.Generator().manual_seed(7), dtype=torch.float64)
+    assert torch.equal(got, want)
+    assert torch.equal(randint(0, 5, (6,), generator=torch.Generator().manual_seed(3)),
+                       torch.randint(0, 5, (6,), generator=torch.Generator().manual_seed(3)))
+
+
+def test_a_cpu_generator_serves_a_tensor_on_another_device():
+    t = randn((2, 2), generator=torch.Generator().manual_seed(0), dtype=torch.float32,
+              device="meta")
+    assert t.device.type == "meta" and t.shape == (2, 2) and t.dtype == torch.float32
+
+
+def test_checks_run_in_float64_on_every_device_unless_asked():
+    assert runtime("cpu").dtype == torch.float64
+    assert runtime("cpu", torch.float32).eps == torch.finfo(torch.float32).eps
