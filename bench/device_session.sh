@@ -2,7 +2,8 @@
 # The GPU runs recorded in bench/RESULTS.md, in one call of the device machine (H200, no network):
 #   bash bench/device_session.sh STAGE OUTDIR
 # STAGE: quick  - every claim's train tier at --budget quick on cuda, one process per paper
-#        paper  - the train tier at --budget paper on cuda (the papers' experiment sizes)
+#        paper  - the train tier at --budget paper on cuda (the papers' experiment sizes);
+#                 PER_CLAIM=1 runs one process per claim, all at once
 #        bench  - bench/train.py --device cuda, default and paper sizes
 #        tests  - the default test suite under this machine's python/torch (auto device = cuda)
 # Each stage writes its logs into OUTDIR; the caller tars OUTDIR into one file (the device tool
@@ -22,6 +23,16 @@ import json, sys; print(' '.join(c['id'] for c in json.load(sys.stdin) if 'train
 case $stage in
   quick|paper)
     limit=${LIMIT:-240}
+    if [ -n "${PER_CLAIM:-}" ]; then  # one process per claim, all at once: a time for each claim
+      for p in $papers; do for id in $(train_ids "$p"); do
+        ( start=$(date +%s.%N)
+          timeout "$limit" python3 -m verify check "$id" --tier train --budget "$stage" \
+            --device "${DEVICE:-cuda}" --seed 0 --json >"$out/$stage-$id.json" 2>/dev/null
+          echo "$id rc $? wall $(python3 -c "import time; print(round(time.time() - $start, 1))") s" \
+            >>"$out/walls.txt" ) &
+      done; done
+      wait; exit 0
+    fi
     for p in $papers; do
       ( start=$(date +%s.%N)
         timeout "$limit" python3 -m verify check $(train_ids "$p") --tier train --budget "$stage" \
@@ -32,7 +43,8 @@ case $stage in
     wait ;;
   bench)
     timeout "${LIMIT:-500}" python3 bench/train.py --device cuda --seconds "${SECONDS_PER_METHOD:-20}" \
-      ${PAPER_SIZES:+--paper-sizes} >"$out/bench.txt" 2>&1; echo "rc $?" >>"$out/bench.txt" ;;
+      ${PAPER_SIZES:+--paper-sizes} ${DTYPE:+--dtype $DTYPE} >"$out/bench${TAG:-}.txt" 2>&1
+    echo "rc $?" >>"$out/bench${TAG:-}.txt" ;;
   tests)
     timeout "${LIMIT:-500}" python3 -m pytest -p verify.pytest_plugin -n 14 -q -x --no-header \
       -p no:cacheprovider >"$out/tests.txt" 2>&1; echo "rc $?" >>"$out/tests.txt" ;;

@@ -22,3 +22,10 @@ def test_a_cpu_generator_serves_a_tensor_on_another_device():
 def test_checks_run_in_float64_on_every_device_unless_asked():
     assert runtime("cpu").dtype == torch.float64
     assert runtime("cpu", torch.float32).eps == torch.finfo(torch.float32).eps
+
+
+def test_a_seed_is_one_stream_on_every_device():
+    assert runtime("cpu").generator(5).device.type == "cpu"
+    a = randn(4, generator=runtime("cpu").generator(5), dtype=torch.float64)
+    b = randn(4, generator=runtime("cpu").generator(5), dtype=torch.float64, device="meta")
+    assert a.shape == b.shape and b.device.type == "meta"
