@@ -29,3 +29,30 @@ def test_a_seed_is_one_stream_on_every_device():
     a = randn(4, generator=runtime("cpu").generator(5), dtype=torch.float64)
     b = randn(4, generator=runtime("cpu").generator(5), dtype=torch.float64, device="meta")
     assert a.shape == b.shape and b.device.type == "meta"
+
+
+def test_no_seeded_draw_bypasses_the_helpers():
+    """A ``torch.randn(..., generator=g)`` elsewhere would raise on cuda again whenever g and the
+    tensor live on different devices (the H200 run: 14 of 22 train tiers)."""
+    import ast
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    found = []
+    for folder in ("models", "proofs_checks", "verify", "moments", "bench"):
+        for path in (root / folder).rglob("*.py"):
+            if path.name == "device.py" and path.parent.name == "models":
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                        and isinstance(node.func.value, ast.Name) and node.func.value.id == "torch"
+                        and node.func.attr in ("randn", "rand", "randint", "randperm", "normal")
+                        and any(k.arg == "generator" for k in node.keywords)
+                        and not any(k.arg == "device" and isinstance(k.value, ast.Attribute)
+                                    and k.value.attr == "device"
+                                    and ast.unparse(k.value.value) == ast.unparse(
+                                        next(kk.value for kk in node.keywords
+                                             if kk.arg == "generator"))
+                                    for k in node.keywords)):
+                    found.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert not found, found
