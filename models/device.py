@@ -67,9 +67,9 @@ def runtime(name: str = "auto", dtype: torch.dtype | None = None) -> Runtime:
     """The device, in float64 unless ``dtype`` says otherwise, on cuda too.  The checks decide at
     relative tolerances of 1e-6 to 1e-10, and L-BFGS in float32 stops ~1e-5 above the optimum:
     on the H200 the train tiers of xie2025 Thm 2 and Thm 4 gave other verdicts in float32 than in
-    float64.  The problems are small and the H200 runs float64 at a quarter of its float32 rate,
-    so float32 is left to the benchmarks (``bench/train.py --dtype``); code that takes a lower
-    precision derives its tolerances from ``Runtime.eps``."""
+    float64.  The problems are small and an H200 runs float64 at half its float32 rate (vendor
+    figures), so float32 is left to the benchmarks (``bench/train.py --dtype``); code that takes
+    a lower precision derives its tolerances from ``Runtime.eps``."""
     return Runtime(resolve_device(name), torch.float64 if dtype is None else dtype)
 
 
