@@ -384,13 +384,17 @@ class DeepICL(torch.nn.Module):
         super().__init__()
         c = config
         self.config = c
-        if generator is not None:
-            seed = int(torch.randint(0, 2**31 - 1, (1,), generator=generator, device=generator.device))
-            torch.manual_seed(seed)
-        self.embed = torch.nn.Linear(c.d + 2, c.d_model)  # (v_k, y_k, 1{k <= N})
-        layer = torch.nn.TransformerEncoderLayer(c.d_model, c.H, c.d_ff, dropout=0.0, batch_first=True)
-        self.encoder = torch.nn.TransformerEncoder(layer, c.layers, enable_nested_tensor=False)
-        self.readout = torch.nn.Linear(c.d_model, 1)
+        # torch.nn's initialisers draw from the global cpu generator: seed it from ``generator``
+        # inside fork_rng, so the caller's global random state is left as it was
+        with torch.random.fork_rng(devices=[]):
+            if generator is not None:
+                torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=generator,
+                                                    device=generator.device)))
+            self.embed = torch.nn.Linear(c.d + 2, c.d_model)  # (v_k, y_k, 1{k <= N})
+            layer = torch.nn.TransformerEncoderLayer(c.d_model, c.H, c.d_ff, dropout=0.0,
+                                                     batch_first=True)
+            self.encoder = torch.nn.TransformerEncoder(layer, c.layers, enable_nested_tensor=False)
+            self.readout = torch.nn.Linear(c.d_model, 1)
         self.to(dtype=dtype, device=device)
 
     def forward(self, V_all: torch.Tensor, y: torch.Tensor) -> torch.Tensor:

@@ -114,3 +114,14 @@ def test_deep_model_reads_every_token(nd):
     model = DeepICL(DeepConfig(d + 1, K, N, 2, layers=1, d_model=8, d_ff=8), generator=g)
     y = torch.randn(3, N)
     assert model(D.V_all, y).shape == (3, K)
+
+
+def test_deep_model_seeding_leaves_the_global_generator_alone():
+    cfg = DeepConfig(d=3, K=6, N=4, H=2, layers=1, d_model=8, d_ff=8)
+    torch.manual_seed(11)
+    want = torch.rand(3)
+    torch.manual_seed(11)
+    a = DeepICL(cfg, generator=torch.Generator().manual_seed(5))
+    assert torch.equal(torch.rand(3), want)
+    b = DeepICL(cfg, generator=torch.Generator().manual_seed(5))
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
