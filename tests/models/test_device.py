@@ -33,7 +33,8 @@ def test_a_seed_is_one_stream_on_every_device():
 
 def test_no_seeded_draw_bypasses_the_helpers():
     """A ``torch.randn(..., generator=g)`` elsewhere would raise on cuda again whenever g and the
-    tensor live on different devices (the H200 run: 14 of 22 train tiers)."""
+    tensor live on different devices (the first H200 run: 9 of the 22 train
+    tiers at the quick budget, all 6 of ahn2023's at the paper budget)."""
     import ast
     import pathlib
 
