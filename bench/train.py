@@ -1,6 +1,7 @@
 """Training benchmark: exact population-loss training against the anchors' sampled-prompt methods.
 
-    python bench/train.py [--seconds 30] [--device cpu|cuda] [--settings thm1,...] [--paper-sizes]
+    python bench/train.py [--seconds 30] [--device cpu|cuda] [--dtype float32|float64]
+                          [--settings thm1,...] [--paper-sizes]
 
 For each setting, four methods start from the same initialisation and run side by side:
 
@@ -281,7 +282,7 @@ def main() -> None:
     ap.add_argument("--settings", default=",".join(SETTINGS))
     ap.add_argument("--paper-sizes", action="store_true")
     ap.add_argument("--dtype", choices=("float32", "float64"), default=None,
-                    help="default: float64 on cpu, float32 on cuda")
+                    help="default float64, on cuda too (models.device.runtime)")
     args = ap.parse_args()
     rt = runtime(args.device, getattr(torch, args.dtype) if args.dtype else None)
     print(f"# bench/train.py  {dt.datetime.now().isoformat(timespec='seconds')}  "
