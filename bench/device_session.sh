@@ -22,23 +22,20 @@ train_ids() { python3 -m verify list --paper "$1" --json | python3 -c "
 import json, sys; print(' '.join(c['id'] for c in json.load(sys.stdin) if 'train' in c['tiers']))"; }
 case $stage in
   quick|paper)
-    limit=${LIMIT:-240}
-    if [ -n "${PER_CLAIM:-}" ]; then  # one process per claim, all at once: a time for each claim
-      for p in $papers; do for id in $(train_ids "$p"); do
-        ( start=$(date +%s.%N)
-          timeout "$limit" python3 -m verify check "$id" --tier train --budget "$stage" \
-            --device "${DEVICE:-cuda}" --seed 0 --json >"$out/$stage-$id.json" 2>/dev/null
-          echo "$id rc $? wall $(python3 -c "import time; print(round(time.time() - $start, 1))") s" \
-            >>"$out/walls.txt" ) &
-      done; done
-      wait; exit 0
-    fi
+    # LABEL IDS...: the train tiers of IDS into $out/$stage-LABEL.json, then rc and wall time
+    timed() {
+      local label=$1 start; shift; start=$(date +%s.%N)
+      timeout "${LIMIT:-240}" python3 -m verify check "$@" --tier train --budget "$stage" \
+        --device "${DEVICE:-cuda}" --seed 0 --json >"$out/$stage-$label.json" 2>"$out/$stage-$label.err"
+      echo "$label rc $? wall $(python3 -c "import time; print(round(time.time() - $start, 1))") s" \
+        >>"$out/walls.txt"
+    }
     for p in $papers; do
-      ( start=$(date +%s.%N)
-        timeout "$limit" python3 -m verify check $(train_ids "$p") --tier train --budget "$stage" \
-          --device "${DEVICE:-cuda}" --seed 0 --json >"$out/$stage-$p.json" 2>"$out/$stage-$p.err"
-        echo "rc $? wall $(python3 -c "import time; print(round(time.time() - $start, 1))") s" \
-          >>"$out/$stage-$p.err" ) &
+      if [ -n "${PER_CLAIM:-}" ]; then  # one process per claim, all at once
+        for id in $(train_ids "$p"); do timed "$id" "$id" & done
+      else
+        timed "$p" $(train_ids "$p") &
+      fi
     done
     wait ;;
   bench)

@@ -36,6 +36,11 @@ class Runtime:
     def eps(self) -> float:
         return torch.finfo(self.dtype).eps
 
+    def tolerance(self, float64: float, eps_multiple: float) -> float:
+        """A check's tolerance: ``float64`` in float64, ``eps_multiple`` * eps in a lower
+        precision (float32 L-BFGS ends ~1e-5 above an optimum, float64 ~1e-10)."""
+        return float64 if self.dtype == torch.float64 else eps_multiple * self.eps
+
     def generator(self, seed: int) -> torch.Generator:
         """A cpu generator on every device: drawn through ``randn``, a seed is then the same
         starts and prompts on cpu and cuda.  (With a cuda generator the H200 drew other starts,

@@ -2670,7 +2670,7 @@ def thm32_train(ctx: Context) -> TierResult:
                                     restarts=_by_budget(ctx, 3, ctx.budget.restarts))
     poly = li.derived_loss(L, with_u=True)
     runs, below = [], None
-    loss_tol = 1e-9 if rt.dtype == torch.float64 else 1e3 * rt.eps
+    loss_tol = rt.tolerance(1e-9, 1e3)
     for r, res in enumerate(results):
         env = {"A": A[r], "u": u[r].reshape(-1, 1), "Sigma": S, "Sigma_inv": np.linalg.inv(S)}
         f = float(poly.evaluate(env, {"n": n}))
@@ -4651,7 +4651,7 @@ def fig3_train(ctx: Context) -> TierResult:
     for label, sigma in (("in_distribution", np.eye(d)), ("out_of_distribution", FIG3_OOD)):
         mc[label] = {str(Lt): mc_loss(looped_model(d, Lt, A0), sigma, n, samples, ctx.seed_for(
             "fig3", label, Lt)).as_dict(comparisons=comparisons) for Lt in mc_tests}
-    dist_tol = 1e-6 if rt.dtype == torch.float64 else 1e3 * rt.eps  # float32 L-BFGS: ~1e-5
+    dist_tol = rt.tolerance(1e-6, 1e3)
     ok = up is None and dist < dist_tol
     ev = {"trained": {"Dist_to_I": dist, "scale": float(a_tr), "a_star": li.a_star_float(n, d,
                                                                                       L_train),

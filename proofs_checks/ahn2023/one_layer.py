@@ -641,7 +641,7 @@ def thm1_train(ctx: Context) -> TierResult:
     # ill-conditioned Sigma, f is a difference of much larger terms
     rounding = 4 * rounding_factor(one_layer().loss, d) * EPS64 * loss_at(
         b_star, A_star, inst, magnitude=True) / f_star
-    loss_tol = max(1e-7 if rt.dtype == torch.float64 else 1e3 * rt.eps, rounding)
+    loss_tol = max(rt.tolerance(1e-7, 1e3), rounding)
     weight_tol = 1e-3
     runs, other_points = [], []
     below = None
@@ -993,7 +993,7 @@ def lemma2_train(ctx: Context) -> TierResult:
     if not _finite(mp, gd):
         return combine([Finding("trained_identity", None, {"training": res.summary()},
                                 reason=_OVERFLOW)], {"instance": inst.as_dict()})
-    tol = 1e-10 if rt.dtype == torch.float64 else 1e4 * rt.eps
+    tol = rt.tolerance(1e-10, 1e4)
     ok = rel <= tol
     ce = None
     if not ok:

@@ -10,7 +10,7 @@ import sympy
 import torch
 from torch.func import grad, vmap
 
-from models.device import runtime
+from models.device import randn, runtime
 from models.multihead import embed, fast_prediction, sample_tasks
 from moments.montecarlo import streaming_estimate, z_critical
 from moments.tensor import gaussian_matrix, vector
@@ -25,7 +25,7 @@ from .derive import CTX_SLOTS
 from .setting import C_SYM, D_SYM, S_SYM, SETTING, Instance
 from .structured import leading, leading_text, limit_inf, value_at
 from .tensors import probe_tensor
-from .training import budget_steps, grad_tol, loss_tol, restarts_for, train_exact
+from .training import budget_steps, gap_tol, grad_tol, restarts_for, train_exact
 
 PAPER = "xie2025"
 D = FormulaSymbol("d", description="dimension of the inputs")
@@ -385,8 +385,7 @@ def thm2_train(ctx: Context) -> TierResult:
     inst = SETTING.instance(ctx.budget.name, ctx.sizes)
     d = inst.d
     steps = max(200, budget_steps(ctx.budget.name)["lbfgs"])
-    # float64 L-BFGS ends ~1e-10 above the optimum, so 1e-8 there; float32 ends ~1e-5 above it
-    gtol, ltol = grad_tol(ctx.device), loss_tol(ctx.device) / (100 if _is_float64(ctx) else 1)
+    gtol, ltol = grad_tol(ctx.device), gap_tol(ctx.device)
     rows, stationary = [], []
     for Cv in (inst.C, 4 * inst.C):
         ii = Instance(d, Cv, inst.w_entry)
@@ -412,10 +411,6 @@ def thm2_train(ctx: Context) -> TierResult:
         "" if ok else "training reaches non-trivial stationary points at every C tried, with "
                       "risk decreasing towards 0")], {"instance": inst.as_dict(),
                                                      "optimal_loss": rows[0]["R_star"]})
-
-
-def _is_float64(ctx: Context) -> bool:
-    return runtime(ctx.device).dtype == torch.float64
 
 
 def _trained_grad_norm(res, inst: Instance) -> float:
@@ -683,7 +678,6 @@ def _sym_lift(b: np.ndarray, A: np.ndarray) -> np.ndarray:
 
 def train_yq_exact(inst: Instance, ctx: Context, seed: int) -> dict:
     """L-BFGS on the exact y_q-LSA risk (P, Q, v free), restarts batched."""
-    from models.device import runtime, randn
     from models.exact import ExactLoss
     from models.trainers import optimise_batched
 

@@ -87,16 +87,21 @@ def head_sweep(d: int, C: int, w_entry: int, budget: str, restarts: int, seed: i
 
 def loss_tol(device: str = "auto") -> float:
     """Relative tolerance for "training reached the exact optimum": 1e-6 in float64 (L-BFGS on
-    the exact risk gets to ~1e-10), 1e3 eps in lower precision (float32 on cuda)."""
-    rt = runtime(device)
-    return 1e-6 if rt.dtype == torch.float64 else 1e3 * rt.eps
+    the exact risk gets to ~1e-10), 1e3 eps in a lower precision."""
+    return runtime(device).tolerance(1e-6, 1e3)
+
+
+def gap_tol(device: str = "auto") -> float:
+    """Relative gap to an exact optimum that marks the trained point as that optimum: 1e-8 in
+    float64 (L-BFGS ends ~1e-10 above it), 1e3 eps in a lower precision (float32 ends ~1e-5
+    above it)."""
+    return runtime(device).tolerance(1e-8, 1e3)
 
 
 def grad_tol(device: str = "auto") -> float:
     """Gradient norm below which a trained point counts as stationary: 1e-4 in float64 (L-BFGS
     stops near 1e-6 in the flat directions of over-parametrised heads), 1e5 eps otherwise."""
-    rt = runtime(device)
-    return 1e-4 if rt.dtype == torch.float64 else 1e5 * rt.eps
+    return runtime(device).tolerance(1e-4, 1e5)
 
 
 def restarts_for(budget) -> int:

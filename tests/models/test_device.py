@@ -22,6 +22,8 @@ def test_a_cpu_generator_serves_a_tensor_on_another_device():
 def test_checks_run_in_float64_on_every_device_unless_asked():
     assert runtime("cpu").dtype == torch.float64
     assert runtime("cpu", torch.float32).eps == torch.finfo(torch.float32).eps
+    assert runtime("cpu").tolerance(1e-6, 1e3) == 1e-6
+    assert runtime("cpu", torch.float32).tolerance(1e-6, 1e3) == 1e3 * torch.finfo(torch.float32).eps
 
 
 def test_a_seed_is_one_stream_on_every_device():
