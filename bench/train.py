@@ -210,10 +210,7 @@ def run_method(setting: Setting, method: str, seconds: float, rt) -> dict:
     start = time.perf_counter()
     reached = None
     steps = 0
-    fixed = None
     if method == "fixed-batch L-BFGS":
-        from models.sampler import Prompts  # noqa: F401
-
         fixed_gen = torch.Generator(device=rt.device).manual_seed(99)
         fixed_state = fixed_gen.get_state()
 

@@ -4328,7 +4328,7 @@ def _ood_numeric(ctx: Context) -> TierResult:
     F = ctx.formulas
     rng = ctx.rng("ood")
     trials = _by_budget(ctx, 12, 200, 1000)
-    rows, worst, bad = [], None, None
+    worst, bad = None, None
     for L in _loops(ctx):
         for d in _by_budget(ctx, (2,), (2, 3)):
             for n in _by_budget(ctx, (d + 2, 200), (d + 2, 20, 200)):

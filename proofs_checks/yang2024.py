@@ -2755,7 +2755,7 @@ def lemma10_chain() -> dict:
     k = sympy.Symbol("k", positive=True, integer=True)
     sum_K = sympy.summation(1, (k, 1, K))
     coeff = lambda expr, var: sympy.expand(expr).coeff(var)      # noqa: E731  (linear in var)
-    s_lip, s_norm = ch["s_lip"], ch["s_norm"]
+    s_lip = ch["s_lip"]
     b_bound, d_bound = ch["b_bound"], ch["delta_bound"]
     dl_Q, dl_a = coeff(ch["delta_lip"], dQ), coeff(ch["delta_lip"], dak)     # (51)
     b_lip = coeff(ch["b_lip"], sympy.Symbol("dQ_h", positive=True))          # (50)
@@ -3511,7 +3511,6 @@ def thm2_numeric(ctx: Context) -> TierResult:
     findings = []
     # (68): the chi-square tail, by Monte Carlo
     rng = ctx.rng("thm2-tail")
-    Z = inst.dictionary.Z.numpy()
     n = ctx.budget.mc_samples
     rows = []
     ok_tail = True

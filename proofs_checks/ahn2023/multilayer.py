@@ -25,7 +25,7 @@ import numpy as np
 import sympy
 import torch
 
-from models.device import cpu_threads, runtime, randn
+from models.device import cpu_threads, randn
 from models.lsa import LSAConfig, LinearTransformer
 from moments.letters import space_size
 from moments.montecarlo import z_critical
@@ -489,7 +489,6 @@ def exact_gradient(F, inst, layers: int, model: str, x, As, Bs) -> dict:
     if model == "eq13":
         scal.update({f"b_{i}": float(x[layers + i]) for i in range(layers - 1)})
         scal[f"b_{layers - 1}"] = 0.0
-    scal_abs = {k: abs(v) for k, v in scal.items()}
     if mA is not None and mB is not None:
         _, polys = sparse.loss_and_gradients_on_set(layers, model, mA, mB)
         G, G_mag, K = [], [], 0

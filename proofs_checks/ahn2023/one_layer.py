@@ -30,11 +30,10 @@ from moments.spectral import LAMBDA, depends_on_traces_of, power_sum, spectral_v
 from moments.tensor import matrix, scalar, vector, zeros
 from moments.wick import canonical, expectation
 from verify.claim import Claim, Context, TierResult
-from verify.evidence import Finding, combine, jsonable, step
+from verify.evidence import Finding, combine, step
 from verify.formulas import FormulaSymbol, NamedFormula, compile_formula, formula_value
 
-from ..linear_icl import (LinearICLSetting, cayley_orthogonal, make_instance, prompt_law,
-                         symbolic_prompt)
+from ..linear_icl import LinearICLSetting, make_instance, prompt_law, symbolic_prompt
 
 PAPER = "ahn2023"
 n_sym = sympy.Symbol("n", positive=True, integer=True)

@@ -235,7 +235,6 @@ def minimise(g: sympy.Expr, xs: list, starts: np.ndarray, digits: int = 40,
     """Minimise g from each start (BFGS), refine the best with Newton on grad g = 0 in mpmath.
 
     None when every run escapes (|x| > max_norm): then g has no minimiser in reach."""
-    import mpmath
     from scipy.optimize import minimize
 
     f, gr, _ = _lambdas(g, xs, "numpy")
@@ -308,7 +307,7 @@ def restricted_value_torch(P, layers: int, model: str, n: int, d: int):
     import torch.nn.functional as F
 
     def mul(p, q):
-        lp, lq = p.shape[1], q.shape[1]
+        lp = p.shape[1]
         out = 0
         for i in range(lp):
             out = out + F.pad(p[:, i:i + 1] * q, (i, lp - 1 - i))

@@ -9,7 +9,7 @@ import numpy as np
 import sympy
 import torch
 
-from models.multihead import embed, fast_prediction, sample_tasks
+from models.multihead import fast_prediction, sample_tasks
 from moments.montecarlo import Estimate, streaming_estimate
 from moments.poly import Poly
 

@@ -21,7 +21,6 @@ import sympy
 from sympy.polys.matrices import DomainMatrix
 
 from . import derive
-from .setting import BETA, C_SYM
 from .tensors import probe_tensor
 
 

@@ -20,7 +20,7 @@ from verify.evidence import Finding, step
 from verify.formulas import FormulaSymbol, NamedFormula, formula_value
 
 from . import derive, saturated as sat
-from .common import as_float, finish, float_heads, heads_from_bA
+from .common import as_float, finish, float_heads
 from .derive import CTX_SLOTS
 from .setting import C_SYM, D_SYM, S_SYM, SETTING, Instance
 from .structured import leading, leading_text, limit_inf, value_at

@@ -1,5 +1,4 @@
 """Batched training: independent problems per seed, each with its own status."""
-import numpy as np
 import torch
 
 from models.exact import ExactLoss

@@ -23,7 +23,7 @@ def test_list_and_show(capsys):
     assert code == 0 and claim["formulas"]
     import sympy
 
-    from verify.formulas import FormulaSymbol, NamedFormula
+    from verify.formulas import FormulaSymbol
 
     for f in claim["formulas"]:  # every expression reads back with its declared symbols
         syms = tuple(FormulaSymbol(s["name"], s["kind"], tuple(s["shape"]) if s.get("shape") else None)
