@@ -528,17 +528,19 @@ def looped_model(d: int, L: int, A: np.ndarray, u: np.ndarray | None = None,
 
 
 def mc_loss(model: LinearTransformer, sigma: np.ndarray, n: int, samples: int, seed: int,
-            w_identity: bool = False) -> Estimate:
-    """Monte Carlo of E[(TF_L(Z_0) - y_q)^2] with the real forward pass (float64)."""
+            w_identity: bool = False, device: str | torch.device = "cpu") -> Estimate:
+    """Monte Carlo of E[(TF_L(Z_0) - y_q)^2] with the real forward pass (float64) on `device`;
+    the prompts are drawn by a cpu generator, so a seed gives the same estimate on every device."""
     S = torch.tensor(sigma, dtype=torch.float64)
     law = PromptLaw(sigma=S, n=n, w_cov=None if w_identity else torch.linalg.inv(S))
     gen = torch.Generator().manual_seed(seed)
+    model = model.to(device)
 
     def draw(k):
-        pr = sample_prompts(law, k, gen)
+        pr = sample_prompts(law, k, gen, device=device)
         with torch.no_grad():
             err = model.predict(pr.Z()) - pr.yq
-        return (err ** 2).reshape(k, 1).numpy()
+        return (err ** 2).reshape(k, 1).cpu().numpy()
 
     mean, se = streaming_estimate(draw, samples, chunk=20_000)
     return Estimate(float(mean[0]), float(se[0]), samples)
@@ -4650,7 +4652,7 @@ def fig3_train(ctx: Context) -> TierResult:
     mc = {}
     for label, sigma in (("in_distribution", np.eye(d)), ("out_of_distribution", FIG3_OOD)):
         mc[label] = {str(Lt): mc_loss(looped_model(d, Lt, A0), sigma, n, samples, ctx.seed_for(
-            "fig3", label, Lt)).as_dict(comparisons=comparisons) for Lt in mc_tests}
+            "fig3", label, Lt), device=rt.device).as_dict(comparisons=comparisons) for Lt in mc_tests}
     dist_tol = rt.tolerance(1e-6, 1e3)
     ok = up is None and dist < dist_tol
     ev = {"trained": {"Dist_to_I": dist, "scale": float(a_tr), "a_star": li.a_star_float(n, d,
