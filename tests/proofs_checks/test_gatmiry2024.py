@@ -3,7 +3,7 @@ formulas (a changed constant, a flipped sign, a wrong power) come out refuted.""
 import pytest
 import sympy
 
-from proofs_checks import gatmiry2024 as g
+from proofs_checks.gatmiry2024 import common, flow, moment_bounds, optimum
 from proofs_checks import looped_icl as li
 from verify.registry import by_paper, find
 from verify.runner import check_claim
@@ -87,8 +87,8 @@ def test_gradient_at_scalar_points_matches_autograd():
     assert v.tiers["symbolic"].evidence["gradient_at_scalar_points"]["ok"] is True
 
 
-def test_bench_hook_returns_the_exact_loss_and_a_star():
-    poly, a = g.bench_exact_loss(L=2, n=20, d=3)
+def test_isotropic_exact_loss_at_a_star_is_the_scalar_loss():
+    poly, a = li.exact_loss_isotropic(2), li.a_star_float(20, 3, 2)
     import numpy as np
     val = float(poly.evaluate({"A": a * np.eye(3)}, {"n": 20, "d": 3}))
     f = li.scalar_poly(2, 20, 3)
@@ -156,8 +156,8 @@ def test_flat_moments_match_the_full_spectrum_engine():
             for s in (Fraction(1), Fraction(1, 4), Fraction(3, 2)):
                 for d in (1, 2, 3):
                     eigs = (s,) * d
-                    assert g.flat_alpha(k, s, d, n) == g.moment_eigenvalues(k, eigs, n)[0]
-                    assert g.flat_beta(k, s, d, n) == g.centred_eigenvalues(k, eigs, n)[0]
+                    assert moment_bounds.flat_alpha(k, s, d, n) == moment_bounds.moment_eigenvalues(k, eigs, n)[0]
+                    assert moment_bounds.flat_beta(k, s, d, n) == moment_bounds.centred_eigenvalues(k, eigs, n)[0]
 
 
 def test_thm3_4_correction_passes_and_a_larger_constant_is_refuted():
@@ -186,11 +186,11 @@ def test_lemma4_2_a_bound_too_large_to_expand_exactly_is_undecided_not_a_hang():
     """delta^n at n = 2^40 within 10^-50 of the moment: the exact comparison is skipped and the
     case counted as undecided (it used to expand the power for more than 20 minutes)."""
     cid = "gatmiry2024.lemma4_2"
-    forms = g.BoundForms({**{f.name: f.parse() for f in find(cid).formulas},
+    forms = moment_bounds.BoundForms({**{f.name: f.parse() for f in find(cid).formulas},
                           "lower": find(cid).formula("lower").parse(
                               "-delta**n*lambda_1**k + lambda_j**k")})
     from fractions import Fraction
-    case = g.BoundCase(1, 2, 1, 2 ** 40, (Fraction(1),))
+    case = moment_bounds.BoundCase(1, 2, 1, 2 ** 40, (Fraction(1),))
     assert forms.exact_bound(case, 0, "lower") is None
     assert forms.exact_holds(case, 0, sympy.Integer(1), "lower") is None
 
@@ -350,12 +350,12 @@ def test_moment_exact_values_bracket_every_spectrum():
     for _ in range(20):
         d, k, n = int(rng.integers(2, 5)), int(rng.integers(1, 5)), int(rng.integers(1, 40))
         eigs = sorted((Fraction(int(rng.integers(1, 20)), 7) for _ in range(d)), reverse=True)
-        alpha = g.moment_eigenvalues(k, tuple(eigs), n)
+        alpha = moment_bounds.moment_eigenvalues(k, tuple(eigs), n)
         for j in range(d):
             point = {"n": n, "d": d, "k": k, "L": 8, "lambda_j": mpmath.mpf(eigs[j].numerator)
                      / eigs[j].denominator, "lambda_1": mpmath.mpf(eigs[0].numerator)
                      / eigs[0].denominator}
-            values = g.moment_exact(point)
+            values = moment_bounds.moment_exact(point)
             a = float(alpha[j])
             assert float(values["lower"]) <= a * (1 + 1e-12) and a <= float(values["upper"]) * (1 + 1e-12)
 
@@ -365,10 +365,10 @@ def test_optimum_exact_values_are_the_certified_minimiser():
 
     a = li.a_star_rational(10 ** 6, 3, 2, 100)
     with mpmath.workdps(60):  # the values come at the caller's precision
-        values = g.optimum_exact({"n": mpmath.mpf(10 ** 6), "d": mpmath.mpf(3),
+        values = optimum.optimum_exact({"n": mpmath.mpf(10 ** 6), "d": mpmath.mpf(3),
                                   "L": mpmath.mpf(2)})
         assert abs(values["c"] - abs(mpmath.mpf(a.p) / a.q - 1)) < mpmath.mpf(10) ** -50
-    assert g.optimum_exact({"n": mpmath.mpf(10), "d": mpmath.mpf(3), "L": mpmath.mpf(7)}) is None
+    assert optimum.optimum_exact({"n": mpmath.mpf(10), "d": mpmath.mpf(3), "L": mpmath.mpf(7)}) is None
 
 
 @pytest.mark.parametrize("override", [{"hypothesis": "L >= 4*d**2*k**2"},
@@ -397,10 +397,10 @@ def test_a_sum_range_off_by_one_is_refuted_by_its_infinite_expectation():
 
     claim = find("gatmiry2024.cor_a4")
     printed = claim.formula("second")
-    assert g.divergence_at_d1(printed.parse().subs(g.L_SYM, 2)) is None
+    assert common.divergence_at_d1(printed.parse().subs(common.L_SYM, 2)) is None
     wrong = printed.text.replace("(i, 0, L-1)", "(i, 0, L)")
     assert wrong != printed.text
-    div = g.divergence_at_d1(printed.parse(wrong).subs(g.L_SYM, 2))
+    div = common.divergence_at_d1(printed.parse(wrong).subs(common.L_SYM, 2))
     assert div["pole"] == "4" and div["order"] == 1, div
     fixed = dict(claim.correction.formulas)   # the printed first term is corrected
     assert check_claim(claim, tiers=("symbolic",), budget="quick", seed=0,
@@ -436,9 +436,9 @@ def test_centred_exact_values_enclose_every_spectrum():
         for _ in range(25):
             d, k, n = int(rng.integers(2, 5)), int(rng.integers(1, 6)), int(rng.integers(1, 60))
             eigs = sorted((Fraction(int(rng.integers(1, 30)), 7) for _ in range(d)), reverse=True)
-            beta = g.centred_eigenvalues(k, tuple(eigs), n)
+            beta = moment_bounds.centred_eigenvalues(k, tuple(eigs), n)
             for j in range(d):
-                v = g.centred_exact({"n": n, "d": d, "k": k,
+                v = moment_bounds.centred_exact({"n": n, "d": d, "k": k,
                                      "lambda_j": mpmath.mpf(eigs[j].numerator) / eigs[j].denominator,
                                      "lambda_1": mpmath.mpf(eigs[0].numerator) / eigs[0].denominator})
                 (att_hi, env_hi), (att_lo, env_lo) = v["upper"], v["lower"]
@@ -458,7 +458,7 @@ def test_lemma_a7_a_slack_in_lambda_j_for_lambda_1_is_refuted_at_two_level_spect
     for k in (1, 2, 3):
         for top in (1, 2):
             eigs = tuple([a] * top + [b] * (3 - top))
-            assert g.level_beta(k, a, b, top, 3, 11) == g.centred_eigenvalues(k, eigs, 11)[-1]
+            assert moment_bounds.level_beta(k, a, b, top, 3, 11) == moment_bounds.centred_eigenvalues(k, eigs, 11)[-1]
     claim = find("gatmiry2024.lemma_a7")
     fixed = dict(claim.correction.formulas)
     v = check_claim(claim, tiers=("symbolic",), budget="quick", seed=0,
@@ -529,13 +529,13 @@ def test_the_flow_from_minus_infinity_matches_a_long_flow_from_a_finite_start():
 
     L, n, d, t = 2, 10 ** 12, 3, 0.5
     tau0 = 1 / (4 * L * (L - 1) * 1000.0 ** 2)  # |a0 - a*| = 10^3 is reached at ~ this time
-    a0 = float(g.scalar_flow_from_infinity(L, n, d, tau0))
+    a0 = float(flow.scalar_flow_from_infinity(L, n, d, tau0))
     fp = np.polyder(np.array([float(c) for c in li.scalar_poly(L, n, d).all_coeffs()]))
     sol = solve_ivp(lambda s, y: -np.polyval(fp, y) / d, (0, t), [a0], method="LSODA",
                     rtol=1e-11, atol=1e-13)
-    expected = float(g.scalar_flow_from_infinity(L, n, d, tau0 + t))
+    expected = float(flow.scalar_flow_from_infinity(L, n, d, tau0 + t))
     assert abs(a0 + 1000) < 5 and sol.y[0, -1] == pytest.approx(expected, rel=1e-7)
-    assert g.scalar_flow_from_infinity(L, 10 ** 6, d, 10 ** 7) is None  # below 10^-25
+    assert flow.scalar_flow_from_infinity(L, 10 ** 6, d, 10 ** 7) is None  # below 10^-25
 
 
 @pytest.mark.parametrize("radius", ["d**(1/(2*L))*(32*d**(1/(2*L)) + 8)",
@@ -587,7 +587,7 @@ def test_the_hitting_time_from_infinity_is_the_large_n_power_law():
     for L, d, xi in ((2, 1, 1), (2, 16, 10 ** 6), (3, 4, sympy.Rational(1, 100))):
         expected = float((sympy.Integer(d) / xi) ** sympy.Rational(L - 1, L) / (4 * L * (L - 1)))
         for side in (-1, 1):
-            t = float(g.hitting_time_from_infinity(L, 10 ** 40, d, xi, side))
+            t = float(flow.hitting_time_from_infinity(L, 10 ** 40, d, xi, side))
             assert t == pytest.approx(expected, rel=1e-6)
 
 
@@ -600,5 +600,5 @@ def test_a_named_time_of_10_to_the_27_does_not_stall_the_numeric_flows():
     v = check_claim(claim, tiers=("numeric", "symbolic"), budget="quick", seed=0, overrides=over)
     flows = v.tiers["numeric"].evidence["flows_at_small_d"]["flows"]
     assert v.tiers["numeric"].status == "pass" and flows
-    assert all(r["integrated_to"] == g.FLOW_T_CAP and r["t_hit"] < 10 for r in flows)
+    assert all(r["integrated_to"] == flow.FLOW_T_CAP and r["t_hit"] < 10 for r in flows)
     assert v.verdict == "refuted" and v.tiers["symbolic"].status == "fail"

@@ -1,0 +1,60 @@
+"""gatmiry2024: K. Gatmiry, N. Saunshi, S. Reddi, S. Jegelka, S. Kumar, "Can looped transformers
+learn to implement multi-step gradient descent for in-context learning?" (2024).
+
+The looped linear transformer Z_t = Z_{t-1} - (1/n) P Z_{t-1} M (Z_{t-1}^T Q Z_{t-1}) (eqs. (2)-(4))
+with the shared P = [[0, 0], [u^T, 1]], Q = [[A, 0], [0, 0]] of Sec. 3.5, on x_i ~ N(0, Sigma*),
+w* ~ N(0, Sigma*^{-1}).  ``looped_icl`` derives its population loss from the forward pass; the
+claims below compare the paper's closed forms, bounds and experiments with what was derived.
+
+Notation of the formulas: ``Sigma`` is the empirical covariance X X^T / n (the paper's Sigma),
+``Sigma_star`` the population covariance Sigma*, ``Sigma_star_half`` = Sigma*^{1/2}, ``A_half`` =
+A^{1/2}.  Formulas inside E_X[...] are written without the expectation: the checks take it with
+the moment kernel.  Exact instances take Sigma* = R^2 and A = B^2 with rational symmetric R, B, so
+that every square root in a formula is rational.
+
+The paper defines delta twice: Sec. 3.5 delta = (8 L d / sqrt(n))^{1/(2L)} (used by Thms. 3.2-4.5
+and Lemma 4.2 through delta^k), the remark after Thm. 3.2 and the proof of Lemma A.5 delta =
+4 k d / sqrt(n), Lemma A.7 delta^k = 4 k d / sqrt(n).  Each claim names the reading it uses and
+reports the others.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from verify.claim import Claim
+from verify.formulas import SIZE_NAMES, FormulaSymbol, NamedFormula
+
+from .loss import COR_A4, LEMMA4_1, LEMMA_A3, LEMMA_A6, PROP3_1, THM_A1
+from .moment_bounds import LEMMA4_2, LEMMA4_3, LEMMA_A2, LEMMA_A5, LEMMA_A7
+from .optimum import THM3_2, THM_A8
+from .dominance import LEMMA_A10, THM3_4, THM_A11
+from .flow import THM3_3, THM_A12
+from .closeness import LEMMA_A9, THM4_4
+from .ood import THM4_5, THM_A13
+from .figures import FIG1, FIG2, FIG3, FIG4
+
+
+def _own_symbols(claim: Claim) -> Claim:
+    """The claim with each formula's scalar symbols narrowed to those some formula of the claim
+    (as printed or corrected) uses, or that size a matrix of the formula.  The symbol tuples are shared by a section's
+    claims, so Thm. 3.4 declared delta and epsilon of Lemma A.10: a swap into them made mutants no
+    tier could evaluate (inconclusive survivors), and ``--set`` should reject them as symbols the
+    claim does not have."""
+    texts = [f.text for f in claim.formulas] + list(claim.correction.formulas.values()
+                                                    if claim.correction else [])
+    used = {w for t in texts for w in re.findall(r"[A-Za-z_]\w*", t)}
+
+    def keep(f: NamedFormula, s: FormulaSymbol) -> bool:
+        shapes = {x for m in f.symbols if m.kind != "scalar" for x in m.shape} | set(f.shape or ())
+        return s.kind != "scalar" or s.name in used or (s.name in SIZE_NAMES and s.name in shapes)
+
+    formulas = tuple(dataclasses.replace(f, symbols=tuple(s for s in f.symbols if keep(f, s)),
+                                         _cache={}) for f in claim.formulas)
+    return dataclasses.replace(claim, formulas=formulas)
+
+
+CLAIMS = [_own_symbols(c) for c in (
+    PROP3_1, LEMMA4_1, COR_A4, LEMMA_A3, LEMMA_A6, THM_A1, LEMMA_A2, LEMMA4_2, LEMMA_A5,
+    LEMMA4_3, LEMMA_A7, THM3_2, THM_A8, THM3_4, THM_A11, LEMMA_A10, THM3_3, THM_A12,
+    THM4_4, LEMMA_A9, THM4_5, THM_A13, FIG1, FIG2, FIG3, FIG4)]
