@@ -15,6 +15,7 @@ Sizes: K tokens in R^d, representations in R^m, prompts of N tokens, H heads, no
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -993,7 +994,10 @@ LEMMA5 = Claim(
 # ==============================================================================================
 # Eq. (33): delta_k, the distance of the k-th column of Ahat to the optimum
 # ==============================================================================================
-EQ33_FORMULAS = tuple(f for f in LEMMA5_FORMULAS if f.name in ("delta_prompt", "delta_query"))
+# Lemma 5 reads delta_k only through ||Zbar delta_k||^2, but (33) defines it, and its sign enters
+# the gradient (45) of the proof of Thm 1: here the negated delta_k is a different definition.
+EQ33_FORMULAS = tuple(dataclasses.replace(f, sign_free="", _cache={}) for f in LEMMA5_FORMULAS
+                      if f.name in ("delta_prompt", "delta_query"))
 
 
 def eq33_symbolic(ctx: Context) -> TierResult:

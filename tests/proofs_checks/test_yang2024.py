@@ -117,6 +117,10 @@ MUTANTS = {
     "eq33 dropped Ahat_k": ("yang2024.eq33", ("symbolic", "numeric"),
                             {**Y.EQ33.correction.formulas,
                              "delta_query": "-Inverse(Z.T*Z + m*tau*Identity(N))*Z.T*z_k"}),
+    # (33) defines delta_k's sign (the gradient (45) uses it): a negated delta is refuted by both tiers
+    "eq33 negated delta_query": ("yang2024.eq33", ("symbolic", "numeric"),
+                                 {**Y.EQ33.correction.formulas,
+                                  "delta_query": "-(" + Y.EQ33.correction.formulas["delta_query"] + ")"}),
     # mutation-testing survivors before the checks compared whole expressions / probed every letter
     "lemma7 gamma -> fbar_max": ("yang2024.lemma7", ("symbolic",),
                                  {"grad_bound": "2*sqrt(2)*alpha*sqrt(excess)*fbar_max**2"}),

@@ -218,6 +218,19 @@ def test_lemma2_update_mutants_are_all_killed(capsys):
                if m["status"] == "killed")
 
 
+def test_a_sign_a_claim_defines_is_not_set_aside(capsys):
+    # yang2024's delta_k is sign-free in Lemma 5 (only ||Zbar delta_k||^2 occurs) but (33) defines
+    # it, sign included (the gradient (45) uses it): the negation must be killed, not counted as a
+    # false alarm of a check that refutes a true statement
+    code, out, _ = run(capsys, "mutate", "yang2024.eq33", "--formula", "delta_query", "--json")
+    report = json.loads(out)
+    t = report["totals"]
+    assert code == 0 and t["false_alarms"] == 0 and t["survived"] == 0, t
+    (f,) = report["claims"][0]["formulas"]
+    (neg,) = [m for m in f["mutant_results"] if m["change"] == "negate the whole formula"]
+    assert neg["status"] == "killed"
+
+
 def test_a_tier_that_cannot_see_a_formula_lets_its_mutants_survive(capsys):
     # the numeric tier of Thm. 1 never reads A_scale (the symbolic tier checks the rescaling):
     # run alone, every mutant of A_scale survives, and mutate says so and exits 1
