@@ -14,7 +14,7 @@ from verify.formulas import NamedFormula
 
 from .. import looped_icl as li
 from .common import (PAPER, _D, _DELTA, _EPS, _L, _LOSS, _N, _by_budget, _exact_value, _loops,
-                     _setting, single_threaded, small_torch)
+                     _setting, sec35_delta, single_threaded, small_torch)
 from .dominance import _gd_env, _gd_expr, _holds, _mp_value, _mpf, _n_text
 from .flow import _mp_a_star
 
@@ -190,8 +190,7 @@ THM4_4 = Claim(
         NamedFormula("hypothesis", "(epsilon > 4*delta) & (loss <= epsilon**(2*L)/2)",
                      _CLOSE_SYMBOLS, equation="Thm. 4.4", description="epsilon > 4 delta and "
                      "L(A, 0) <= epsilon^{2L} / 2", weaker="narrower"),
-        NamedFormula("delta", "(8*L*d/sqrt(n))**(1/(2*L))", (_N, _D, _L), equation="Sec. 3.5",
-                     description="delta := (8 L d / sqrt(n))^{1/(2L)}"),
+        sec35_delta(),
         NamedFormula("radius", "(4 + 16*d**(1/(2*L)))*epsilon", _CLOSE_SYMBOLS,
                      equation="Thm. 4.4", description="c epsilon", weaker="larger"),
     ),
@@ -212,8 +211,7 @@ LEMMA_A9 = Claim(
                      "(loss <= epsilon**(2*L) - delta**(2*L)*(epsilon + 2)**(2*L))",
                      _CLOSE_SYMBOLS, equation="Lemma A.9",
                      description="the conditions on epsilon and L(A, 0)", weaker="narrower"),
-        NamedFormula("delta", "(8*L*d/sqrt(n))**(1/(2*L))", (_N, _D, _L), equation="Sec. 3.5",
-                     description="delta := (8 L d / sqrt(n))^{1/(2L)}"),
+        sec35_delta(),
         NamedFormula("radius", "4*epsilon + 16*delta*d**(1/(2*L))", _CLOSE_SYMBOLS,
                      equation="Lemma A.9", description="the radius of the sandwich",
                      weaker="larger"),

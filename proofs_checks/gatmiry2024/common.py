@@ -15,7 +15,7 @@ from moments.tensor import gaussian_matrix, matrix, vector
 from moments.wick import expectation
 from verify.claim import Check, Context, TierResult
 from verify.evidence import Finding, combine, step
-from verify.formulas import FormulaSymbol, sum_terms
+from verify.formulas import FormulaSymbol, NamedFormula, sum_terms
 
 from .. import looped_icl as li
 from ..linear_icl import LinearICLSetting, cayley_orthogonal
@@ -101,6 +101,14 @@ def _by_budget(ctx: Context, quick, default=None, paper=None):
 def _loops(ctx: Context) -> tuple:
     """Loop counts for which the full-matrix loss is derived by Isserlis (cost grows fast in L)."""
     return BUDGET_LOOPS.get(ctx.budget.name, (1, 2))
+
+
+
+def sec35_delta(*more: FormulaSymbol) -> NamedFormula:
+    """delta := (8 L d / sqrt(n))^{1/(2L)} (Sec. 3.5), the reading of Thms. 3.2-4.5 and Lemma 4.2's
+    delta^k, over n, d, L and the claim's further symbols ``more`` (k in the moment lemmas)."""
+    return NamedFormula("delta", "(8*L*d/sqrt(n))**(1/(2*L))", (_N, _D, _L, *more),
+                        equation="Sec. 3.5", description="delta := (8 L d / sqrt(n))^{1/(2L)}")
 
 
 def _setting(quick: Mapping, default: Mapping | None = None, paper: Mapping | None = None):

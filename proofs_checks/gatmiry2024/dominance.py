@@ -17,7 +17,7 @@ from verify.formulas import NamedFormula
 
 from .. import looped_icl as li
 from .common import (D, L_SYM, N, PAPER, _D, _DELTA, _EPS, _L, _LOSS, _N, _by_budget, _exact_value,
-                     _loops, _q, _setting, single_threaded)
+                     _loops, _q, _setting, sec35_delta, single_threaded)
 
 
 GD_SETTING = _setting({"n": 20, "d": 3, "L": 2})
@@ -484,8 +484,7 @@ THM3_4 = Claim(
 THM_A11_FORMULAS = (
     NamedFormula("hypothesis", "loss >= 2*(4*delta)**(2*L)", _GD_SYMBOLS, equation="Thm. A.11",
                  description="L(A, 0) >= 2 (4 delta)^{2L}", weaker="narrower"),
-    NamedFormula("delta", "(8*L*d/sqrt(n))**(1/(2*L))", (_N, _D, _L), equation="Sec. 3.5",
-                 description="delta := (8 L d / sqrt(n))^{1/(2L)}"),
+    sec35_delta(),
     NamedFormula("rhs", "loss**((2*L - 1)/L)/16", _GD_SYMBOLS, equation="Thm. A.11",
                  description="||grad L(A, 0)||^2 >= L(A, 0)^{(2L-1)/L} / 16", weaker="smaller"),
 )
@@ -514,8 +513,7 @@ LEMMA_A10_FORMULAS = (
                  "(loss >= epsilon**(2*L) + d*delta**(2*L)*(epsilon + 2)**(2*L))", _GD_SYMBOLS,
                  equation="Lemma A.10", description="the conditions on epsilon, delta and L(A, 0)",
                  weaker="narrower"),
-    NamedFormula("delta", "(8*L*d/sqrt(n))**(1/(2*L))", (_N, _D, _L), equation="Sec. 3.5",
-                 description="delta := (8 L d / sqrt(n))^{1/(2L)}"),
+    sec35_delta(),
     NamedFormula("rhs", "epsilon**(4*L - 2)/4", _GD_SYMBOLS, equation="Lemma A.10",
                  description="||grad L(A, 0)||^2 >= epsilon^{4L-2} / 4", weaker="smaller"),
 )

@@ -16,7 +16,8 @@ from verify.evidence import Finding, combine, step
 from verify.formulas import NamedFormula
 
 from .. import looped_icl as li
-from .common import PAPER, _D, _DELTA, _L, _N, _XI, _by_budget, _loops, _setting, single_threaded
+from .common import (PAPER, _D, _DELTA, _L, _N, _XI, _by_budget, _loops, _setting, sec35_delta,
+                     single_threaded)
 from .moment_bounds import _finite_real
 from .dominance import GD_N, _gd_env, _gd_expr, _holds, _mp_value, _mpf, _n_text
 
@@ -601,8 +602,7 @@ def _flow_numeric(ctx: Context, form: FlowForm) -> TierResult:
 THM_A12_FORMULAS = (
     NamedFormula("hypothesis", "xi >= 2*(4*delta)**(2*L)", _FLOW_SYMBOLS, equation="Thm. A.12",
                  description="xi >= 2 (4 delta)^{2L}", weaker="narrower"),
-    NamedFormula("delta", "(8*L*d/sqrt(n))**(1/(2*L))", (_N, _D, _L), equation="Sec. 3.5",
-                 description="delta := (8 L d / sqrt(n))^{1/(2L)}"),
+    sec35_delta(),
     NamedFormula("time", "(1/xi)**((L - 1)/L)*(16*L/(L - 1))**((L - 1)/(2*L - 1))", _FLOW_SYMBOLS,
                  equation="Thm. A.12", description="after this time L(A(t), 0) <= xi", weaker="larger"),
 )

@@ -22,7 +22,7 @@ from verify.formulas import NamedFormula
 from .. import looped_icl as li
 from ..linear_icl import cayley_orthogonal
 from .common import (N, PAPER, _D, _DELTA, _K, _L, _LAM_1, _LAM_J, _N, _by_budget, _exact_value,
-                     _setting, _size, formula_letters, root_instances)
+                     _setting, _size, formula_letters, root_instances, sec35_delta)
 
 
 @dataclass(frozen=True)
@@ -791,8 +791,7 @@ LEMMA42_FORMULAS = (
     NamedFormula("hypothesis", "n > d", (_N, _D, _K, _L), equation="Sec. 3.2",
                  description="the paper's standing assumption (the lemma states none)",
                  weaker="narrower"),
-    NamedFormula("delta", "(8*L*d/sqrt(n))**(1/(2*L))", (_N, _D, _L, _K), equation="Sec. 3.5",
-                 description="delta := (8 L d / sqrt(n))^{1/(2L)}"),
+    sec35_delta(_K),
     NamedFormula("lower", "lambda_j**k - delta**k*lambda_1**k", _BOUND_SYMBOLS,
                  equation="Lemma 4.2", description="lower bound on alpha^(j)", weaker="smaller",
                  proof=_lower_envelope, proof_source=LOWER_ENVELOPE_SOURCE),
@@ -953,8 +952,7 @@ LEMMA43_FORMULAS = (
     NamedFormula("hypothesis", "n > d", (_N, _D, _K, _L), equation="Sec. 3.2",
                  description="the paper's standing assumption (the lemma states none)",
                  weaker="narrower"),
-    NamedFormula("delta", "(8*L*d/sqrt(n))**(1/(2*L))", (_N, _D, _L, _K), equation="Sec. 3.5",
-                 description="delta := (8 L d / sqrt(n))^{1/(2L)}"),
+    sec35_delta(_K),
     NamedFormula("lower", "(1 - lambda_j)**k - delta**k*(lambda_1 + 1)**k", _BOUND_SYMBOLS,
                  equation="Lemma 4.3", description="lower bound on beta_i", weaker="smaller"),
     NamedFormula("upper", "(1 - lambda_j)**k + delta**k*(lambda_1 + 1)**k", _BOUND_SYMBOLS,

@@ -14,7 +14,7 @@ from verify.evidence import Finding, combine, step
 from verify.formulas import FormulaSymbol, NamedFormula, formula_value
 
 from .common import (PAPER, _D, _DELTA, _L, _N, _ZETA, _by_budget, _loops, _mat, _setting,
-                     single_threaded)
+                     sec35_delta, single_threaded)
 from .loss import looped_model
 from .dominance import _gd_env, _gd_expr, _gd_le, _holds, _mp_value, _mpf, _n_text
 from .flow import _mp_a_star
@@ -195,8 +195,7 @@ def _ood_claim(cid: str, title: str, lower: str, equation: str, statement: str) 
             NamedFormula("condition", f"(s_min >= {lower}) & (s_max <= 2 - zeta)", _OOD_SYMBOLS,
                          equation=equation, description="the window of Sigma^out",
                          weaker="narrower"),
-            NamedFormula("delta", "(8*L*d/sqrt(n))**(1/(2*L))", (_N, _D, _L), equation="Sec. 3.5",
-                         description="delta := (8 L d / sqrt(n))^{1/(2L)}"),
+            sec35_delta(),
             NamedFormula("bound", OOD_BOUND, _OOD_SYMBOLS, equation=equation,
                          description="the bound on (TF_L(Z_0^out) - y_q^out)^2", weaker="larger"),
         ),

@@ -22,8 +22,8 @@ from verify.evidence import Finding, combine, step
 from verify.formulas import NamedFormula, formula_value
 
 from .. import looped_icl as li
-from .common import (D, L_SYM, N, PAPER, RootInstance, _D, _DELTA, _L, _N, _by_budget,
-                     _exact_value, _loops, _q, _setting, aligned_instance, root_instances,
+from .common import (D, L_SYM, N, PAPER, RootInstance, _D, _DELTA, _L, _N, _by_budget, _exact_value,
+                     _loops, _q, _setting, aligned_instance, root_instances, sec35_delta,
                      single_threaded)
 from .loss import looped_model, mc_loss
 from .moment_bounds import _huge_power, _sizes_of
@@ -285,8 +285,7 @@ def _opt_steps() -> list:
 THM32_FORMULAS = (
     NamedFormula("hypothesis", "8*L*d**2/sqrt(n) <= 1/2**(2*L)", _OPT_SYMBOLS,
                  equation="Thm. 3.2", description="the condition on n", weaker="narrower"),
-    NamedFormula("delta", "(8*L*d/sqrt(n))**(1/(2*L))", (_N, _D, _L), equation="Sec. 3.5",
-                 description="delta := (8 L d / sqrt(n))^{1/(2L)}"),
+    sec35_delta(),
     NamedFormula("loss_bound", "8*L*d**2*2**(2*L)/sqrt(n)", _OPT_SYMBOLS, equation="Thm. 3.2 (1)",
                  description="upper bound on L(A^opt, u^opt)", weaker="larger"),
     NamedFormula("c", "8*delta*d**(1/(2*L))", _OPT_SYMBOLS, equation="Thm. 3.2 (2)",
@@ -594,8 +593,7 @@ THM3_2 = Claim(
 THM_A8_FORMULAS = (
     NamedFormula("hypothesis", "delta*d**(1/(2*L)) < 1/2", _OPT_SYMBOLS, equation="Thm. A.8",
                  description="the condition on n through delta", weaker="narrower"),
-    NamedFormula("delta", "(8*L*d/sqrt(n))**(1/(2*L))", (_N, _D, _L), equation="Sec. 3.5",
-                 description="delta := (8 L d / sqrt(n))^{1/(2L)}"),
+    sec35_delta(),
     NamedFormula("loss_bound", "d*(2*delta)**(2*L)", _OPT_SYMBOLS, equation="Thm. A.8 (1)",
                  description="upper bound on L(A^opt, d^opt)", weaker="larger"),
     NamedFormula("spectral_bound", "4*delta*d**(1/(2*L))", _OPT_SYMBOLS, equation="(22)",
