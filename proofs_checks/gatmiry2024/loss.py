@@ -229,8 +229,9 @@ COR_A4_FORMULAS = (
 @refutes_divergence
 def cor_a4_symbolic(ctx: Context) -> TierResult:
     findings, steps = _loss_formula_check(ctx, "first", with_u=True, extra_terms=("second",))
-    # the u-part alone: L(A, u) - L(A, 0) against the second term (both readings of Sigma^{1/2})
-    insts = root_instances(ctx)
+    # the u-part alone: L(A, u) - L(A, 0) against the second term (both readings of Sigma^{1/2});
+    # d = 1 too, where a sum over i < d stops short of i < L (at d >= L it reaches a negative power)
+    insts = root_instances(ctx, dims=(1, 2, 3))
     rows, ce, undecided = [], None, []
     for L in _loops(ctx):
         Dv = (li.derived_loss(L, with_u=True) - li.derived_loss(L, with_u=False)).simplify()

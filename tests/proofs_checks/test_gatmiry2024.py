@@ -467,16 +467,19 @@ def test_lemma_a7_a_slack_in_lambda_j_for_lambda_1_is_refuted_at_two_level_spect
     assert "fold" in str(v.as_dict()["counterexample"]["instance"]["eigenvalues"])
 
 
-def test_a_sum_over_a_range_in_d_is_expanded_per_instance():
-    """Cor. A.4's u-term summed over i = 0..d-1 instead of 0..L-1: the moment kernel expands
-    it at each instance's d; at L = 3, d = 2 it differs from the derived loss (at the quick
-    budget's L <= 2 every instance either equals the printed sum or has a negative power)."""
+@pytest.mark.parametrize("index", ["i", "j"])
+def test_a_sum_over_a_range_in_d_is_expanded_per_instance(index):
+    """Cor. A.4's u-term summed over 0..d-1 instead of 0..L-1 (mutate's two survivors): the
+    moment kernel expands it at each instance's d. Where d >= L it either equals the printed sum
+    or reaches a negative power, so the u-part check has a d = 1 instance, where it stops short."""
     claim = find("gatmiry2024.cor_a4")
-    wrong = claim.formula("second").text.replace("(i, 0, L-1)", "(i, 0, d-1)")
+    wrong = claim.formula("second").text.replace(f"({index}, 0, L-1)", f"({index}, 0, d-1)")
+    assert wrong != claim.formula("second").text
     fixed = dict(claim.correction.formulas)
-    v = check_claim(claim, tiers=("symbolic",), budget="default", seed=0,
+    v = check_claim(claim, tiers=("symbolic",), budget="quick", seed=0,
                     overrides={**fixed, "second": wrong})
-    assert v.verdict == "refuted" and "L = 3" in v.reason, v.reason
+    assert v.verdict == "refuted" and v.reason.startswith("u_part"), v.reason
+    assert v.as_dict()["counterexample"]["instance"]["d"] == 1
 
 
 def test_a_bound_that_is_not_a_real_number_is_refuted_not_passed():
