@@ -2873,6 +2873,8 @@ def _ratio_at_least_one(ratio: sympy.Expr, rng: np.random.Generator) -> tuple[bo
     rational point in 60-digit arithmetic (ratio < 1 - 10^-40)."""
     ratio = sympy.simplify(ratio)
     if not ratio.free_symbols:
+        if ratio.is_extended_real is False:  # a bound that is not a real number bounds nothing
+            return False, {"ratio": str(ratio), "not_a_real_number": True}
         return bool(ratio >= 1), None if ratio >= 1 else {"ratio": str(ratio)}
     syms = sorted(ratio.free_symbols, key=str)
     f = sympy.lambdify(syms, ratio, "math")
@@ -2880,7 +2882,13 @@ def _ratio_at_least_one(ratio: sympy.Expr, rng: np.random.Generator) -> tuple[bo
         point = _probe_point(syms, rng)
         try:
             val = f(*[point[s] for s in syms])
-        except (OverflowError, ZeroDivisionError, ValueError):
+        except (OverflowError, ZeroDivisionError):
+            continue
+        except ValueError:  # a math domain error: the square root of a negative number, say
+            v = complex(ratio.subs(point).evalf(30))
+            if abs(v.imag) > 1e-12 * abs(v):
+                return False, {"at": {str(k): str(x) for k, x in point.items()}, "ratio": str(v),
+                               "not_a_real_number": True}
             continue
         if val < 1 - 1e-12:
             exact, r = _at_60_digits(ratio, syms, point)

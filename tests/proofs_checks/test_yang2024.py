@@ -104,6 +104,8 @@ MUTANTS = {
     "lemma8 constant": ("yang2024.lemma8", ("numeric",), {"b_lip": "Zbar_norm*dQ_h/100"}),
     "lemma9 dropped term": ("yang2024.lemma9", ("numeric",), {"delta_bound": "A_norm"}),
     "thm1 gamma exponent": ("yang2024.thm1", ("symbolic",), {**Y.THM1.correction.formulas, "gamma_min": Y.THM1_FORMULAS[0].text.replace("-5/4", "-3/4")}),
+    "thm1 gamma_min not real": ("yang2024.thm1", ("symbolic",), {**Y.THM1.correction.formulas, "gamma_min":
+                                Y.THM1_FORMULAS[0].text.replace("(sqrt(2) - 1)", "(sqrt(2) - 2)")}),
     "thm1 rate doubled": ("yang2024.thm1", ("symbolic",), {**Y.THM1.correction.formulas, "rate": "1 - eta_w*zeta_0/K"}),
     "thm1 L_sq 8192 -> 8191": ("yang2024.thm1", ("symbolic",),
                                {"L_sq": Y.L17_CORRECTED.replace("8192*", "8191*")}),
