@@ -3869,6 +3869,10 @@ def fig4_train(ctx: Context) -> TierResult:
     Hs = sorted({max(1, N // 2), N - 1, N, 2 * N})
     inst = make_instance(ctx, "fig4", {**base, "H": N}, FIG_TAU[ctx.budget.name])
     runs = [_fig4_run(inst, H, s, steps, lr, ctx) for H in Hs for s in range(FIG4_STARTS[ctx.budget.name])]
+    diverged = [r for r in runs if r.get("status") == "diverged"]
+    if diverged:  # a diverged run neither stalls nor descends: nothing is decided
+        return combine([Finding("training", None, {"runs": runs}, reason=f"training diverged at H = "
+                                f"{diverged[0]['H']}, start {diverged[0]['start']}: {diverged[0]['reason']}")])
     per_H = {H: [r for r in runs if r["H"] == H] for H in Hs}
     stalled = {H: f"{sum(map(_stalled, rs))} of {len(rs)} starts" for H, rs in per_H.items()}
     below = [r for r in runs if r["H"] < N]

@@ -228,3 +228,18 @@ def test_every_claim_quick(claim_id):
     assert v.verdict == EXPECTED[claim_id], v.as_dict()
     for tier in v.tiers.values():
         assert tier.status in ("pass", "fail", "skipped")
+
+
+def test_fig4_diverged_run_is_inconclusive_not_a_refutation(monkeypatch):
+    """A run that diverges neither stalls nor descends: Fig. 4 says inconclusive with the run."""
+    real = Y._fig4_run
+
+    def run_or_diverge(inst, H, start, steps, lr, ctx):
+        if H == 3 and start == 1:
+            return {"H": H, "start": start, "status": "diverged", "reason": "loss is nan at step 7"}
+        return real(inst, H, start, 2, lr, ctx)
+
+    monkeypatch.setattr(Y, "_fig4_run", run_or_diverge)
+    v = run("yang2024.fig4", ("train",))
+    assert v.verdict == "inconclusive", v.as_dict()
+    assert "H = 3, start 1: loss is nan at step 7" in v.reason
