@@ -34,7 +34,7 @@ from moments.montecarlo import estimate, z_critical
 from moments.poly import Poly
 from moments.tensor import Mat, gaussian_matrix, gaussian_vector, identity, matrix, vector
 from moments.wick import canonical, expectation
-from verify.claim import Claim, Context, Correction, TierResult
+from verify.claim import Claim, Context, Correction, ExactValues, TierResult
 from verify.errors import UsageError
 from verify.evidence import Finding, combine, step
 from verify.formulas import FormulaSymbol, NamedFormula
@@ -3517,6 +3517,42 @@ def _tail_exact(F) -> Finding:
                    "" if ok else "P(||y - Z^T lambda||^2 >= (68)) exceeds delta (exact chi-square tail)")
 
 
+def chi_square_quantile(N: int, delta):
+    """The least t with P(chi^2_N >= t) <= delta: Q(N/2, t/2) = delta (regularised upper
+    incomplete gamma), by Newton's method in mpmath at the caller's precision from scipy's
+    float64 quantile (None if it does not converge)."""
+    import mpmath
+    from scipy.stats import chi2
+
+    a = mpmath.mpf(N) / 2
+    x = mpmath.mpf(float(chi2.isf(float(delta), N))) / 2
+    if not mpmath.isfinite(x) or x <= 0:
+        return None
+    for _ in range(200):
+        step = (mpmath.gammainc(a, x, mpmath.inf, regularized=True) - delta) \
+            / (x ** (a - 1) * mpmath.exp(-x) / mpmath.gamma(a))   # Q(a, x) - delta over -dQ/dx
+        x += step
+        if abs(step) <= abs(x) * mpmath.eps * 4:
+            return 2 * x
+    return None
+
+
+def thm2_exact(point: dict) -> dict | None:
+    """What (68) bounds: eps^T lambda has i.i.d. N(0, tau ||lambda||^2) entries, so the least
+    threshold exceeded with probability at most delta is tau ||lambda||^2 times the chi-square
+    quantile with N degrees of freedom (``chi_square_quantile``); (21) has no exact value (it
+    bounds a number of GD steps)."""
+    N = point["N"]
+    if N != int(N) or not 1 <= N <= 10 ** 6 or not 0 < point["delta"] < 1:
+        return None
+    q = chi_square_quantile(int(N), point["delta"])
+    return None if q is None else {"tail": point["tau"] * point["lam_sq"] * q}
+
+
+THM2_EXACT = ExactValues(thm2_exact, "tau ||lambda||^2 times the chi-square quantile of (68), "
+                                     "N <= 10^6")
+
+
 def thm2_numeric(ctx: Context) -> TierResult:
     F = ctx.formulas
     inst = make_instance(ctx)
@@ -3601,6 +3637,7 @@ THM2 = Claim(
     checks={"symbolic": thm2_symbolic, "numeric": small_threads(thm2_numeric),
             "train": small_threads(thm2_train)},
     setting=SETTING,
+    exact=THM2_EXACT,
 )
 
 

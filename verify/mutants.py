@@ -141,16 +141,22 @@ class Domain:
     def defines(self, name: str) -> bool:
         return any(n == name for n, _ in self.definitions)
 
+    @property
+    def restricts(self) -> bool:
+        """Whether it is narrower than every positive value (hypotheses or stated ranges): a
+        claim with exact values and neither has a domain only for ``exact_truth``."""
+        return bool(self.hypotheses or self.ranges)
+
 
 def claim_domain(formulas, fixed: dict | None = None, exact=None,
                  ranges: tuple[str, ...] = ()) -> Domain | None:
-    """The domain of a claim with hypotheses or stated ranges (None without: bounds then hold
-    for every positive value, as before); ``fixed`` holds corrected texts, which define the claim
+    """The domain of a claim with hypotheses, stated ranges or exact values (None without: bounds
+    then hold for every positive value); ``fixed`` holds corrected texts, which define the claim
     when it is corrected; ``exact`` is the claim's ExactValues (``exact_truth``); ``ranges`` are
     its Claim.ranges."""
     fixed = fixed or {}
     hyps = [f for f in formulas if f.weaker == "narrower"]
-    if not hyps and not ranges:
+    if not hyps and not ranges and exact is None:
         return None
     symbols = {}
     for f in formulas:
@@ -170,9 +176,10 @@ def claim_domain(formulas, fixed: dict | None = None, exact=None,
     bounds = tuple((f.name, f.parse(fixed.get(f.name)), f.weaker) for f in formulas
                    if f.weaker in ("larger", "smaller") and f.shape is None
                    and all(s.kind == "scalar" for s in f.symbols))
-    words = ("the claim's hypotheses hold ("
-             + "; ".join([*ranges, *(fixed.get(f.name, f.text) for f in hyps)]) + ")"
-             + "".join(f", {n} := {e}" for n, e in defs))
+    stated_words = [*ranges, *(fixed.get(f.name, f.text) for f in hyps)]
+    words = (("the claim's hypotheses hold (" + "; ".join(stated_words) + ")") if stated_words
+             else "scalars positive, unit ones in (0, 1), sizes positive integers") \
+        + "".join(f", {n} := {e}" for n, e in defs)
     return Domain(tuple(symbols.values()), defs, parsed, words, bounds,
                   tuple(f.name for f in hyps), exact, stated)
 
@@ -1200,12 +1207,15 @@ def exact_truth(name: str, mutant: sympy.Basic, seed: int, domain: Domain) -> tu
         return "undecided", (f"exact values: undecided, only {compared} of {DOMAIN_ATTEMPTS} points "
                              f"drawn are in the mutated claim's domain where they are computed "
                              f"({where})")
-    missing = sorted({n for n, _, _ in bounds} - covered)
+    # a mutated bound leaves the others as printed, which the checks judge (a claim is mutated
+    # only when its checks pass as printed); a wider hypothesis or definition changes them all
+    needed = {n for n, _, _ in bounds} if widens else {name}
+    missing = sorted(needed - covered)
     if between:
         return "undecided", (f"exact values: undecided, at {between} of the {compared} points "
                              f"compared a bound lies between the worst value attained and the "
                              f"enclosure ({where})")
-    if missing:  # a claim is true only if all its bounds are
+    if missing:  # a claim is true only if all the bounds it changes are
         return "undecided", (f"exact values: undecided, they do not cover the bound "
                              f"{', '.join(missing)} ({where})")
     beyond = (f", {outside} of them where the original claim's hypotheses do not hold"

@@ -220,6 +220,9 @@ def mutate_claim(claim: Claim, options: dict, formulas: list[str] | None = None,
                        f"mutants say nothing about its checks")
     reports = []
     domain = claim_domain(claim.formulas, fixed, claim.exact, claim.ranges)
+    # equivalence and implication are judged over every positive value unless the claim
+    # restricts them; exact values are compared on the domain either way
+    eq_domain = domain if domain is not None and domain.restricts else None
     options = {**options, "tiers": tier_order(options["tiers"], base.tiers)}
     for f in claim.formulas:
         if formulas and f.name not in formulas:
@@ -231,7 +234,7 @@ def mutate_claim(claim: Claim, options: dict, formulas: list[str] | None = None,
                 print(f"  {claim.id} {f.name} {i}/{len(mutants)}: {m.text}", file=sys.stderr,
                       flush=True)
             eq = equivalence(f, m.text, seed=options.get("seed", 0), base=fixed.get(f.name),
-                             domain=domain)
+                             domain=eq_domain)
             outcome = _check_mutant(claim, fixed, f.name, m, eq, options, every_tier,
                                     mutant_timeout)
             if outcome.status == "survived":

@@ -774,3 +774,29 @@ def test_pairs_of_exact_values_judge_true_by_the_enclosure_and_false_by_an_attai
                        domain)[0] == "true"
     kind, why = exact_truth("upper", f.parse("(1 - lambda_j)**k"), 0, domain)
     assert kind == "false" and "below the exact value" in why, why
+
+
+def test_thm2_tail_is_judged_by_the_chi_square_quantile():
+    """yang2024 Thm 2 has no hypotheses, so implication is judged over every positive value as
+    before; its exact values (tau ||lambda||^2 times the chi-square quantile (68) bounds) still
+    give it a domain for ``exact_truth``.  log(1/delta)^{3/2} for log(1/delta)^{1/2} in (68) is
+    tighter where delta > 1/e and still above the quantile (a true statement, which survived
+    the checks as a non-equivalent mutant); dropping the sqrt term is below it somewhere; the
+    quantile itself agrees with scipy's."""
+    from scipy.stats import chi2
+
+    from proofs_checks.yang2024 import chi_square_quantile
+    from verify.mutants import exact_truth, judged_by_exact
+
+    claim = find("yang2024.thm2")
+    domain = claim_domain(claim.formulas, {}, claim.exact)
+    assert domain is not None and not domain.restricts
+    f = claim.formula("tail")
+    text = f.text.replace("sqrt(N*log(1/delta))", "sqrt(N)*log(1/delta)**(3/2)")
+    assert text != f.text
+    eq = judged_by_exact(equivalence(f, text), f, text, 0, domain)
+    assert eq.kind == "true" and "true where drawn" in eq.detail, eq.detail
+    kind, why = exact_truth("tail", f.parse("N*tau*lam_sq + 2*lam_sq*tau*log(1/delta)"), 0,
+                            domain)
+    assert kind == "false" and "below the exact value" in why, why
+    assert float(chi_square_quantile(5, 0.01)) == pytest.approx(chi2.isf(0.01, 5), rel=1e-12)
