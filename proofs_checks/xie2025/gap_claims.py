@@ -467,6 +467,18 @@ def fig5_symbolic(ctx: Context) -> TierResult:
                    steps=steps)
 
 
+def _without_best_step(gd: dict, inst) -> TierResult | None:
+    """The refutation when the named GD update has no positive best step size (Fig. 5 compares
+    y_q-LSA with GD at its best step), else None."""
+    if gd["eta_star"] is not None and gd["step_positive"]:
+        return None
+    why = gd.get("why") or f"the best step size {gd['eta_star']} is not positive"
+    return finish([Finding("gd_baseline_has_a_best_step", False, {"GD_risk(eta)": str(
+        gd["risk"])}, {"instance": inst.as_dict(), "GD_risk(eta)": str(gd["risk"]),
+                       "eta_star": str(gd["eta_star"])}, f"the named GD update: {why}")],
+        {"instance": inst.as_dict()})
+
+
 def fig5_numeric(ctx: Context) -> TierResult:
     """At the optimum, y_q-LSA and GD(eta*) give the same prediction on every prompt (App. C.2's
     metrics: prediction difference 0, gradient difference 0, cosine 1), and the risk agrees with
@@ -475,12 +487,8 @@ def fig5_numeric(ctx: Context) -> TierResult:
     inst = SETTING.instance(ctx.budget.name, ctx.sizes)
     d, C = inst.d, inst.C
     gd = _gd_from_formula(F)
-    if gd["eta_star"] is None or not gd["step_positive"]:
-        why = gd.get("why") or f"the best step size {gd['eta_star']} is not positive"
-        return finish([Finding("gd_baseline_has_a_best_step", False, {"GD_risk(eta)": str(
-            gd["risk"])}, {"instance": inst.as_dict(), "GD_risk(eta)": str(gd["risk"]),
-                           "eta_star": str(gd["eta_star"])}, f"the named GD update: {why}")],
-            {"instance": inst.as_dict()})
+    if (no_step := _without_best_step(gd, inst)) is not None:
+        return no_step
     eta = as_float(gd["eta_star"].subs({D_SYM: d, C_SYM: C}))
     R_gd = as_float(gd["risk_star"].subs({D_SYM: d, C_SYM: C}))
     P = torch.zeros(1, d + 1, d + 1, dtype=torch.float64)
@@ -525,12 +533,8 @@ def fig5_train(ctx: Context) -> TierResult:
     inst = SETTING.instance(ctx.budget.name, ctx.sizes)
     d, C = inst.d, inst.C
     gd = _gd_from_formula(F)
-    if gd["eta_star"] is None or not gd["step_positive"]:
-        why = gd.get("why") or f"the best step size {gd['eta_star']} is not positive"
-        return finish([Finding("gd_baseline_has_a_best_step", False, {"GD_risk(eta)": str(
-            gd["risk"])}, {"instance": inst.as_dict(), "GD_risk(eta)": str(gd["risk"]),
-                           "eta_star": str(gd["eta_star"])}, f"the named GD update: {why}")],
-            {"instance": inst.as_dict()})
+    if (no_step := _without_best_step(gd, inst)) is not None:
+        return no_step
     R_gd = as_float(gd["risk_star"].subs({D_SYM: d, C_SYM: C}))
     eta = as_float(gd["eta_star"].subs({D_SYM: d, C_SYM: C}))
     res = train_yq_exact(inst, ctx, ctx.seed_for("fig5-exact"))
