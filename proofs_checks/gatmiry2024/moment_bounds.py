@@ -292,7 +292,10 @@ def _n_grid(d: int, k: int, L: int) -> list[int]:
 
 
 WIDE_DIMS = (1, 2, 3, 5, 10, 100, 10 ** 4, 10 ** 8)
-WIDE_LOOPS = (*range(1, 9), 16)  # k = 1..min(2L, WIDE_K) at each
+# k = 1..min(2L, WIDE_K) at each; at L = 1024 delta = (8Ld/sqrt(n))^(1/(2L)) is near 1 for
+# every n, and a condition that admits large L (a mutant L >= 4k^2d^2) admits small n (a far
+# larger L makes sympy look for 2L-th roots of integers, for minutes and gigabytes)
+WIDE_LOOPS = (*range(1, 9), 16, 1024)
 WIDE_K = 16
 
 
@@ -577,7 +580,7 @@ def _moment_symbolic(ctx: Context, quantity, what: str, flat: Callable, scales=(
                      level: Callable | None = None) -> TierResult:
     """The moment lemmas' symbolic tier: ``bound_search`` over small d and several spectra, then
     ``flat_search`` at flat spectra Sigma~ = s I (``flat``: the eigenvalue at s I_d) with d up to
-    10^8, L up to 16, k up to 16 and n up to 10^40, scales ``flat_scales``; ``proofs`` are
+    10^8, L up to 16 and L = 1024, k up to 16 and n up to 10^40, scales ``flat_scales``; ``proofs`` are
     findings that rebuild a bound's proof (``lower_envelope_finding``)."""
     F = ctx.formulas
     forms = BoundForms(F)

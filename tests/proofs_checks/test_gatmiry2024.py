@@ -381,6 +381,17 @@ def test_lemma4_2_mutants_beyond_the_small_grid_are_refuted_not_errors(override)
     assert v.verdict == "refuted", v.reason
 
 
+def test_lemma4_3_hypothesis_in_the_loop_count_is_refuted_at_a_deep_loop():
+    """Lemma 4.3 (corrected) with n >= 4k^2d^2 swapped to L >= 4d^2k^2 admits no case of the small
+    grid and, up to L = 16, only cases where it holds; at L = 1024 delta is near 1 for every n and
+    the flat search finds beta = 41 above 1 + 25 delta^2 at d = 1, k = 2, n = 1, Sigma~ = 4.
+    It survived mutate (inconclusive) before the deep loop was in the flat grid."""
+    cid = "gatmiry2024.lemma4_3"
+    v = verdict(cid, **corrected(cid, hypothesis="L >= 4*d**2*k**2"))
+    assert v.verdict == "refuted", v.reason
+    assert v.counterexample["instance"]["L"] == 1024
+
+
 def test_thm_a8_a_hypothesis_that_admits_no_grid_case_is_inconclusive_not_verified():
     """delta := (8dn/sqrt(L))^(1/(2n)) is at least 1 unless L > 64 d^2 n^2, so the hypothesis
     delta d^(1/(2L)) < 1/2 admits no (d, L <= 3) of the grid: nothing was checked."""
