@@ -360,15 +360,19 @@ def exact_sign(expr) -> int:
     expr = sympy.sympify(expr)
     if expr.is_Rational:
         return int(sympy.sign(expr))
-    for digits in (30, 120, 500):
+    for digits in (30, 120, 500, 2000):
         v = sympy.N(expr, digits)
         if not v.is_finite:
             raise ArithmeticError(f"{expr} is not finite")
         if abs(v) > sympy.Float(10) ** (-(digits - 15)):
             return 1 if v > 0 else -1
     x = sympy.Symbol("x")
-    if sympy.minimal_polynomial(expr, x) == x:
-        return 0
+    try:
+        if sympy.minimal_polynomial(expr, x) == x:
+            return 0
+    except (sympy.polys.polyerrors.BasePolynomialError, NotImplementedError) as exc:
+        # e.g. NotAlgebraic: what the evaluations left undecided stays undecided
+        raise ArithmeticError(f"cannot decide the sign of {expr}: {exc}") from exc
     raise ArithmeticError(f"cannot decide the sign of {expr}")
 
 

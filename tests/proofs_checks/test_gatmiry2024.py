@@ -392,6 +392,17 @@ def test_lemma4_3_hypothesis_in_the_loop_count_is_refuted_at_a_deep_loop():
     assert v.counterexample["instance"]["L"] == 1024
 
 
+def test_exact_sign_of_tiny_constants():
+    """A radical near 10^-602 is below what 500 digits settle, so it takes 2000; a transcendental
+    number below even that is undecided (ArithmeticError, which the bound searches count as
+    undecided), not sympy's NotAlgebraic, which made Lemma 4.3's symbolic tier an error for two
+    mutants that a later case of the grid refutes."""
+    assert li.exact_sign(sympy.sqrt(2) ** -4001) == 1
+    assert li.exact_sign(-sympy.sqrt(3) ** -4001) == -1
+    with pytest.raises(ArithmeticError):
+        li.exact_sign(sympy.exp(-5000))
+
+
 def test_thm_a8_a_hypothesis_that_admits_no_grid_case_is_inconclusive_not_verified():
     """delta := (8dn/sqrt(L))^(1/(2n)) is at least 1 unless L > 64 d^2 n^2, so the hypothesis
     delta d^(1/(2L)) < 1/2 admits no (d, L <= 3) of the grid: nothing was checked."""
