@@ -407,9 +407,11 @@ def flat_search(forms: BoundForms, flat: Callable, dims: Sequence[int], loops: S
 LEVEL_DIMS = (2, 3, 10, 1000)
 LEVEL_LOOPS = (1, 2, 3)
 # (lambda_1, lambda_j): a large top eigenvalue over a small one, where the terms in the traces
-# p_mu (the other eigenvalues) outweigh a slack written in lambda_j
+# p_mu (the other eigenvalues) outweigh a slack written in lambda_j; at lambda_j = 10^-6 they
+# pull beta_j below (1 - lambda_j)^k by ~ lambda_j tr(Sigma~)^2 / n^2 (k = 3), more than a slack
+# lambda_j^k (lambda_1 + 1)^k
 LEVEL_PAIRS = ((Fraction(1000), Fraction(10)), (Fraction(100), Fraction(1)),
-               (Fraction(1000), Fraction(1, 10)))
+               (Fraction(1000), Fraction(1, 10)), (Fraction(1000), Fraction(1, 10 ** 6)))
 
 
 def level_search(forms: BoundForms, level: Callable, dims: Sequence[int] = LEVEL_DIMS,

@@ -392,6 +392,16 @@ def test_lemma4_3_hypothesis_in_the_loop_count_is_refuted_at_a_deep_loop():
     assert v.counterexample["instance"]["L"] == 1024
 
 
+def test_lemma4_3_a_lower_slack_in_lambda_j_is_refuted_at_a_tiny_eigenvalue():
+    """lambda_j^k (lambda_1 + 1)^k for delta^k (lambda_1 + 1)^k in the lower bound is tighter only
+    where lambda_j < delta; at lambda_1 = 1000 (once), lambda_j = 10^-6, d = 2, n = 144, k = 3 the
+    other eigenvalue pulls beta_j to 0.99298, below the mutant's 0.999997.  It survived mutate
+    while the smallest lambda_j of the two-level spectra was 1/10."""
+    cid = "gatmiry2024.lemma4_3"
+    v = verdict(cid, **corrected(cid, lower="-lambda_j**k*(lambda_1 + 1)**k + (1 - lambda_j)**k"))
+    assert v.verdict == "refuted" and "two_level_search" in v.reason, v.reason
+
+
 def test_exact_sign_of_tiny_constants():
     """A radical near 10^-602 is below what 500 digits settle, so it takes 2000; a transcendental
     number below even that is undecided (ArithmeticError, which the bound searches count as
