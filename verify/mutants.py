@@ -1162,6 +1162,9 @@ def exact_truth(name: str, mutant: sympy.Basic, seed: int, domain: Domain) -> tu
     hfns_o = fns[2 * k + h + b:]
     rng = np.random.default_rng([seed, 0x657861])
     compared, outside, covered, between = 0, 0, set(), 0
+    # a mutated bound leaves the others as printed, which the checks judge (a claim is mutated
+    # only when its checks pass as printed); a wider hypothesis or definition changes them all
+    needed = {n for n, _, _ in bounds} if widens else {name}
     where = f"{domain.words}; exact values: {domain.exact.words}"
     with mpmath.workdps(IMPLIED_DIGITS):
         tol = mpmath.mpf(10) ** -EXACT_TOLERANCE
@@ -1201,15 +1204,13 @@ def exact_truth(name: str, mutant: sympy.Basic, seed: int, domain: Domain) -> tu
                     return "false", (f"false at {shown}: {bname} = {mpmath.nstr(v, 12)}, "
                                      f"{'below' if weaker == 'larger' else 'above'} the exact "
                                      f"value {mpmath.nstr(q, 12)} ({domain.exact.words})")
-                if ((v - env) if weaker == "larger" else (env - v)) < -tol * scale:
+                if ((v - env) if weaker == "larger" else (env - v)) < -tol * scale \
+                        and bname in needed:
                     between += 1
     if compared < IMPLIED_MIN:
         return "undecided", (f"exact values: undecided, only {compared} of {DOMAIN_ATTEMPTS} points "
                              f"drawn are in the mutated claim's domain where they are computed "
                              f"({where})")
-    # a mutated bound leaves the others as printed, which the checks judge (a claim is mutated
-    # only when its checks pass as printed); a wider hypothesis or definition changes them all
-    needed = {n for n, _, _ in bounds} if widens else {name}
     missing = sorted(needed - covered)
     if between:
         return "undecided", (f"exact values: undecided, at {between} of the {compared} points "
