@@ -363,7 +363,7 @@ def exact_sign(expr) -> int:
     for digits in (30, 120, 500, 2000):
         v = sympy.N(expr, digits)
         if not v.is_finite:
-            raise ArithmeticError(f"{expr} is not finite")
+            raise ArithmeticError(f"{_brief(expr)} is not finite")
         if abs(v) > sympy.Float(10) ** (-(digits - 15)):
             return 1 if v > 0 else -1
     x = sympy.Symbol("x")
@@ -372,8 +372,18 @@ def exact_sign(expr) -> int:
             return 0
     except (sympy.polys.polyerrors.BasePolynomialError, NotImplementedError) as exc:
         # e.g. NotAlgebraic: what the evaluations left undecided stays undecided
-        raise ArithmeticError(f"cannot decide the sign of {expr}: {exc}") from exc
-    raise ArithmeticError(f"cannot decide the sign of {expr}")
+        raise ArithmeticError(f"cannot decide the sign of {_brief(expr)}: {exc}") from exc
+    raise ArithmeticError(f"cannot decide the sign of {_brief(expr)}")
+
+
+def _brief(expr: sympy.Expr, limit: int = 200) -> str:
+    """The constant for a message: cut to ``limit`` characters (delta^n at n = 10^6 holds an
+    integer that Python refuses to print)."""
+    try:
+        text = str(expr)
+    except ValueError:
+        return f"a constant with {sympy.count_ops(expr)} operations and integers too long to print"
+    return text if len(text) <= limit else text[:limit] + " ..."
 
 
 def exact_le(lhs, rhs) -> bool:

@@ -413,6 +413,15 @@ def test_exact_sign_of_tiny_constants():
         li.exact_sign(sympy.exp(-5000))
 
 
+def test_an_undecided_sign_with_huge_integers_is_undecided_not_a_crash():
+    """A difference that cancels below 2000 digits and holds 5000-digit integers (as delta^n at
+    n ~ 10^6 does in a Lemma A.7 mutant) is undecided: its message used to print the integers,
+    which Python refuses (ValueError), making the symbolic tier an error instead of a count."""
+    tiny = sympy.sqrt(2) - sympy.sqrt(2 + sympy.Rational(1, 10**5000))
+    with pytest.raises(ArithmeticError, match="too long to print"):
+        li.exact_sign(tiny)
+
+
 def test_thm_a8_a_hypothesis_that_admits_no_grid_case_is_inconclusive_not_verified():
     """delta := (8dn/sqrt(L))^(1/(2n)) is at least 1 unless L > 64 d^2 n^2, so the hypothesis
     delta d^(1/(2L)) < 1/2 admits no (d, L <= 3) of the grid: nothing was checked."""
