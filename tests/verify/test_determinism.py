@@ -60,17 +60,29 @@ print(json.dumps(outs))
 """
 
 
-def run_json(commands, hash_seed):
-    env = {**os.environ, "PYTHONHASHSEED": str(hash_seed),
-           "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    proc = subprocess.run([sys.executable, "-c", _RUNNER, json.dumps(commands)], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=1800)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout)
+def run_json(commands, hash_seeds):
+    """The commands' JSON outputs, once per hash seed: the runs are side by side (CI has 2 cores)."""
+    procs = []
+    for h in hash_seeds:
+        env = {**os.environ, "PYTHONHASHSEED": str(h),
+               "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        procs.append(subprocess.Popen([sys.executable, "-c", _RUNNER, json.dumps(commands)],
+                                      cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
+    outs = []
+    try:
+        for proc in procs:
+            out, err = proc.communicate(timeout=1800)
+            assert proc.returncode == 0, err[-3000:]
+            outs.append(json.loads(out))
+    finally:
+        for proc in procs:
+            proc.kill()
+    return outs
 
 
 def assert_deterministic(commands):
-    first, second = (strip_times(run_json(commands, h)) for h in (1, 2))
+    first, second = (strip_times(out) for out in run_json(commands, (1, 2)))
     assert first == second, first_difference(first, second)
     return first
 
