@@ -646,3 +646,15 @@ def test_a_named_time_of_10_to_the_27_does_not_stall_the_numeric_flows():
     assert v.tiers["numeric"].status == "pass" and flows
     assert all(r["integrated_to"] == flow.FLOW_T_CAP and r["t_hit"] < 10 for r in flows)
     assert v.verdict == "refuted" and v.tiers["symbolic"].status == "fail"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("side", ["lower", "upper"])
+def test_lemma_a7_a_slack_in_delta_to_the_n_is_refuted(side):
+    """delta^n (lambda_1 + 1)^k for delta^k (lambda_1 + 1)^k: delta < 1 once n > 16 d^2 k^2, and
+    then the slack is below 10^-9 while beta deviates from (1 - lambda)^k by ~ 1/n. An undecided
+    comparison of delta^n at a large n (integers too long to print) used to end the search."""
+    sign = "-" if side == "lower" else ""
+    v = verdict("gatmiry2024.lemma_a7",
+                **{side: f"{sign}delta**n*(lambda_1 + 1)**k + (1 - lambda_j)**k"})
+    assert v.verdict == "refuted", v.reason
