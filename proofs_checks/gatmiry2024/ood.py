@@ -9,7 +9,7 @@ import sympy
 import torch
 
 from models.lsa import lsa_forward, readout
-from verify.claim import Claim, Context, Correction, TierResult
+from verify.claim import Claim, Context, Correction, ExactValues, TierResult
 from verify.evidence import Finding, combine, step
 from verify.formulas import FormulaSymbol, NamedFormula, formula_value
 
@@ -34,24 +34,33 @@ OOD_BOUND = ("(1 + 16*delta*d**(1/(2*L)))**2*(1 + 16*delta*d**(1/(2*L)) - zeta)*
 OOD_NS = (10 ** 4, 10 ** 8, 10 ** 40, 10 ** 100)
 _OOD_R = (sympy.Rational(1, 10), sympy.Rational(1, 2), sympy.Rational(9, 10), sympy.Integer(1),
           sympy.Rational(11, 10), sympy.Rational(13, 10), sympy.Rational(7, 5))
+_OOD_R_OUT = (sympy.Integer(3), sympy.Integer(10) ** 4)  # beyond the window (s = 9, 10^8)
 
 
-def _largest_zeta(F, s_min, s_max, n, d, L):
-    """The largest zeta in (0, 1) the named condition admits (the bound decreases in zeta), to 40
-    bits; None if none."""
+def _largest_zeta(F, env: dict):
+    """The largest zeta in (0, 1) the named condition admits at ``env`` (n, d, L, s_min, s_max
+    and the norms; the bound decreases in zeta), to 40 bits; None if none."""
     cond = _gd_expr(F, "condition")
-    env = lambda z: {**_gd_env(n, d, L), "s_min": s_min, "s_max": s_max, "zeta": z}  # noqa: E731
+    at = lambda z: {**env, "zeta": z}  # noqa: E731
     grid = [sympy.Rational(k, 64) for k in range(63, 0, -1)]
-    top = next((z for z in grid if _holds(cond, env(z))), None)
+    top = next((z for z in grid if _holds(cond, at(z))), None)
     if top is None:
         return None
     lo, hi = top, min(top + sympy.Rational(1, 64), 1 - sympy.Rational(1, 2 ** 40))
-    if _holds(cond, env(hi)):
+    if _holds(cond, at(hi)):
         return hi
     for _ in range(34):
         mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if _holds(cond, env(mid)) else (lo, mid)
+        lo, hi = (mid, hi) if _holds(cond, at(mid)) else (lo, mid)
     return lo
+
+
+def _norm_scales(n: int) -> tuple[tuple[sympy.Rational, sympy.Rational], ...]:
+    """(c_w, c_x) with w = c_w e_i, x_q = c_x e_i: the error and the bound both scale by
+    c_w^2 c_x^2, so the printed bound is tight at every scale; a bound with ||w||^2 or ||x_q||^2
+    swapped for n, d, s_max or each other (or delta for a norm) is not, at c = n or 1/n."""
+    one, big = sympy.Integer(1), sympy.Integer(n) if n > 1 else sympy.Integer(10) ** 6
+    return ((one, one), (big, one), (one, big), (1 / big, one), (one, 1 / big))
 
 
 def _ood_error_exact(x: Sequence, n: int, L: int, a_opt: sympy.Rational, i: int) -> sympy.Expr:
@@ -73,66 +82,121 @@ def _ood_error_exact(x: Sequence, n: int, L: int, a_opt: sympy.Rational, i: int)
     return (sympy.Rational(pred) - (e.T * e)[0, 0]) ** 2
 
 
+def _ood_families(ctx: Context) -> list[tuple[int, tuple[int, ...]]]:
+    """(d, ns): d = 2 at large n (where the bound is tight), and d = 1, also at n = 1 (a
+    hypothesis in d or n instead of s_max admits only there, with s_max beyond the window)."""
+    ns = _by_budget(ctx, OOD_NS[1:], OOD_NS)
+    return [(2, ns), (1, (1, *ns[:1]))]
+
+
 def _ood_symbolic(ctx: Context) -> TierResult:
-    """Exact instances: Sigma* = I, X^out = diag(x) (plus zero examples), w = x_q = e_i at the
-    eigenvalue farthest from 1 / a*; the ratio error^2 / bound at the largest admissible zeta."""
+    """Exact instances: Sigma* = I, X^out = diag(x) (plus zero examples), w = c_w e_i and
+    x_q = c_x e_i at the eigenvalue farthest from 1 / a*; the ratio error^2 / bound at the largest
+    admissible zeta.  x runs over values inside the window and beyond it on both sides (these
+    are admissible only under another condition)."""
     F = ctx.formulas
     rows, worst, bad, count = [], None, None, 0
-    ns = _by_budget(ctx, OOD_NS[1:], OOD_NS)
-    rs = _by_budget(ctx, _OOD_R[1::2] + _OOD_R[-1:], _OOD_R)
+    rs = _by_budget(ctx, _OOD_R[1::2] + _OOD_R[-1:], _OOD_R) + _OOD_R_OUT
+    norms_matter = bool({"xq_norm2", "w_norm2"}
+                        & {s.name for s in _gd_expr(F, "condition").free_symbols})
+    families = _ood_families(ctx)
     for L in _loops(ctx):
-        for n in ns:
-            root = sympy.Integer(10) ** (len(str(n)) // 2)  # sqrt(n) for n = 10^{2k}
-            digits = len(str(n)) + 40  # a* = 1 - O(1/n): resolved to 10^-40 beyond 1/n
-            a_opt = sympy.Rational(mpmath.nstr(_mp_a_star(L, n, 2, digits), digits))
-            for r1 in rs:
-                for r2 in [r for r in rs if r >= r1]:
-                    for scale in (1, root):
-                        x = [r1 * scale, r2 * scale]
+        for d, ns in families:
+            for n in ns:
+                root = sympy.Integer(10) ** (len(str(n)) // 2)  # sqrt(n) for n = 10^{2k}
+                digits = len(str(n)) + 40  # a* = 1 - O(1/n): resolved to 10^-40 beyond 1/n
+                a_opt = sympy.Rational(mpmath.nstr(_mp_a_star(L, n, d, digits), digits))
+                for xs in _diagonals(rs, d):
+                    for scale in (1, root) if root > 1 else (1,):
+                        x = [r * scale for r in xs]
                         gram = sympy.diag(*[v ** 2 for v in x])
-                        sig = sympy.Matrix(formula_value(F["sigma_out"], {"XXt": gram, "n": n}))
-                        ev = [sig[0, 0], sig[1, 1]]
-                        zeta = _largest_zeta(F, min(ev), max(ev), n, 2, L)
-                        if zeta is None:
-                            continue
-                        count += 1
+                        sig = sympy.Matrix(formula_value(F["sigma_out"],
+                                                         {"XXt": gram, "n": n, "d": d}))
+                        ev = [sig[i, i] for i in range(d)]
                         S = [v ** 2 / n for v in x]  # the model's X X^T / n
-                        i = max(range(2), key=lambda j: abs(1 - a_opt * S[j]))
-                        err2 = _ood_error_exact(x, n, L, a_opt, i)
-                        env = {**_gd_env(n, 2, L), "zeta": zeta, "s_min": min(ev),
-                               "s_max": max(ev), "xq_norm2": 1, "w_norm2": 1}
-                        with mpmath.workdps(40):
-                            bound = _mp_value(_gd_expr(F, "bound"), env)
-                            ratio = _mpf(err2) / bound
-                        row = {"L": L, "n": _n_text(n), "X_diag": [str(v) for v in x],
-                               "Sigma_out_eigs": [mpmath.nstr(_mpf(v), 8) for v in ev],
-                               "zeta": str(zeta) if zeta.q < 10 ** 6 else float(zeta),
-                               "error_sq": mpmath.nstr(_mpf(err2), 12),
-                               "bound": mpmath.nstr(bound, 12), "ratio": float(ratio)}
-                        if worst is None or row["ratio"] > worst["ratio"]:
-                            worst = row
-                        if ratio > 1 and not _gd_le(sympy.Symbol("e"), sympy.Symbol("b"), {
-                                "e": err2, "b": sympy.Float(mpmath.nstr(bound, 40), 40)}):
-                            if bad is None:
-                                with mpmath.workdps(len(str(n)) + 30):
-                                    a_txt = mpmath.nstr(_mpf(a_opt), len(str(n)) + 20)
-                                    e_txt = mpmath.nstr(_mpf(err2), len(str(n)) + 20)
-                                bad = {**row, "error_sq_digits": e_txt, "a_star": a_txt,
-                                       "w": f"e_{i + 1}", "x_q": f"e_{i + 1}",
-                                       "Sigma_star": "I_2"}
-                            rows.append(row)
+                        i = max(range(d), key=lambda j: abs(1 - a_opt * S[j]))
+                        err2_unit = None
+                        zeta = None
+                        for c_w, c_x in _norm_scales(n):
+                            env = {**_gd_env(n, d, L), "s_min": min(ev), "s_max": max(ev),
+                                   "xq_norm2": c_x ** 2, "w_norm2": c_w ** 2}
+                            if norms_matter or zeta is None:
+                                zeta = _largest_zeta(F, env)
+                            if zeta is None:
+                                if norms_matter:
+                                    continue
+                                break
+                            count += 1
+                            if err2_unit is None:
+                                err2_unit = _ood_error_exact(x, n, L, a_opt, i)
+                            err2 = err2_unit * c_w ** 2 * c_x ** 2
+                            env["zeta"] = zeta
+                            with mpmath.workdps(40):
+                                bound = _mp_value(_gd_expr(F, "bound"), env)
+                                real = _real_bound(bound)
+                                ratio = (_mpf(err2) / real if real is not None and real > 0
+                                         else mpmath.inf)
+                            row = {"L": L, "d": d, "n": _n_text(n), "X_diag": [str(v) for v in x],
+                                   "Sigma_out_eigs": [mpmath.nstr(_mpf(v), 8) for v in ev],
+                                   "zeta": str(zeta) if zeta.q < 10 ** 6 else float(zeta),
+                                   "w": f"{_c_text(c_w)} e_{i + 1}",
+                                   "x_q": f"{_c_text(c_x)} e_{i + 1}",
+                                   "error_sq": mpmath.nstr(_mpf(err2), 12),
+                                   "bound": mpmath.nstr(bound, 12), "ratio": float(ratio)}
+                            if real is None:
+                                row["not_a_real_number"] = True
+                            if worst is None or row["ratio"] > worst["ratio"]:
+                                worst = row
+                            # a bound <= 0 or not real fails; a close call is decided at 80+ digits
+                            if real is None or (_mpf(err2) > real and not _gd_le(
+                                    sympy.Symbol("e"), sympy.Symbol("b"),
+                                    {"e": err2, "b": sympy.Float(mpmath.nstr(real, 40), 40)})):
+                                if bad is None:
+                                    with mpmath.workdps(len(str(n)) + 30):
+                                        a_txt = mpmath.nstr(_mpf(a_opt), len(str(n)) + 20)
+                                        e_txt = mpmath.nstr(_mpf(err2), len(str(n)) + 20)
+                                    bad = {**row, "error_sq_digits": e_txt, "a_star": a_txt,
+                                           "Sigma_star": f"I_{d}"}
+                                rows.append(row)
     ok = bad is None
-    return combine([Finding("exact_instances", ok, {
-        "instances": count, "d": 2, "ns": [_n_text(n) for n in ns],
+    evidence = {
+        "instances": count, "sizes": [{"d": d, "ns": [_n_text(n) for n in ns]}
+                                      for d, ns in families],
         "X_diag_values": "r * 10^j, r in " + ", ".join(str(r) for r in rs) + ", j in {0, k/2}",
+        "norms": "(||w||, ||x_q||) in (1, 1), (n, 1), (1, n), (1/n, 1), (1, 1/n)",
         "ratio": "(TF_L - y_q)^2 / bound at the largest admissible zeta (> 1 violates)",
-        "worst": worst, "violations_shown": rows[:5]}, bad,
-        "" if ok else "an admissible OOD instance exceeds the bound")],
+        "worst": worst, "violations_shown": rows[:5]}
+    finding = (Finding("exact_instances", None, evidence,
+                       reason="the condition admits no instance of the grid")
+               if count == 0 else
+               Finding("exact_instances", ok, evidence, bad,
+                       "" if ok else "an admissible OOD instance exceeds the bound"))
+    return combine([finding],
         steps=[step("Error of the optimal looped model", r"\mathrm{TF}_L-y_q=-w^\top(I-a^*S)^Lx_q,"
                     r"\quad S=\tfrac1n X^{out}X^{out\top}",
                     "from the forward pass at u = 0, A = a* I; the condition of the theorem is on "
                     "Sigma^out, and the bound needs Sigma^out = S (the 1/n of the model's "
                     "empirical covariance).")])
+
+
+def _real_bound(value) -> mpmath.mpf | None:
+    """The bound as a finite real number, or None (a negative base to a fractional power)."""
+    if isinstance(value, mpmath.mpc):
+        if value.imag != 0:
+            return None
+        value = value.real
+    return value if mpmath.isfinite(value) else None
+
+
+def _c_text(c: sympy.Rational) -> str:
+    return ("1" if c == 1 else _n_text(int(c))) if c.q == 1 else f"1/{_n_text(int(c.q))}"
+
+
+def _diagonals(rs: Sequence, d: int) -> list[tuple]:
+    """Nondecreasing d-tuples of the values (the diagonal of X^out up to order)."""
+    if d == 1:
+        return [(r,) for r in rs]
+    return [(r1, r2) for r1 in rs for r2 in rs if r2 >= r1]
 
 
 def _ood_numeric(ctx: Context) -> TierResult:
@@ -153,34 +217,60 @@ def _ood_numeric(ctx: Context) -> TierResult:
                     U, sv, Vt = np.linalg.svd(X, full_matrices=False)
                     gram_unit = U @ np.diag(target) @ U.T  # the wanted Sigma^out
                     sig_of_gram = float(formula_value(F["sigma_out"], {"XXt": sympy.eye(d),
-                                                                         "n": n})[0, 0])
+                                                                         "n": n, "d": d})[0, 0])
                     X = U @ np.diag(np.sqrt(target / sig_of_gram)) @ Vt
                     ev = np.linalg.eigvalsh(gram_unit)
-                    zeta = _largest_zeta(F, sympy.Rational(repr(float(ev.min()))),
-                                         sympy.Rational(repr(float(ev.max()))), n, d, L)
+                    w, xq = rng.standard_normal(d), rng.standard_normal(d)
+                    norms = {"xq_norm2": sympy.Rational(repr(float(xq @ xq))),
+                             "w_norm2": sympy.Rational(repr(float(w @ w)))}
+                    zeta = _largest_zeta(F, {**_gd_env(n, d, L), **norms,
+                                             "s_min": sympy.Rational(repr(float(ev.min()))),
+                                             "s_max": sympy.Rational(repr(float(ev.max())))})
                     if zeta is None:
                         continue
-                    w, xq = rng.standard_normal(d), rng.standard_normal(d)
                     Z = np.zeros((d + 1, n + 1))
                     Z[:d, :n], Z[:d, n], Z[d, :n] = X, xq, w @ X
                     with torch.no_grad():
                         pred = float(model.predict(torch.tensor(Z).unsqueeze(0))[0])
                     err2 = (pred - w @ xq) ** 2
-                    env = {**_gd_env(n, d, L), "zeta": zeta, "s_min": 1, "s_max": 1,
-                           "xq_norm2": sympy.Rational(repr(float(xq @ xq))),
-                           "w_norm2": sympy.Rational(repr(float(w @ w)))}
+                    env = {**_gd_env(n, d, L), "zeta": zeta, "s_min": 1, "s_max": 1, **norms}
                     with mpmath.workdps(30):
-                        bound = float(_mp_value(_gd_expr(F, "bound"), env))
-                    ratio = err2 / bound
+                        real = _real_bound(_mp_value(_gd_expr(F, "bound"), env))
+                    bound = float(real) if real is not None else float("nan")
+                    ratio = err2 / bound if bound > 0 else float("inf")
                     row = {"L": L, "d": d, "n": n, "zeta": float(zeta), "ratio": ratio,
                            "Sigma_out_eigs": ev.tolist()}
                     if worst is None or ratio > worst["ratio"]:
                         worst = row
-                    if ratio > 1 + 1e-9 and bad is None:
+                    if not ratio <= 1 + 1e-9 and bad is None:
                         bad = {**row, "error_sq": err2, "bound": bound}
     return combine([Finding("random_instances", bad is None, {
         "trials_per_size": trials, "worst": worst}, bad,
         "" if bad is None else "an admissible OOD instance exceeds the bound")])
+
+
+OOD_EXACT_MAX_L = 6
+
+
+def ood_exact(point: dict) -> dict | None:
+    """What (10)/(30) bound, with Sigma^out = X X^T / n (the correction) and Sigma* = I: the
+    error is -w^T (I - a* Sigma^out)^L x_q, so its sup over w, x_q of the given norms and over
+    spectra of Sigma^out within [s_min, s_max] is ||w||^2 ||x_q||^2 max(|1 - a* s_min|,
+    |1 - a* s_max|)^{2L} ((1 - a s)^{2L} is convex in s; attained along an eigenvector).  None
+    where no X^out has those extreme eigenvalues (s_min > s_max; n < d, where s_min = 0; d = 1
+    with s_min != s_max) or L > OOD_EXACT_MAX_L."""
+    n, d, L = (int(point[k]) for k in ("n", "d", "L"))
+    s_min, s_max = point["s_min"], point["s_max"]
+    if not 1 <= L <= OOD_EXACT_MAX_L or s_min > s_max or n < d or (d == 1 and s_min != s_max):
+        return None
+    a = _mp_a_star(L, n, d, mpmath.mp.dps + len(str(n)))
+    worst = max(abs(1 - a * s_min), abs(1 - a * s_max)) ** (2 * L)
+    return {"bound": point["xq_norm2"] * point["w_norm2"] * worst}
+
+
+OOD_EXACT = ExactValues(ood_exact, "the largest error over w, x_q of the given norms and "
+                                   "Sigma^out = X X^T / n with spectrum in [s_min, s_max]: "
+                                   "||w||^2 ||x_q||^2 max|1 - a* s|^{2L}, at L <= 6")
 
 
 def _ood_claim(cid: str, title: str, lower: str, equation: str, statement: str) -> Claim:
@@ -201,6 +291,7 @@ def _ood_claim(cid: str, title: str, lower: str, equation: str, statement: str) 
         ),
         checks={"symbolic": _ood_symbolic, "numeric": single_threaded(_ood_numeric)},
         setting=OOD_SETTING,
+        exact=OOD_EXACT,
         correction=Correction(
             description="Sigma^out := X^out X^out^T / n (the model's empirical covariance)",
             reason="the model attends with 1/n (eq. (3)), so the error is w^T (I - A X X^T/n)^L "

@@ -294,6 +294,49 @@ def test_thm_a13_needs_the_1_over_n_in_sigma_out():
                    ).verdict == "refuted"
 
 
+OOD_BOUND = ("(1 + 16*delta*d**(1/(2*L)))**2*(1 + 16*delta*d**(1/(2*L)) - zeta)**(2*L)"
+             "*xq_norm2*w_norm2")
+
+
+@pytest.mark.parametrize("override", [
+    # the norms swapped for each other or for a size: wrong once ||w|| or ||x_q|| is n or 1/n
+    {"bound": OOD_BOUND.replace("*xq_norm2*w_norm2", "*xq_norm2**2")},
+    {"bound": OOD_BOUND.replace("*xq_norm2*w_norm2", "*xq_norm2*n")},
+    # a negated bound (a ratio error^2 / bound < 0 passed) and one that is not a real number
+    {"bound": "-" + OOD_BOUND},
+    {"bound": OOD_BOUND.replace("- zeta)**(2*L)", "- L)**(2*zeta)")},
+    # a window in ||x_q||^2 instead of s_max (admits s = 9 and 10^8), and Sigma^out := X X^T / d
+    # (which the tiers could not evaluate: d was missing)
+    {"condition": "(s_min >= 1) & (xq_norm2 <= 2 - zeta)"},
+    {"sigma_out": "XXt/d"},
+    # a window in n instead of s_max: admits only n = 1, at d = 1
+    {"condition": "(s_min >= 1) & (n <= 2 - zeta)"},
+], ids=["norm-squared", "norm-for-n", "negated", "not-real", "window-in-xq", "over-d",
+        "window-in-n"])
+def test_thm4_5_mutants_the_exact_instances_refute(override):
+    """w = c_w e_i, x_q = c_x e_i at c in {1, n, 1/n}, X^out beyond the window, and d = 1 at
+    n = 1: mutants of the norms, the window and Sigma^out that survived the unit-norm grid."""
+    cid = "gatmiry2024.thm4_5"
+    v = verdict(cid, tiers=("symbolic",), **corrected(cid, **override))
+    assert v.verdict == "refuted", v.reason
+
+
+def test_thm4_5_exact_values_are_the_worst_error_over_the_window():
+    """sup (TF_L - y_q)^2 = ||w||^2 ||x_q||^2 max|1 - a* s|^{2L} over s in [s_min, s_max]; the
+    corrected bound is above it at the window's corner, and no X^out has s_min > s_max."""
+    import mpmath
+
+    from proofs_checks.gatmiry2024.flow import _mp_a_star
+    from proofs_checks.gatmiry2024.ood import ood_exact
+
+    point = {"n": 10 ** 8, "d": 2, "L": 1, "s_min": mpmath.mpf(1), "s_max": mpmath.mpf("1.96"),
+             "xq_norm2": mpmath.mpf(2), "w_norm2": mpmath.mpf(3)}
+    a = _mp_a_star(1, 10 ** 8, 2, 40)
+    assert mpmath.almosteq(ood_exact(point)["bound"], 6 * (1 - a * mpmath.mpf("1.96")) ** 2)
+    assert ood_exact({**point, "s_min": mpmath.mpf(2)}) is None
+    assert ood_exact({**point, "d": 1}) is None
+
+
 def test_fig3_extrapolation_turns_up_at_6_test_loops():
     ce = verdict("gatmiry2024.fig3").counterexample
     assert (ce["n"], ce["L_train"], ce["L_test"]) == (20, 2, 6)
