@@ -41,6 +41,9 @@ class FormulaSymbol:
     # the claim only speaks of values at most this other scalar's (lambda_j <= lambda_1, the
     # largest eigenvalue, in gatmiry2024's moment lemmas); ``mutate`` draws it there
     at_most: str | None = None
+    # the claim's hypotheses confine it near [lo, hi] (an eigenvalue of gatmiry2024 Thm. 4.5's
+    # window [zeta, 2 - zeta]); ``mutate`` draws half its values log-uniform there
+    near: tuple[float, float] | None = None
     # the claim takes this symbol equal to an expression in the others (yang2024 Lemma 5: a
     # prompt token's feature z_k = Z e_k); ``mutate`` compares mutants under it as an assumption
     equals: str | None = None
@@ -52,6 +55,11 @@ class FormulaSymbol:
                                          or self.at_most == self.name):
             raise ValueError(f"symbol {self.name}: at_most applies to a scalar that is not a "
                              f"size, bounded by another scalar")
+
+        if self.near is not None and (self.kind != "scalar" or self.name in SIZE_NAMES
+                                      or not 0 < self.near[0] < self.near[1]):
+            raise ValueError(f"symbol {self.name}: near applies to a scalar that is not a size, "
+                             f"with 0 < lo < hi")
 
     def sympy(self) -> sympy.Basic:
         if self.kind == "matrix":
@@ -73,6 +81,8 @@ class FormulaSymbol:
             out["unit"] = True
         if self.at_most is not None:
             out["at_most"] = self.at_most
+        if self.near is not None:
+            out["near"] = list(self.near)
         if self.equals is not None:
             out["equals"] = self.equals
         return out

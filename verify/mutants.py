@@ -805,7 +805,8 @@ def _random_size(rng: np.random.Generator) -> int:
 
 def _draw_domain(symbols, rng: np.random.Generator, sizes: dict | None) -> dict:
     """Exact rational values for scalar symbols in the claim's domain: sizes positive integers
-    (``sizes``, or random ones), unit scalars in (0, 1), the others log-uniform."""
+    (``sizes``, or random ones), unit scalars in (0, 1), the others log-uniform (half of them
+    in their ``near`` range, if any)."""
     values = {}
     for s in symbols:
         if s.name in SIZE_NAMES:
@@ -821,7 +822,10 @@ def _draw_domain(symbols, rng: np.random.Generator, sizes: dict | None) -> dict:
             r = sympy.Rational(v).limit_denominator(10 ** 9)
             values[s.name] = r if 0 < r < 1 else sympy.Rational(1, 2)
         else:
-            v = 10.0 ** rng.uniform(*SCALAR_RANGE)
+            lo, hi = SCALAR_RANGE
+            if s.near is not None and rng.uniform() < 0.5:
+                lo, hi = np.log10(s.near[0]), np.log10(s.near[1])
+            v = 10.0 ** rng.uniform(lo, hi)
             values[s.name] = sympy.Rational(v).limit_denominator(10 ** 9)
     for s in symbols:  # lambda_j <= lambda_1: a fraction in (0, 1] of the bounding value
         if s.at_most is not None and s.at_most in values:

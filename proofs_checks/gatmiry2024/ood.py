@@ -22,9 +22,9 @@ from .flow import _mp_a_star
 
 OOD_SETTING = _setting({"n": 20, "d": 2, "L": 2})
 _S_MIN = FormulaSymbol("s_min", description="the smallest eigenvalue of Sigma^out (Sigma* = I)",
-                       positive=True)
+                       positive=True, at_most="s_max")
 _S_MAX = FormulaSymbol("s_max", description="the largest eigenvalue of Sigma^out (Sigma* = I)",
-                       positive=True)
+                       positive=True, near=(1, 2))
 _XQ2 = FormulaSymbol("xq_norm2", description="||x_q^out||^2_{Sigma*}", positive=True)
 _W2 = FormulaSymbol("w_norm2", description="||w^{out,*}||^2_{Sigma*^{-1}}", positive=True)
 _GRAM = _mat("XXt", description="the Gram matrix X^out X^out^T of the OOD instance", symmetric=True)
@@ -249,7 +249,7 @@ def _ood_numeric(ctx: Context) -> TierResult:
         "" if bad is None else "an admissible OOD instance exceeds the bound")])
 
 
-OOD_EXACT_MAX_L = 6
+OOD_EXACT_MAX_L = 10
 
 
 def ood_exact(point: dict) -> dict | None:
@@ -270,7 +270,7 @@ def ood_exact(point: dict) -> dict | None:
 
 OOD_EXACT = ExactValues(ood_exact, "the largest error over w, x_q of the given norms and "
                                    "Sigma^out = X X^T / n with spectrum in [s_min, s_max]: "
-                                   "||w||^2 ||x_q||^2 max|1 - a* s|^{2L}, at L <= 6")
+                                   "||w||^2 ||x_q||^2 max|1 - a* s|^{2L}, at L <= 10")
 
 
 def _ood_claim(cid: str, title: str, lower: str, equation: str, statement: str) -> Claim:
@@ -292,6 +292,8 @@ def _ood_claim(cid: str, title: str, lower: str, equation: str, statement: str) 
         checks={"symbolic": _ood_symbolic, "numeric": single_threaded(_ood_numeric)},
         setting=OOD_SETTING,
         exact=OOD_EXACT,
+        # a window with s_min > 0 needs X^out of rank d: n >= d examples
+        ranges=("n >= d",),
         correction=Correction(
             description="Sigma^out := X^out X^out^T / n (the model's empirical covariance)",
             reason="the model attends with 1/n (eq. (3)), so the error is w^T (I - A X X^T/n)^L "

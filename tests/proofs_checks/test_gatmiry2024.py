@@ -337,6 +337,22 @@ def test_thm4_5_exact_values_are_the_worst_error_over_the_window():
     assert ood_exact({**point, "d": 1}) is None
 
 
+def test_thm4_5_exact_values_show_a_tighter_constant_true_and_a_dropped_term_false():
+    """mutate judges Thm 4.5's survivors by its exact values: 15 for 16 still bounds the worst
+    error at every point drawn (a true statement), (1 - zeta)^{2L} alone does not (the worst
+    error is (1 - zeta + (2 - zeta)(1 - a*))^{2L}); s_max is drawn near its window [1, 2]."""
+    from verify.mutants import claim_domain, exact_truth
+
+    claim = find("gatmiry2024.thm4_5")
+    domain = claim_domain(claim.formulas, dict(claim.correction.formulas), claim.exact,
+                          claim.ranges)
+    bound = next(f for f in claim.formulas if f.name == "bound")
+    kind, why = exact_truth("bound", bound.parse(OOD_BOUND.replace("16*", "15*")), 0, domain)
+    assert kind == "true", why
+    kind, why = exact_truth("bound", bound.parse("(1 - zeta)**(2*L)*xq_norm2*w_norm2"), 0, domain)
+    assert kind == "false", why
+
+
 def test_fig3_extrapolation_turns_up_at_6_test_loops():
     ce = verdict("gatmiry2024.fig3").counterexample
     assert (ce["n"], ce["L_train"], ce["L_test"]) == (20, 2, 6)

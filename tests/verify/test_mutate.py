@@ -542,6 +542,22 @@ def test_a_symbol_bounded_by_another_is_drawn_below_it():
         FormulaSymbol("n", at_most="d")
 
 
+def test_a_scalar_near_a_range_is_drawn_there_half_the_time():
+    """gatmiry2024 Thm 4.5's s_max lies in its window [1, 2 - zeta]: over [10^-3, 10^3] alone a
+    draw lands there once in twenty, too rarely to reach the points its exact values need."""
+    import numpy as np
+
+    from verify.formulas import FormulaSymbol
+    from verify.mutants import _draw_domain
+
+    s_max = FormulaSymbol("s_max", positive=True, near=(1, 2))
+    rng = np.random.default_rng(0)
+    inside = sum(bool(1 <= _draw_domain((s_max,), rng, None)["s_max"] <= 2) for _ in range(400))
+    assert 180 <= inside <= 260
+    with pytest.raises(ValueError, match="near"):
+        FormulaSymbol("s", near=(2, 1))
+
+
 def test_a_bound_at_least_the_derived_sharp_one_is_implied(capsys):
     """yang2024 Lemma 2 prints C = 2; its symbolic tier derives the least constant 1, so C = 1 is
     a true statement (implied by the sharp bound) and C = 1/2 is false and refuted."""
