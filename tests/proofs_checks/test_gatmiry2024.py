@@ -472,6 +472,17 @@ def test_exact_sign_of_tiny_constants():
         li.exact_sign(sympy.exp(-5000))
 
 
+def test_a_star_is_certified_at_astronomical_n():
+    """At n = 10^100 (L = 2) Newton's last residual in f' exceeds mpmath's absolute tolerance,
+    and findroot raised ValueError (a Thm A.8 mutant whose hypothesis admits only n ~ 10^40 and
+    above made the symbolic tier an error); the bracket test certifies the root instead."""
+    n = 10 ** 100
+    a = li.a_star_rational(n, 2, 2)
+    fp = li.scalar_poly(2, n, 2).diff(li.a_sym)
+    eps = sympy.Rational(1, 10 ** 120)
+    assert fp.eval(a - eps) < 0 < fp.eval(a + eps)
+
+
 def test_an_undecided_sign_with_huge_integers_is_undecided_not_a_crash():
     """A difference that cancels below 2000 digits and holds 5000-digit integers (as delta^n at
     n ~ 10^6 does in a Lemma A.7 mutant) is undecided: its message used to print the integers,
