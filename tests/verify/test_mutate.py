@@ -542,6 +542,25 @@ def test_a_symbol_bounded_by_another_is_drawn_below_it():
         FormulaSymbol("n", at_most="d")
 
 
+def test_a_bounded_scalar_equals_its_bound_in_some_draws():
+    """s_min <= s_max (Thm A.13): Sigma^out = c I has s_min = s_max, where the mutant window
+    s_min >= s_max holds; with u in (0, 1) only it was judged vacuous (implied), and the
+    symbolic tier's refutation at Sigma^out = c I counted as a false alarm."""
+    import numpy as np
+
+    from verify.formulas import FormulaSymbol
+    from verify.mutants import _draw_domain
+
+    s_min = FormulaSymbol("s_min", positive=True, at_most="s_max")
+    s_max = FormulaSymbol("s_max", positive=True)
+    rng = np.random.default_rng(0)
+    draws = [_draw_domain((s_min, s_max), rng, None) for _ in range(400)]
+    equal = sum(v["s_min"] == v["s_max"] for v in draws)
+    assert all(v["s_min"] <= v["s_max"] for v in draws) and 20 <= equal <= 70
+    f = formula("gatmiry2024.thm_a13", "condition")
+    assert equivalence(f, "(s_min >= s_max) & (s_max <= 2 - zeta)").kind == "none"
+
+
 def test_a_scalar_near_a_range_is_drawn_there_half_the_time():
     """gatmiry2024 Thm 4.5's s_max lies in its window [1, 2 - zeta]: over [10^-3, 10^3] alone a
     draw lands there once in twenty, too rarely to reach the points its exact values need."""
