@@ -205,7 +205,7 @@ def _ood_numeric(ctx: Context) -> TierResult:
     F = ctx.formulas
     rng = ctx.rng("ood")
     trials = _by_budget(ctx, 12, 200, 1000)
-    worst, bad = None, None
+    worst, bad, count = None, None, 0
     for L in _loops(ctx):
         for d in _by_budget(ctx, (2,), (2, 3)):
             for n in _by_budget(ctx, (d + 2, 200), (d + 2, 20, 200)):
@@ -218,22 +218,25 @@ def _ood_numeric(ctx: Context) -> TierResult:
                     gram_unit = U @ np.diag(target) @ U.T  # the wanted Sigma^out
                     sig_of_gram = float(formula_value(F["sigma_out"], {"XXt": sympy.eye(d),
                                                                          "n": n, "d": d})[0, 0])
+                    w, xq = rng.standard_normal(d), rng.standard_normal(d)
+                    if not sig_of_gram > 0:  # no X^out gives a positive definite Sigma^out
+                        continue
                     X = U @ np.diag(np.sqrt(target / sig_of_gram)) @ Vt
                     ev = np.linalg.eigvalsh(gram_unit)
-                    w, xq = rng.standard_normal(d), rng.standard_normal(d)
-                    norms = {"xq_norm2": sympy.Rational(repr(float(xq @ xq))),
-                             "w_norm2": sympy.Rational(repr(float(w @ w)))}
-                    zeta = _largest_zeta(F, {**_gd_env(n, d, L), **norms,
-                                             "s_min": sympy.Rational(repr(float(ev.min()))),
-                                             "s_max": sympy.Rational(repr(float(ev.max())))})
+                    spectrum = {"xq_norm2": sympy.Rational(repr(float(xq @ xq))),
+                                "w_norm2": sympy.Rational(repr(float(w @ w))),
+                                "s_min": sympy.Rational(repr(float(ev.min()))),
+                                "s_max": sympy.Rational(repr(float(ev.max())))}
+                    zeta = _largest_zeta(F, {**_gd_env(n, d, L), **spectrum})
                     if zeta is None:
                         continue
+                    count += 1
                     Z = np.zeros((d + 1, n + 1))
                     Z[:d, :n], Z[:d, n], Z[d, :n] = X, xq, w @ X
                     with torch.no_grad():
                         pred = float(model.predict(torch.tensor(Z).unsqueeze(0))[0])
                     err2 = (pred - w @ xq) ** 2
-                    env = {**_gd_env(n, d, L), "zeta": zeta, "s_min": 1, "s_max": 1, **norms}
+                    env = {**_gd_env(n, d, L), "zeta": zeta, **spectrum}
                     with mpmath.workdps(30):
                         real = _real_bound(_mp_value(_gd_expr(F, "bound"), env))
                     bound = float(real) if real is not None else float("nan")
@@ -244,9 +247,12 @@ def _ood_numeric(ctx: Context) -> TierResult:
                         worst = row
                     if not ratio <= 1 + 1e-9 and bad is None:
                         bad = {**row, "error_sq": err2, "bound": bound}
-    return combine([Finding("random_instances", bad is None, {
-        "trials_per_size": trials, "worst": worst}, bad,
-        "" if bad is None else "an admissible OOD instance exceeds the bound")])
+    evidence = {"trials_per_size": trials, "admissible": count, "worst": worst}
+    if count == 0:
+        return combine([Finding("random_instances", None, evidence,
+                                reason="the condition admits no instance drawn")])
+    return combine([Finding("random_instances", bad is None, evidence, bad,
+                            "" if bad is None else "an admissible OOD instance exceeds the bound")])
 
 
 OOD_EXACT_MAX_L = 10
