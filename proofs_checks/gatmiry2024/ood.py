@@ -58,9 +58,13 @@ def _largest_zeta(F, env: dict):
 def _norm_scales(n: int) -> tuple[tuple[sympy.Rational, sympy.Rational], ...]:
     """(c_w, c_x) with w = c_w e_i, x_q = c_x e_i: the error and the bound both scale by
     c_w^2 c_x^2, so the printed bound is tight at every scale; a bound with ||w||^2 or ||x_q||^2
-    swapped for n, d, s_max or each other (or delta for a norm) is not, at c = n or 1/n."""
-    one, big = sympy.Integer(1), sympy.Integer(n) if n > 1 else sympy.Integer(10) ** 6
-    return ((one, one), (big, one), (one, big), (1 / big, one), (one, 1 / big))
+    swapped for n, d, s_max or each other (or delta for a norm) is not, at c = n or 1/n, and
+    one with d and ||x_q||^2 swapped is not at c = 10 (at n or 1/n the swap moves delta's
+    factor d^{1/(2L)} by as much as the prefactor)."""
+    one, ten = sympy.Integer(1), sympy.Integer(10)
+    big = sympy.Integer(n) if n > 1 else ten ** 6
+    return ((one, one), (big, one), (one, big), (1 / big, one), (one, 1 / big), (ten, one),
+            (one, ten))
 
 
 def _ood_error_exact(x: Sequence, n: int, L: int, a_opt: sympy.Rational, i: int) -> sympy.Expr:
@@ -163,7 +167,7 @@ def _ood_symbolic(ctx: Context) -> TierResult:
         "instances": count, "sizes": [{"d": d, "ns": [_n_text(n) for n in ns]}
                                       for d, ns in families],
         "X_diag_values": "r * 10^j, r in " + ", ".join(str(r) for r in rs) + ", j in {0, k/2}",
-        "norms": "(||w||, ||x_q||) in (1, 1), (n, 1), (1, n), (1/n, 1), (1, 1/n)",
+        "norms": "(||w||, ||x_q||) in (1, 1), (n, 1), (1, n), (1/n, 1), (1, 1/n), (10, 1), (1, 10)",
         "ratio": "(TF_L - y_q)^2 / bound at the largest admissible zeta (> 1 violates)",
         "worst": worst, "violations_shown": rows[:5]}
     finding = (Finding("exact_instances", None, evidence,

@@ -311,8 +311,11 @@ OOD_BOUND = ("(1 + 16*delta*d**(1/(2*L)))**2*(1 + 16*delta*d**(1/(2*L)) - zeta)*
     {"sigma_out": "XXt/d"},
     # a window in n instead of s_max: admits only n = 1, at d = 1
     {"condition": "(s_min >= 1) & (n <= 2 - zeta)"},
+    # d and ||x_q||^2 swapped everywhere: wrong at ||x_q|| = 10 (a mutate survivor at c = n, 1/n)
+    {"bound": OOD_BOUND.replace("d**", "D**").replace("xq_norm2", "d").replace("D**",
+                                                                                "xq_norm2**")},
 ], ids=["norm-squared", "norm-for-n", "negated", "not-real", "window-in-xq", "over-d",
-        "window-in-n"])
+        "window-in-n", "d-for-norm"])
 def test_thm4_5_mutants_the_exact_instances_refute(override):
     """w = c_w e_i, x_q = c_x e_i at c in {1, n, 1/n}, X^out beyond the window, and d = 1 at
     n = 1: mutants of the norms, the window and Sigma^out that survived the unit-norm grid."""
