@@ -55,7 +55,6 @@ class FormulaSymbol:
                                          or self.at_most == self.name):
             raise ValueError(f"symbol {self.name}: at_most applies to a scalar that is not a "
                              f"size, bounded by another scalar")
-
         if self.near is not None and (self.kind != "scalar" or self.name in SIZE_NAMES
                                       or not 0 < self.near[0] < self.near[1]):
             raise ValueError(f"symbol {self.name}: near applies to a scalar that is not a size, "
