@@ -18,6 +18,7 @@ from .common import (PAPER, _D, _DELTA, _L, _N, _ZETA, _by_budget, _loops, _mat,
 from .loss import looped_model
 from .dominance import _gd_env, _gd_expr, _gd_le, _holds, _mp_value, _mpf, _n_text
 from .flow import _mp_a_star
+from .moment_bounds import _finite_real
 
 
 OOD_SETTING = _setting({"n": 20, "d": 2, "L": 2})
@@ -93,6 +94,53 @@ def _ood_families(ctx: Context) -> list[tuple[int, tuple[int, ...]]]:
     return [(2, ns), (1, (1, *ns[:1]))]
 
 
+def _ood_rows(F, n: int, d: int, L: int, a_opt: sympy.Rational, x: list, norms_matter: bool):
+    """(row, violation or None) at X^out = diag(x) for each norm scale the condition admits (at
+    its largest zeta): the exact error (TF_L - y_q)^2 against the named bound.  A bound <= 0 or
+    not real fails; a close call is decided at 80+ digits."""
+    gram = sympy.diag(*[v ** 2 for v in x])
+    sig = sympy.Matrix(formula_value(F["sigma_out"], {"XXt": gram, "n": n, "d": d}))
+    ev = [sig[i, i] for i in range(d)]
+    S = [v ** 2 / n for v in x]  # the model's X X^T / n
+    i = max(range(d), key=lambda j: abs(1 - a_opt * S[j]))
+    spectrum = {**_gd_env(n, d, L), "s_min": min(ev), "s_max": max(ev)}
+    zeta = None if norms_matter else _largest_zeta(F, spectrum)
+    if zeta is None and not norms_matter:
+        return
+    err2_unit = None
+    for c_w, c_x in _norm_scales(n):
+        env = {**spectrum, "xq_norm2": c_x ** 2, "w_norm2": c_w ** 2}
+        if norms_matter:
+            zeta = _largest_zeta(F, env)
+            if zeta is None:
+                continue
+        if err2_unit is None:
+            err2_unit = _ood_error_exact(x, n, L, a_opt, i)
+        err2 = err2_unit * c_w ** 2 * c_x ** 2
+        env["zeta"] = zeta
+        with mpmath.workdps(40):
+            bound = _mp_value(_gd_expr(F, "bound"), env)
+            real = _finite_real(bound)
+            ratio = _mpf(err2) / real if real is not None and real > 0 else mpmath.inf
+        row = {"L": L, "d": d, "n": _n_text(n), "X_diag": [str(v) for v in x],
+               "Sigma_out_eigs": [mpmath.nstr(_mpf(v), 8) for v in ev],
+               "zeta": str(zeta) if zeta.q < 10 ** 6 else float(zeta),
+               "w": f"{_c_text(c_w)} e_{i + 1}", "x_q": f"{_c_text(c_x)} e_{i + 1}",
+               "error_sq": mpmath.nstr(_mpf(err2), 12),
+               "bound": mpmath.nstr(bound, 12), "ratio": float(ratio)}
+        if real is None:
+            row["not_a_real_number"] = True
+        violation = None
+        if real is None or (_mpf(err2) > real and not _gd_le(
+                sympy.Symbol("e"), sympy.Symbol("b"),
+                {"e": err2, "b": sympy.Float(mpmath.nstr(real, 40), 40)})):
+            with mpmath.workdps(len(str(n)) + 30):
+                a_txt = mpmath.nstr(_mpf(a_opt), len(str(n)) + 20)
+                e_txt = mpmath.nstr(_mpf(err2), len(str(n)) + 20)
+            violation = {**row, "error_sq_digits": e_txt, "a_star": a_txt, "Sigma_star": f"I_{d}"}
+        yield row, violation
+
+
 def _ood_symbolic(ctx: Context) -> TierResult:
     """Exact instances: Sigma* = I, X^out = diag(x) (plus zero examples), w = c_w e_i and
     x_q = c_x e_i at the eigenvalue farthest from 1 / a*; the ratio error^2 / bound at the largest
@@ -112,55 +160,13 @@ def _ood_symbolic(ctx: Context) -> TierResult:
                 a_opt = sympy.Rational(mpmath.nstr(_mp_a_star(L, n, d, digits), digits))
                 for xs in _diagonals(rs, d):
                     for scale in (1, root) if root > 1 else (1,):
-                        x = [r * scale for r in xs]
-                        gram = sympy.diag(*[v ** 2 for v in x])
-                        sig = sympy.Matrix(formula_value(F["sigma_out"],
-                                                         {"XXt": gram, "n": n, "d": d}))
-                        ev = [sig[i, i] for i in range(d)]
-                        S = [v ** 2 / n for v in x]  # the model's X X^T / n
-                        i = max(range(d), key=lambda j: abs(1 - a_opt * S[j]))
-                        err2_unit = None
-                        zeta = None
-                        for c_w, c_x in _norm_scales(n):
-                            env = {**_gd_env(n, d, L), "s_min": min(ev), "s_max": max(ev),
-                                   "xq_norm2": c_x ** 2, "w_norm2": c_w ** 2}
-                            if norms_matter or zeta is None:
-                                zeta = _largest_zeta(F, env)
-                            if zeta is None:
-                                if norms_matter:
-                                    continue
-                                break
+                        for row, violation in _ood_rows(F, n, d, L, a_opt,
+                                                        [r * scale for r in xs], norms_matter):
                             count += 1
-                            if err2_unit is None:
-                                err2_unit = _ood_error_exact(x, n, L, a_opt, i)
-                            err2 = err2_unit * c_w ** 2 * c_x ** 2
-                            env["zeta"] = zeta
-                            with mpmath.workdps(40):
-                                bound = _mp_value(_gd_expr(F, "bound"), env)
-                                real = _real_bound(bound)
-                                ratio = (_mpf(err2) / real if real is not None and real > 0
-                                         else mpmath.inf)
-                            row = {"L": L, "d": d, "n": _n_text(n), "X_diag": [str(v) for v in x],
-                                   "Sigma_out_eigs": [mpmath.nstr(_mpf(v), 8) for v in ev],
-                                   "zeta": str(zeta) if zeta.q < 10 ** 6 else float(zeta),
-                                   "w": f"{_c_text(c_w)} e_{i + 1}",
-                                   "x_q": f"{_c_text(c_x)} e_{i + 1}",
-                                   "error_sq": mpmath.nstr(_mpf(err2), 12),
-                                   "bound": mpmath.nstr(bound, 12), "ratio": float(ratio)}
-                            if real is None:
-                                row["not_a_real_number"] = True
                             if worst is None or row["ratio"] > worst["ratio"]:
                                 worst = row
-                            # a bound <= 0 or not real fails; a close call is decided at 80+ digits
-                            if real is None or (_mpf(err2) > real and not _gd_le(
-                                    sympy.Symbol("e"), sympy.Symbol("b"),
-                                    {"e": err2, "b": sympy.Float(mpmath.nstr(real, 40), 40)})):
-                                if bad is None:
-                                    with mpmath.workdps(len(str(n)) + 30):
-                                        a_txt = mpmath.nstr(_mpf(a_opt), len(str(n)) + 20)
-                                        e_txt = mpmath.nstr(_mpf(err2), len(str(n)) + 20)
-                                    bad = {**row, "error_sq_digits": e_txt, "a_star": a_txt,
-                                           "Sigma_star": f"I_{d}"}
+                            if violation is not None:
+                                bad = bad or violation
                                 rows.append(row)
     ok = bad is None
     evidence = {
@@ -181,15 +187,6 @@ def _ood_symbolic(ctx: Context) -> TierResult:
                     "from the forward pass at u = 0, A = a* I; the condition of the theorem is on "
                     "Sigma^out, and the bound needs Sigma^out = S (the 1/n of the model's "
                     "empirical covariance).")])
-
-
-def _real_bound(value) -> mpmath.mpf | None:
-    """The bound as a finite real number, or None (a negative base to a fractional power)."""
-    if isinstance(value, mpmath.mpc):
-        if value.imag != 0:
-            return None
-        value = value.real
-    return value if mpmath.isfinite(value) else None
 
 
 def _c_text(c: sympy.Rational) -> str:
@@ -242,7 +239,7 @@ def _ood_numeric(ctx: Context) -> TierResult:
                     err2 = (pred - w @ xq) ** 2
                     env = {**_gd_env(n, d, L), "zeta": zeta, **spectrum}
                     with mpmath.workdps(30):
-                        real = _real_bound(_mp_value(_gd_expr(F, "bound"), env))
+                        real = _finite_real(_mp_value(_gd_expr(F, "bound"), env))
                     bound = float(real) if real is not None else float("nan")
                     ratio = err2 / bound if bound > 0 else float("inf")
                     row = {"L": L, "d": d, "n": n, "zeta": float(zeta), "ratio": ratio,
