@@ -835,3 +835,44 @@ def test_thm2_tail_is_judged_by_the_chi_square_quantile():
                             domain)
     assert kind == "false" and "below the exact value" in why, why
     assert float(chi_square_quantile(5, 0.01)) == pytest.approx(chi2.isf(0.01, 5), rel=1e-12)
+
+
+@pytest.mark.parametrize("text,implied", [
+    ("(s_min >= d) & (s_max <= 2 - zeta)", True),      # d >= 1 > zeta
+    ("(s_min >= zeta) & (s_max <= 2 - L)", True),      # L >= 1 > zeta
+    ("(s_min >= zeta/2) & (s_max <= 2 - zeta)", False),  # a wider window
+])
+def test_a_rarely_met_narrower_hypothesis_is_implied_by_a_proof(text, implied):
+    """gatmiry2024 Thm A.13 with d or L for zeta in its window holds only where d = 1 or L = 1
+    and Sigma^out's spectrum sits in [1, 2 - zeta]: about 10 of 3000 draws, too few for the
+    sampling to call it narrower, so the mutant survived.  Each condition of the original
+    follows from one of the mutant's (s_min >= d gives s_min >= zeta: the gap d - zeta >= 0 on
+    the domain), which is a proof; a wider window still meets its counterexample."""
+    claim = find("gatmiry2024.thm_a13")
+    fixed = dict(claim.correction.formulas) if claim.correction else {}
+    eq = equivalence(claim.formula("condition"), text,
+                     domain=claim_domain(claim.formulas, fixed, claim.exact))
+    if implied:
+        assert eq.kind == "implied" and "the mutant hypothesis implies the original" in eq.detail
+        assert "- zeta >= 0" in eq.detail, eq.detail
+    else:
+        assert eq.kind == "none" and "where the original does not" in eq.detail, eq.detail
+
+
+def test_the_narrower_proof_needs_every_condition_and_a_strict_gap_for_a_strict_one():
+    """The conjunct-wise proof: every condition of the original must follow from one of the
+    mutant's; a strict original condition needs a strict mutant one or a positive gap."""
+    import sympy
+
+    from verify.formulas import FormulaSymbol, NamedFormula
+    from verify.mutants import _narrower_proof
+
+    f = NamedFormula("h", "(x > y) & (x <= 3)", (FormulaSymbol("x"), FormulaSymbol("y"),
+                                                  FormulaSymbol("d")), weaker="narrower")
+    x, y, d = (f.locals()[k] for k in "xyd")
+    assert _narrower_proof(f, f.parse(), (x > y + 1) & (x <= 2))
+    assert _narrower_proof(f, f.parse(), (x >= y + d) & (x <= 3))       # d >= 1: a positive gap
+    assert not _narrower_proof(f, f.parse(), (x >= y) & (x <= 2))        # x = y: not x > y
+    assert not _narrower_proof(f, f.parse(), x > y + 1)                  # x <= 3 not implied
+    assert not _narrower_proof(f, f.parse(), (x > y / 2) & (x <= 2))
+    assert not _narrower_proof(f, f.parse(), sympy.Or(x > y + 1, x <= 2))
