@@ -110,10 +110,17 @@ class ExactValues:
     a value may be a pair (attained, enclosure): a value the quantity attains at the point and
     a sound bound on its worst case (Lemma 4.3's beta^(j)).  ``icl-verify mutate`` evaluates a
     mutated claim with it: a survivor true at every point drawn is a true statement; one false at
-    a point is a survivor whose refutation a check misses, and the point says where."""
+    a point is a survivor whose refutation a check misses, and the point says where.
+
+    ``definition(name, mutant)`` covers a mutated matrix definition the scalar point does not
+    see (gatmiry2024's Sigma^out := X X^T / n): the ExactValues of the claim so redefined, or
+    (kind, why) decided from the mutant's form ("true" for a definition no instance meets), or
+    None where it cannot say."""
 
     values: Callable[[dict], "dict | None"] = field(compare=False, repr=False)
     words: str
+    definition: "Callable[[str, sympy.Basic], ExactValues | tuple[str, str] | None] | None" = \
+        field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -1149,9 +1149,16 @@ def exact_truth(name: str, mutant: sympy.Basic, seed: int, domain: Domain) -> tu
     defs = [(n, mutant if n == name else e) for n, e in domain.definitions]
     hyps = [mutant if n == name else e for n, e in zip(domain.hypothesis_names, domain.hypotheses)]
     bounds = [(n, mutant if n == name else e, w) for n, e, w in domain.bounds]
+    redefined = False  # a matrix definition the exact values take in (ExactValues.definition)
     if not any(name == n for n, _ in defs) and name not in domain.hypothesis_names \
             and not any(name == n for n, _, _ in bounds):
-        return "undecided", f"the claim's exact values ({domain.exact.words}) do not cover {name}"
+        judged = domain.exact.definition(name, mutant) if domain.exact.definition else None
+        if isinstance(judged, tuple):
+            return judged
+        if judged is None:
+            return "undecided", (f"the claim's exact values ({domain.exact.words}) do not cover "
+                                 f"{name}")
+        domain, redefined = dataclasses.replace(domain, exact=judged), True
     # a wider hypothesis or another definition is false, if at all, where the original claim
     # does not speak: compare there too (EXACT_OUTSIDE points, if drawn)
     widens = name in domain.hypothesis_names or any(name == n for n, _ in defs)
@@ -1170,7 +1177,7 @@ def exact_truth(name: str, mutant: sympy.Basic, seed: int, domain: Domain) -> tu
     compared, outside, covered, between = 0, 0, set(), 0
     # a mutated bound leaves the others as printed, which the checks judge (a claim is mutated
     # only when its checks pass as printed); a wider hypothesis or definition changes them all
-    needed = {n for n, _, _ in bounds} if widens else {name}
+    needed = {n for n, _, _ in bounds} if widens or redefined else {name}
     where = f"{domain.words}; exact values: {domain.exact.words}"
     with mpmath.workdps(IMPLIED_DIGITS):
         tol = mpmath.mpf(10) ** -EXACT_TOLERANCE

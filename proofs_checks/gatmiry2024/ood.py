@@ -260,25 +260,61 @@ def _ood_numeric(ctx: Context) -> TierResult:
 OOD_EXACT_MAX_L = 10
 
 
-def ood_exact(point: dict) -> dict | None:
+def ood_exact(point: dict, per_n=None) -> dict | None:
     """What (10)/(30) bound, with Sigma^out = X X^T / n (the correction) and Sigma* = I: the
     error is -w^T (I - a* Sigma^out)^L x_q, so its sup over w, x_q of the given norms and over
     spectra of Sigma^out within [s_min, s_max] is ||w||^2 ||x_q||^2 max(|1 - a* s_min|,
     |1 - a* s_max|)^{2L} ((1 - a s)^{2L} is convex in s; attained along an eigenvector).  None
     where no X^out has those extreme eigenvalues (s_min > s_max; n < d, where s_min = 0; d = 1
-    with s_min != s_max) or L > OOD_EXACT_MAX_L."""
+    with s_min != s_max) or L > OOD_EXACT_MAX_L.  With Sigma^out := c X X^T instead, c > 0,
+    the model's X X^T / n has its spectrum in [s_min, s_max] / (c n): ``per_n(n, d)`` = c n."""
     n, d, L = (int(point[k]) for k in ("n", "d", "L"))
     s_min, s_max = point["s_min"], point["s_max"]
     if not 1 <= L <= OOD_EXACT_MAX_L or s_min > s_max or n < d or (d == 1 and s_min != s_max):
         return None
+    if per_n is not None:
+        s_min, s_max = s_min / per_n(n, d), s_max / per_n(n, d)
     a = _mp_a_star(L, n, d, mpmath.mp.dps + len(str(n)))
     worst = max(abs(1 - a * s_min), abs(1 - a * s_max)) ** (2 * L)
     return {"bound": point["xq_norm2"] * point["w_norm2"] * worst}
 
 
-OOD_EXACT = ExactValues(ood_exact, "the largest error over w, x_q of the given norms and "
-                                   "Sigma^out = X X^T / n with spectrum in [s_min, s_max]: "
-                                   "||w||^2 ||x_q||^2 max|1 - a* s|^{2L}, at L <= 10")
+_OOD_EXACT_WORDS = ("the largest error over w, x_q of the given norms and Sigma^out = X X^T / n "
+                    "with spectrum in [s_min, s_max]: ||w||^2 ||x_q||^2 max|1 - a* s|^{2L}, at "
+                    "L <= 10")
+
+
+def ood_definition(name: str, mutant: sympy.Basic) -> "ExactValues | tuple[str, str] | None":
+    """A mutated Sigma^out := c X X^T (c in n, d; X X^T symmetric, so a transpose changes
+    nothing): for c <= 0 it is negative semidefinite, and no X^out meets the window, whose lower
+    end (1, or zeta in (0, 1)) is positive: the mutated claim is vacuously true; for c > 0 the
+    exact values with the window rescaled by 1 / (c n) (``ood_exact``)."""
+    if name != "sigma_out":
+        return None
+    if isinstance(mutant, sympy.MatMul):
+        c, mats = mutant.as_coeff_matrices()
+    else:
+        c, mats = sympy.Integer(1), [mutant]
+    base = mats[0].arg if len(mats) == 1 and isinstance(mats[0], sympy.Transpose) else mats[0]
+    if len(mats) != 1 or not isinstance(base, sympy.MatrixSymbol) or base.name != _GRAM.name:
+        return None
+    if c.is_nonpositive:
+        return "true", (f"true: Sigma^out := {mutant} is negative semidefinite for every X^out "
+                        f"({c} <= 0 for all sizes), so no X^out meets the window, whose lower "
+                        f"end is positive: the mutated claim says nothing (vacuous)")
+    if not c.is_positive:
+        return None
+    sizes = sorted(c.free_symbols, key=lambda s: s.name)
+    if any(s.name not in ("n", "d") for s in sizes):
+        return None
+    per_n = sympy.lambdify([sympy.Symbol("n"), sympy.Symbol("d")],
+                           (c * sympy.Symbol("n")).xreplace(
+                               {s: sympy.Symbol(s.name) for s in sizes}), "mpmath")
+    return ExactValues(lambda point: ood_exact(point, per_n),
+                       f"{_OOD_EXACT_WORDS}, with Sigma^out := {mutant}, the window / (c n)")
+
+
+OOD_EXACT = ExactValues(ood_exact, _OOD_EXACT_WORDS, definition=ood_definition)
 
 
 def _ood_claim(cid: str, title: str, lower: str, equation: str, statement: str) -> Claim:

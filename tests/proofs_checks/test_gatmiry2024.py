@@ -356,6 +356,24 @@ def test_thm4_5_exact_values_show_a_tighter_constant_true_and_a_dropped_term_fal
     assert kind == "false", why
 
 
+@pytest.mark.parametrize("text,kind,words", [
+    ("(-1/n)*XXt", "true", "vacuous"),      # negative semidefinite: no X^out meets the window
+    ("XXt/n", "true", "true where drawn"),  # the corrected definition itself
+    ("XXt/(2*n)", "false", "below the exact value"),  # the model's X X^T / n up to 4 - 2 zeta
+])
+def test_thm4_5_exact_values_cover_a_multiple_of_x_x_transpose_as_sigma_out(text, kind, words):
+    """Sigma^out := -X X^T / n survived mutate (both tiers: "the condition admits no instance"):
+    it is negative semidefinite, so the mutated claim is vacuously true.  A positive multiple
+    c X X^T rescales the window of the model's X X^T / n by 1 / (c n)."""
+    from verify.mutants import claim_domain, exact_truth
+
+    claim = find("gatmiry2024.thm4_5")
+    domain = claim_domain(claim.formulas, dict(claim.correction.formulas), claim.exact,
+                          claim.ranges)
+    kind_, why = exact_truth("sigma_out", claim.formula("sigma_out").parse(text), 0, domain)
+    assert kind_ == kind and words in why, why
+
+
 def test_fig3_extrapolation_turns_up_at_6_test_loops():
     ce = verdict("gatmiry2024.fig3").counterexample
     assert (ce["n"], ce["L_train"], ce["L_test"]) == (20, 2, 6)
