@@ -579,11 +579,12 @@ FLAT_SCALES = (Fraction(1, 10), Fraction(1), Fraction(10))
 def _moment_symbolic(ctx: Context, quantity, what: str, flat: Callable, scales=(Fraction(1),),
                      flat_scales=FLAT_SCALES, readings: bool = False,
                      identity_only: bool = False, proofs: Sequence[Finding] = (),
-                     level: Callable | None = None) -> TierResult:
+                     level: Callable | None = None, late_scales: Sequence = ()) -> TierResult:
     """The moment lemmas' symbolic tier: ``bound_search`` over small d and several spectra, then
     ``flat_search`` at flat spectra Sigma~ = s I (``flat``: the eigenvalue at s I_d) with d up to
     10^8, L up to 16 and L = 1024, k up to 16 and n up to 10^40, scales ``flat_scales``; ``proofs`` are
-    findings that rebuild a bound's proof (``lower_envelope_finding``)."""
+    findings that rebuild a bound's proof (``lower_envelope_finding``); ``late_scales``: a last
+    ``bound_search`` at those lambda_1, after the others (whose counterexamples come first)."""
     F = ctx.formulas
     forms = BoundForms(F)
     rng = ctx.rng("spectra")
@@ -605,6 +606,17 @@ def _moment_symbolic(ctx: Context, quantity, what: str, flat: Callable, scales=(
                 _search_finding("flat_spectrum_search", wide, what), *proofs]
     if level is not None:
         findings.append(_search_finding("two_level_search", level_search(forms, level), what))
+    if late_scales:
+        late_rng, late_specs = ctx.rng("late_spectra"), {}
+
+        def late_spectra(d):
+            if d not in late_specs:
+                late_specs[d] = _spectra(d, late_scales, late_rng)
+            return late_specs[d]
+
+        late = bound_search(forms, quantity, _moment_dims(ctx), _moment_loops(ctx),
+                            lambda L: range(1, 2 * L + 1), late_spectra)
+        findings.append(_search_finding("large_spectrum_search", late, what))
     extra = {"grid": "d in %s, L in %s, k = 1..2L, n = 1..48, powers of 2 up to 2^40 and the "
                      "thresholds 4k^2d^2, 16k^2d^2, 64L^2d^2, (8Ld^2 4^L)^2; spectra with "
                      "lambda_1 = %s" % (list(_moment_dims(ctx)), list(_moment_loops(ctx)),
@@ -964,6 +976,11 @@ LEMMA43_FORMULAS = (
                  equation="Lemma 4.3", description="upper bound on beta_i", weaker="larger"),
 )
 _BETA_SCALES = (Fraction(1, 4), Fraction(1), Fraction(2), Fraction(4))
+# searched after the others (their first counterexamples stay the small, documented ones): at
+# odd k and lambda_j > 1, beta_j is below (1 - lambda_j)^k (3 (1 - lambda) Var S < 0 and
+# E[(S - lambda)^3] > 0), so a lower slack that vanishes once lambda_j > k (delta^lambda_j for
+# delta^k, a mutate survivor false at lambda_j = 220) is refuted at lambda_1 = 64
+_BETA_LARGE_SCALES = (Fraction(64),)
 
 
 def _eigvec_finding(ctx: Context, k_max: int = 3) -> Finding:
@@ -1008,7 +1025,7 @@ def _eigvec_finding(ctx: Context, k_max: int = 3) -> Finding:
 def lemma43_symbolic(ctx: Context) -> TierResult:
     r = _moment_symbolic(ctx, centred_eigenvalues, "the bound on beta_i", flat_beta,
                          scales=_BETA_SCALES, flat_scales=_BETA_SCALES, readings=True,
-                         level=level_beta)
+                         level=level_beta, late_scales=_BETA_LARGE_SCALES)
     f = _eigvec_finding(ctx)
     r2 = combine([f])
     if r2.status == "fail":
@@ -1020,7 +1037,7 @@ def lemma43_symbolic(ctx: Context) -> TierResult:
                     "polynomial in Sigma~ = A^{1/2} Sigma* A^{1/2} (checked against Isserlis on "
                     "the formula for k <= 3); beta_i = sum_j C(k,j)(-1)^j alpha^(j)(lambda_i)."),
                step("Grid", "", "The bounds at every case the hypothesis admits, spectra with "
-                    "lambda_1 in {1/4, 1, 2, 4}, and with each reading of delta.")]
+                    "lambda_1 in {1/4, 1, 2, 4} (then 64), and with each reading of delta.")]
     return r
 
 
@@ -1078,7 +1095,8 @@ LEMMA_A7 = Claim(
                                                      "the bound on beta_i", flat_beta,
                                                      scales=_BETA_SCALES,
                                                      flat_scales=_BETA_SCALES,
-                                                     level=level_beta)},
+                                                     level=level_beta,
+                                                     late_scales=_BETA_LARGE_SCALES)},
     setting=MOMENT_SETTING,
     exact=CENTRED_EXACT,
     correction=Correction(

@@ -482,6 +482,21 @@ def test_lemma4_3_a_lower_slack_in_lambda_j_is_refuted_at_a_tiny_eigenvalue():
     assert v.verdict == "refuted" and "two_level_search" in v.reason, v.reason
 
 
+def test_lemma4_3_a_lower_slack_that_vanishes_for_large_eigenvalues_is_refuted_at_64():
+    """delta^lambda_j (lambda_1 + 1)^k for delta^k (lambda_1 + 1)^k in the lower bound is all but
+    (1 - lambda_j)^k once lambda_j > k (delta < 1), and beta_j lies below that at odd k, lambda_j
+    > 1: E[(1 - S)^3] = (1 - lambda)^3 + 3 (1 - lambda) Var S - E[(S - lambda)^3].  With
+    lambda_1 at most 4 the grid saw only k < lambda_j at k = 1 (beta exact) and k = 3, lambda_j =
+    4 (delta^4 still large); it survived mutate (false at lambda_j = 220).  At Sigma~ = 64 it is
+    refuted (d = 1, L = 2, k = 3, n = 512: beta = -253079 below -251119.75)."""
+    cid = "gatmiry2024.lemma4_3"
+    v = verdict(cid, **corrected(cid, lower="-delta**lambda_j*(lambda_1 + 1)**k + "
+                                           "(1 - lambda_j)**k"))
+    assert v.verdict == "refuted", v.reason
+    assert v.reason.startswith("large_spectrum_search")
+    assert v.counterexample["instance"]["eigenvalues"] == ["64"]
+
+
 def test_exact_sign_of_tiny_constants():
     """A radical near 10^-602 is below what 500 digits settle, so it takes 2000; a transcendental
     number below even that is undecided (ArithmeticError, which the bound searches count as
