@@ -1345,18 +1345,9 @@ def _narrower_proof(formula: NamedFormula, original: sympy.Basic, mutant: sympy.
     conds_o, conds_m = _conditions(original), _conditions(mutant)
     if not conds_o or not conds_m:
         return ""
-    local = formula.locals()
-    subs = {}
-    for s in formula.symbols:
-        sym = local.get(s.name)
-        if not isinstance(sym, sympy.Symbol):
-            return ""
-        if s.name in SIZE_NAMES:
-            subs[sym] = 1 + sympy.Symbol(f"_t_{s.name}", nonnegative=True)
-        elif s.unit:
-            subs[sym] = 1 / (1 + sympy.Symbol(f"_t_{s.name}", positive=True))
-        else:
-            subs[sym] = sympy.Symbol(s.name, positive=True)
+    if any(not isinstance(v, sympy.Symbol) for v in formula.locals().values()):
+        return ""
+    subs = _domain_subs(formula, sizes=True)
     steps = []
     try:
         for g_o, strict_o, c_o in conds_o:
@@ -1393,14 +1384,7 @@ def _implied_proof(formula: NamedFormula, original: sympy.Expr, mutant: sympy.Ex
     decides the sign of (mutant)/(original) - 1 or of (mutant) - (original) with every scalar
     positive (a unit scalar u written 1/(1 + t), t > 0)."""
     op = ">=" if formula.weaker == "larger" else "<="
-    local = formula.locals()
-    subs = {}
-    for s in formula.symbols:
-        sym = local[s.name]
-        if s.name in SIZE_NAMES:
-            continue
-        t = sympy.Symbol(f"_t_{s.name}", positive=True)
-        subs[sym] = 1 / (1 + t) if s.unit else sympy.Symbol(s.name, positive=True)
+    subs = _domain_subs(formula)
     o, m = original.xreplace(subs), mutant.xreplace(subs)
     text_ratio = f"({formula_str(mutant)})/({formula_str(original)})"
     text_diff = f"({formula_str(mutant)}) - ({formula_str(original)})"
@@ -1423,6 +1407,22 @@ def _implied_proof(formula: NamedFormula, original: sympy.Expr, mutant: sympy.Ex
     except Exception:  # noqa: BLE001 - the proof is an attempt; the sampling decided
         return ""
     return ""
+
+
+def _domain_subs(formula: NamedFormula, sizes: bool = False) -> dict:
+    """The domain as sympy assumptions: a unit scalar u -> 1/(1 + t), t > 0, other scalars
+    positive, and (``sizes``) a size -> 1 + t, t >= 0 (left as declared otherwise)."""
+    local, subs = formula.locals(), {}
+    for s in formula.symbols:
+        sym = local[s.name]
+        if s.name in SIZE_NAMES:
+            if sizes:
+                subs[sym] = 1 + sympy.Symbol(f"_t_{s.name}", nonnegative=True)
+        elif s.unit:
+            subs[sym] = 1 / (1 + sympy.Symbol(f"_t_{s.name}", positive=True))
+        else:
+            subs[sym] = sympy.Symbol(s.name, positive=True)
+    return subs
 
 
 def _unsub(expr: sympy.Basic, subs: dict) -> str:

@@ -576,6 +576,18 @@ def _moment_loops(ctx) -> tuple:
 FLAT_SCALES = (Fraction(1, 10), Fraction(1), Fraction(10))
 
 
+def _cached_spectra(scales: Sequence, rng: np.random.Generator, identity_only: bool = False):
+    """d -> the spectra searched at d (``_spectra``, or s I_d only), drawn once per d."""
+    cache: dict = {}
+
+    def spectra(d):
+        if d not in cache:
+            cache[d] = ([tuple(sc for _ in range(d)) for sc in scales] if identity_only
+                        else _spectra(d, scales, rng))
+        return cache[d]
+    return spectra
+
+
 def _moment_symbolic(ctx: Context, quantity, what: str, flat: Callable, scales=(Fraction(1),),
                      flat_scales=FLAT_SCALES, readings: bool = False,
                      identity_only: bool = False, proofs: Sequence[Finding] = (),
@@ -587,14 +599,7 @@ def _moment_symbolic(ctx: Context, quantity, what: str, flat: Callable, scales=(
     ``bound_search`` at those lambda_1, after the others (whose counterexamples come first)."""
     F = ctx.formulas
     forms = BoundForms(F)
-    rng = ctx.rng("spectra")
-    specs_cache: dict = {}
-
-    def spectra(d):
-        if d not in specs_cache:
-            specs_cache[d] = ([tuple(sc for _ in range(d)) for sc in scales] if identity_only
-                              else _spectra(d, scales, rng))
-        return specs_cache[d]
+    spectra = _cached_spectra(scales, ctx.rng("spectra"), identity_only)
 
     def search(fm):
         return bound_search(fm, quantity, _moment_dims(ctx), _moment_loops(ctx),
@@ -607,15 +612,9 @@ def _moment_symbolic(ctx: Context, quantity, what: str, flat: Callable, scales=(
     if level is not None:
         findings.append(_search_finding("two_level_search", level_search(forms, level), what))
     if late_scales:
-        late_rng, late_specs = ctx.rng("late_spectra"), {}
-
-        def late_spectra(d):
-            if d not in late_specs:
-                late_specs[d] = _spectra(d, late_scales, late_rng)
-            return late_specs[d]
-
         late = bound_search(forms, quantity, _moment_dims(ctx), _moment_loops(ctx),
-                            lambda L: range(1, 2 * L + 1), late_spectra)
+                            lambda L: range(1, 2 * L + 1),
+                            _cached_spectra(late_scales, ctx.rng("late_spectra")))
         findings.append(_search_finding("large_spectrum_search", late, what))
     extra = {"grid": "d in %s, L in %s, k = 1..2L, n = 1..48, powers of 2 up to 2^40 and the "
                      "thresholds 4k^2d^2, 16k^2d^2, 64L^2d^2, (8Ld^2 4^L)^2; spectra with "
