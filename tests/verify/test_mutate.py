@@ -163,6 +163,29 @@ def test_a_definition_mutant_that_leaves_the_claim_unchanged_is_equivalent():
     assert eq.kind == "identity" and "same statement" in eq.detail, eq
 
 
+@pytest.mark.parametrize("text,kind", [
+    ("(9*L*d/sqrt(n))**(1/(2*L))", "implied"),   # xi >= 2 (4 delta)^{2L} narrows by 9/8 only
+    ("(7*L*d/sqrt(n))**(1/(2*L))", "none"),      # a wider hypothesis
+])
+def test_a_definition_that_narrows_a_hypothesis_rarely_met_is_implied_by_a_proof(text, kind):
+    """Thm A.12 uses delta only in xi >= 2 (4 delta)^{2L}: 9 for 8 moves the threshold by a factor
+    9/8, between which the draws of xi (log-uniform over decades) seldom fall, so the sampling
+    saw the same truth values everywhere and the mutant survived.  With the definitions put in,
+    the mutant's hypothesis gives the original's by the gap 2 16^L L d / sqrt(n) >= 0."""
+    from verify.mutants import _definition_proof
+
+    claim = find("gatmiry2024.thm_a12")
+    domain = claim_domain(claim.formulas, dict(claim.correction.formulas), claim.exact,
+                          claim.ranges)
+    delta = claim.formula("delta")
+    eq = equivalence(delta, text, domain=domain)
+    assert eq.kind == kind, eq
+    if kind == "implied":
+        assert "the gap being 2*16**L*L*d/sqrt(n) >= 0" in eq.detail, eq.detail
+    assert not _definition_proof("delta", delta.parse(text.replace("9", "7")), domain)
+    assert not _definition_proof("delta", delta.parse("(L*d/sqrt(n))**(1/(2*L))"), domain)
+
+
 def test_a_tighter_bound_and_a_wider_hypothesis_are_labelled_stronger():
     """A survivor that claims more than the paper everywhere is told apart from one that is
     tighter somewhere and looser elsewhere (the checks must refute the latter if it is false)."""
