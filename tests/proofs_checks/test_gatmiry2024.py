@@ -653,7 +653,22 @@ def test_thm_a12_a_hypothesis_admitting_xi_below_the_optimal_loss_is_refuted(hyp
     assert v.verdict == "refuted" and "below the optimal loss" in v.reason, v.reason
     ok = check_claim(claim, tiers=("symbolic",), budget="quick", seed=0, overrides=fixed)
     rows = ok.tiers["symbolic"].evidence["hitting_time_near_the_optimal_loss"]["rows"]
-    assert ok.verdict == "verified" and rows and all(r["edge"] and r["ok"] for r in rows)
+    assert ok.verdict == "verified" and rows and all(r["ok"] for r in rows)
+    assert all(r["edge"] for r in rows if r["n"] != "2")  # at n = 2 it admits xi > d only
+
+
+def test_thm_a12_a_delta_that_is_large_at_small_n_admits_xi_below_the_optimal_loss():
+    """delta := (8 L d / sqrt(n))^{-1/(2L)} (a dropped minus sign's opposite) is small where the
+    printed delta is large, at n < d, where f(a*) ~ d - n is large too: at L = 2, n = 2,
+    d = 100 the hypothesis admits xi = 0.45 < f(a*) = 98.  The probe sizes with n >= 10^6 never
+    met it (the mutant survived); n = 2, d = 100 refutes it."""
+    claim = find("gatmiry2024.thm_a12")
+    v = check_claim(claim, tiers=("symbolic",), budget="quick", seed=0,
+                    overrides={**dict(claim.correction.formulas),
+                               "delta": "(8*L*d/sqrt(n))**(-1/(2*L))"})
+    assert v.verdict == "refuted" and "below the optimal loss" in v.reason, v.reason
+    bad = v.as_dict()["counterexample"]
+    assert (bad["n"], bad["d"]) == ("2", 100), bad
 
 
 def test_after_one_confirmed_violation_clear_float_violations_are_counted_not_recomputed():
