@@ -529,9 +529,11 @@ def test_an_undecided_sign_with_huge_integers_is_undecided_not_a_crash():
 
 
 def test_thm_a8_a_hypothesis_that_admits_no_grid_case_is_inconclusive_not_verified():
-    """delta := (8dn/sqrt(L))^(1/(2n)) is at least 1 unless L > 64 d^2 n^2, so the hypothesis
-    delta d^(1/(2L)) < 1/2 admits no (d, L <= 3) of the grid: nothing was checked."""
-    v = verdict("gatmiry2024.thm_a8", delta="(8*d*n/sqrt(L))**(1/(2*n))")
+    """A hypothesis no size meets (delta d^(1/(2L)) < 0) admits no (d, L <= 3) of the grid and
+    no large L at d = 1: nothing was checked, which is not a verification.  (delta with n and
+    L exchanged used to be the example; it is met at d = 1 for L > 1024 and is refuted there,
+    test_thm_a8_a_hypothesis_met_only_at_large_L_is_checked_at_d_1.)"""
+    v = verdict("gatmiry2024.thm_a8", hypothesis="delta*d**(1/(2*L)) < 0")
     assert v.verdict == "inconclusive" and "admits no (d, L)" in v.reason, v.reason
 
 
@@ -779,3 +781,41 @@ def test_lemma_a7_a_slack_in_delta_to_the_n_is_refuted(side):
     v = verdict("gatmiry2024.lemma_a7",
                 **{side: f"{sign}delta**n*(lambda_1 + 1)**k + (1 - lambda_j)**k"})
     assert v.verdict == "refuted", v.reason
+
+
+def test_the_d_1_optimum_by_quadrature_matches_the_exact_one():
+    """scalar_optimum_d1 (f(a) = E (1 - a s)^{2L}, s ~ chi^2_n / n, by quadrature) against the
+    exact polynomial's a* and f(a*) at small L, and at n = 1, L = 2048 a minimum: f is larger
+    1% on either side of a* (where the far peak of the integrand switches on)."""
+    import mpmath
+
+    from proofs_checks.gatmiry2024.optimum import _optimum_exact, scalar_optimum_d1
+
+    for n, L in ((1, 2), (4, 3)):
+        a, f = scalar_optimum_d1(n, L)
+        gap, loss = _optimum_exact(n, 1, L)
+        assert abs(a - (1 - gap)) < 1e-14 and abs(f / loss - 1) < 1e-14
+    a, f = scalar_optimum_d1(1, 2048)
+    assert 0.46 < f < 0.47 and 4e-4 < a < 5e-4
+    with mpmath.workdps(30):
+        p = lambda s: mpmath.exp(-s / 2) / mpmath.sqrt(2 * mpmath.pi * s)  # noqa: E731
+        for b in (0.99 * a, 1.01 * a):
+            peak = (1 + 4 * 2048 * b) / b
+            fb = mpmath.quad(lambda s: (1 - b * s) ** 4096 * p(s),
+                             [0, 1 / (4096 * b), 1 / b, 2 / b, peak / 2, peak, 2 * peak, mpmath.inf])
+            assert fb > f
+
+
+def test_thm_a8_a_hypothesis_met_only_at_large_L_is_checked_at_d_1():
+    """delta with n and L exchanged, (8 n d / sqrt(L))^{1/(2n)}, meets delta d^{1/(2L)} < 1/2 only
+    for L > 1024 at n = d = 1: the grid (L <= 3) admitted nothing and the check was
+    inconclusive.  At d = 1 the optimum for any L is a quadrature: at n = 1, L = 2048 the
+    optimal loss is 0.467 and the bound d (2 delta)^{2L} is 5.6e-309."""
+    claim = find("gatmiry2024.thm_a8")
+    v = check_claim(claim, tiers=("symbolic",), budget="quick", seed=0,
+                    overrides={"delta": "(8*n*d/sqrt(L))**(1/(2*n))"})
+    assert v.verdict == "refuted" and "bounds_at_large_L_d_1" in v.reason, v.reason
+    ce = v.as_dict()["counterexample"]
+    assert (ce["n"], ce["L"], ce["bound"]) == (1, 2048, "loss_bound"), ce
+    ok = check_claim(claim, tiers=("symbolic",), budget="quick", seed=0)
+    assert ok.tiers["symbolic"].evidence["bounds_at_large_L_d_1"]["rows"] == []
