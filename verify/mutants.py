@@ -1390,13 +1390,12 @@ def _definition_proof(name: str, mutant: sympy.Expr, domain: Domain) -> str:
     difference has the weaker side's sign), on the domain as ``_symbol_subs`` states it.  For a
     larger delta in xi >= 2 (4 delta)^{2L}, whose narrowing (a factor 9/8 in xi for 8 -> 9)
     the draws rarely meet."""
-    sym = next((s.sympy() for s in domain.symbols if s.name == name), None)
-    others = [e for n, e in domain.definitions if n != name]
-    if sym is None or not domain.hypotheses or any(e.has(sym) for e in others):
+    local = {s.name: s.sympy() for s in domain.symbols}
+    sym = local.get(name)
+    rest = {local[n]: e for n, e in domain.definitions if n != name}
+    if sym is None or not domain.hypotheses or any(e.has(sym) for e in rest.values()):
         return ""
     original = dict(domain.definitions)[name]
-    rest = {s.sympy(): e for s in domain.symbols for n, e in domain.definitions
-            if n == s.name and n != name}
     subs = _symbol_subs(domain.symbols, sizes=True)
     put = lambda e, v: e.xreplace({sym: v}).xreplace(rest)  # noqa: E731
     hyp = sympy.And(*domain.hypotheses)
