@@ -133,11 +133,10 @@ def _largest_eps(F, n, d, L, loss, bits: int = 40):
     """The largest rational epsilon (to ``bits`` bits of bisection) that the hypothesis admits,
     assuming the admissible epsilons form an interval inside (0, 16]."""
     hyp = _gd_expr(F, "hypothesis")
-    grid = [sympy.Rational(2) ** -k for k in range(40, -5, -1)]
-    ok = [e for e in grid if _holds(hyp, _gd_env(n, d, L, loss, e))]
-    if not ok:
+    grid = (sympy.Rational(2) ** -k for k in range(-4, 41))  # 16 down to 2^-40
+    lo = next((e for e in grid if _holds(hyp, _gd_env(n, d, L, loss, e))), None)
+    if lo is None:
         return None
-    lo = max(ok)
     hi = lo * 2
     if _holds(hyp, _gd_env(n, d, L, loss, hi)):
         return hi
