@@ -24,12 +24,16 @@ _CLOSE_SYMBOLS = (_N, _D, _L, _DELTA, _LOSS, _EPS)
 CLOSE_NS = (10 ** 4, 10 ** 12, 10 ** 40, 10 ** 100)
 
 
+_EPS_GRID = tuple(sympy.Rational(1, 2 ** k) for k in range(400, 0, -1)) + tuple(
+    sympy.Integer(2 ** k) for k in range(0, 401))  # 2^-400, ..., 2^400
+
+
 def _smallest_eps(F, n, d, L, loss) -> sympy.Rational | None:
     """The smallest admissible epsilon (the radius grows with epsilon, so it is the most
     demanding one), to 40 bits: the admissible epsilons of Thm. 4.4 / Lemma A.9 are an interval
-    [eps_0, infinity) (the upper end of the grid is 64)."""
+    [eps_0, infinity) (the upper end of the grid is 2^400)."""
     hyp = _gd_expr(F, "hypothesis")
-    grid = [sympy.Rational(2) ** -k for k in range(400, -7, -1)]
+    grid = _EPS_GRID
     ok = lambda e: _holds(hyp, _gd_env(n, d, L, loss, e))  # noqa: E731
     if not ok(grid[-1]):
         return None
@@ -68,13 +72,16 @@ def _ratio_out(ratio) -> float | str:
 
 def _close_points(L: int, n: int, d: int, a_opt: mpmath.mpf) -> list:
     """Diagonal A: the scalar family a* (1 + s) I, and (d = 2, 3) one eigenvalue moved, as exact
-    rationals (with the exact loss).  The shifts run from 10^-16 to 99 and down to -3 (a negative
-    eigenvalue): far from A^opt the loss is large and so is the admissible epsilon, and a
-    hypothesis that no longer ties epsilon to the loss is caught there."""
+    rationals (with the exact loss).  The shifts run from 10^-16 to 10^12 and down to -10^6
+    (negative eigenvalues): far from A^opt the loss is large and so is the admissible epsilon,
+    and a hypothesis that no longer ties epsilon to the loss is caught there.  The largest
+    shifts catch an epsilon that grows slower than the deviation s: the loss grows like s^{2L},
+    so L(A, 0) <= epsilon^{3L}/2 admits epsilon ~ s^{2/3}, below s / c once s^{1/3} > c."""
     a_q = sympy.Rational(mpmath.nstr(a_opt, 40))
     shifts = [sympy.Rational(sg, 10 ** k) for k in (1, 2, 4, 8, 16) for sg in (1, -1)] + [
         sympy.Integer(-1), sympy.Rational(-1, 2), sympy.Rational(1, 2), sympy.Integer(1),
-        sympy.Integer(9), sympy.Integer(99), sympy.Integer(-3)]
+        sympy.Integer(9), sympy.Integer(99), sympy.Integer(-3)] + [
+        sympy.Integer(10) ** k for k in (3, 6, 9, 12)] + [-sympy.Integer(10) ** 6]
     pts = [("scalar", [a_q * (1 + sh)] * d) for sh in shifts]
     if d in (2, 3):
         pts += [("one_moved", [a_q * (1 + sh)] + [a_q] * (d - 1)) for sh in shifts]

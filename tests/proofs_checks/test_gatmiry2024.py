@@ -277,6 +277,20 @@ def test_thm4_4_a_hypothesis_that_drops_the_loss_is_refuted_far_from_the_optimum
     assert v.verdict == "refuted", v.reason
 
 
+@pytest.mark.parametrize("hypothesis", [
+    "(epsilon > 4*delta) & (loss <= epsilon**(3*L)/2)",  # epsilon ~ s^{2/3} at deviation s
+    "(epsilon > 4*delta) & (n <= epsilon**(2*L)/2)",  # epsilon no longer tied to the loss
+])
+def test_thm4_4_a_hypothesis_whose_epsilon_grows_slower_than_the_deviation_is_refuted(
+        hypothesis):
+    """Both admit every A at an epsilon far below deviation / c once the deviation is large
+    (a shift of 99 a* was not enough: the ratio is first above 1 near 10^4 a*)."""
+    v = verdict("gatmiry2024.thm4_4", hypothesis=hypothesis)
+    assert v.verdict == "refuted", v.reason
+    assert float(v.counterexample["A_eigenvalues_over_a_star"][0]) >= 1e3
+    assert v.counterexample["max_ratio"] > 1
+
+
 @pytest.mark.slow
 def test_lemma_a9_smaller_radius_is_refuted():
     # the deviation reaches eps / 4 of the radius 4 eps + 16 delta d^{1/(2L)} (L = 1, d = 1)
