@@ -411,7 +411,7 @@ def flow_farthest_time_probe(F, sizes: Sequence = FARTHEST_PROBE_SIZES,
 # and n = 2 < d = 100, where f(a*) ~ d - n is large: a hypothesis in delta^{-1} (large there)
 # admits xi = 0.45 < f(a*) = 98 at L = 2
 FLOW_PROBE_SIZES = tuple((L, n, d) for L in (2, 3) for n in (10 ** 6, 10 ** 12) for d in (1, 16)) \
-    + ((2, 2, 100), (3, 2, 100))
+    + ((2, 2, 100), (3, 2, 100), (2, 100, 10 ** 4), (3, 100, 10 ** 4), (2, 10 ** 4, 10 ** 6))
 FLOW_PROBE_MULTIPLES = (sympy.Rational(1, 2), 2, 10 ** 6)  # xi as multiples of the optimal loss
 
 

@@ -670,7 +670,8 @@ def test_thm_a12_a_hypothesis_admitting_xi_below_the_optimal_loss_is_refuted(hyp
     ok = check_claim(claim, tiers=("symbolic",), budget="quick", seed=0, overrides=fixed)
     rows = ok.tiers["symbolic"].evidence["hitting_time_near_the_optimal_loss"]["rows"]
     assert ok.verdict == "verified" and rows and all(r["ok"] for r in rows)
-    assert all(r["edge"] for r in rows if r["n"] != "2")  # at n = 2 it admits xi > d only
+    # where n < d it admits only xi > d, so the smallest xi admitted is no edge of [2 f*, d]
+    assert all(r["edge"] for r in rows if r["d"] <= int(float(r["n"].replace("10^", "1e"))))
 
 
 def test_thm_a12_a_delta_that_is_large_at_small_n_admits_xi_below_the_optimal_loss():
@@ -685,6 +686,25 @@ def test_thm_a12_a_delta_that_is_large_at_small_n_admits_xi_below_the_optimal_lo
     assert v.verdict == "refuted" and "below the optimal loss" in v.reason, v.reason
     bad = v.as_dict()["counterexample"]
     assert (bad["n"], bad["d"]) == ("2", 100), bad
+
+
+@pytest.mark.parametrize("delta", [
+    "(8*L*L/sqrt(n))**(1/(2*L))",  # d -> L
+    "(8*L*d/sqrt(n))**(1/(2*n))",  # L -> n in the exponent
+    "(8*L*d/sqrt(n))**(1/(2*d))",  # L -> d in the exponent
+    "(8*L*n/sqrt(d))**(1/(2*L))",  # n <-> d
+    "(8*n*d/sqrt(L))**(1/(2*n))",  # n <-> L
+])
+def test_thm3_3_a_delta_that_is_small_where_d_is_large_admits_xi_below_the_optimal_loss(delta):
+    """Each of these is at most ~1 where n << d, so xi >= 2 (4 delta)^{2L} admits xi of a few
+    hundred, below f(a*) ~ d - n once d is 10^4 with n = 100 (or 10^6 with n = 10^4).  They
+    passed the probe sizes up to d = 100 (mutants that survived); the n << d sizes refute them."""
+    claim = find("gatmiry2024.thm3_3")
+    v = check_claim(claim, tiers=("symbolic",), budget="quick", seed=0,
+                    overrides={**dict(claim.correction.formulas), "delta": delta})
+    assert v.verdict == "refuted" and "below the optimal loss" in v.reason, v.reason
+    bad = v.as_dict()["counterexample"]
+    assert bad["d"] >= 10 ** 4 and bad["d"] > 10 * int(float(bad["n"].replace("10^", "1e"))), bad
 
 
 def test_after_one_confirmed_violation_clear_float_violations_are_counted_not_recomputed():
