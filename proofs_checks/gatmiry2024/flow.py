@@ -411,7 +411,8 @@ def flow_farthest_time_probe(F, sizes: Sequence = FARTHEST_PROBE_SIZES,
 # and n = 2 < d = 100, where f(a*) ~ d - n is large: a hypothesis in delta^{-1} (large there)
 # admits xi = 0.45 < f(a*) = 98 at L = 2
 FLOW_PROBE_SIZES = tuple((L, n, d) for L in (2, 3) for n in (10 ** 6, 10 ** 12) for d in (1, 16)) \
-    + ((2, 2, 100), (3, 2, 100), (2, 100, 10 ** 4), (3, 100, 10 ** 4), (2, 10 ** 4, 10 ** 6))
+    + ((2, 2, 100), (3, 2, 100), (2, 100, 10 ** 4), (3, 100, 10 ** 4), (2, 10 ** 4, 10 ** 6),
+       (2, 10 ** 9, 10 ** 9))
 FLOW_PROBE_MULTIPLES = (sympy.Rational(1, 2), 2, 10 ** 6)  # xi as multiples of the optimal loss
 
 
@@ -452,16 +453,19 @@ def flow_xi_probe(F, sizes: Sequence = FLOW_PROBE_SIZES,
             continue
         admits = lambda x: _holds(hyp, {**_gd_env(n, d, L), "xi": x})  # noqa: E731
         candidates = [f_star * m for m in multiples]
-        edge = _smallest_admitted_xi(admits, 2 * f_star, mpmath.mpf(d))
-        if edge is not None:
-            candidates.append(edge)
+        # the smallest xi admitted below f(a*) (a threshold between f(a*)/10^6 and f(a*)), or
+        # else the smallest in [2 f(a*), d]
+        edges = [_smallest_admitted_xi(admits, f_star / 10 ** 6, f_star),
+                 _smallest_admitted_xi(admits, 2 * f_star, mpmath.mpf(d))]
+        candidates += [e for e in edges if e is not None]
         for value in candidates:
             m = value / f_star
             xi = sympy.Float(mpmath.nstr(value, 40), 40)
             if not admits(xi):
                 continue
             row = {"L": L, "n": _n_text(n), "d": d, "xi": mpmath.nstr(value, 15),
-                   "optimal_loss": mpmath.nstr(f_star, 15), "edge": value is edge}
+                   "optimal_loss": mpmath.nstr(f_star, 15),
+                   "edge": any(value is e for e in edges)}
             if m <= 1:
                 row.update(ok=False, why="the hypothesis admits xi below the optimal loss, which "
                                          "the flow from A(0) = 0 never reaches")
@@ -609,10 +613,14 @@ THM_A12_FORMULAS = (
     NamedFormula("time", "(1/xi)**((L - 1)/L)*(16*L/(L - 1))**((L - 1)/(2*L - 1))", _FLOW_SYMBOLS,
                  equation="Thm. A.12", description="after this time L(A(t), 0) <= xi", weaker="larger"),
 )
-FLOW_CORRECTION = {"time": "(d/xi)**((L - 1)/L)*16*L/(L - 1)"}
-FLOW_REASON = ("the corrected gradient dominance (Thm. 3.4 with the factor d^{-(L-1)/L}) and the "
-               "correct solution of g' = -kappa g^{(2L-1)/L}; the paper's ODE solution has the "
-               "exponents L/(2L-1), (L-1)/(2L-1) for L/(L-1), 1")
+FLOW_CORRECTION = {"time": "(d/xi)**((L - 1)/L)*16*L/(L - 1)",
+                   "hypothesis": "(xi >= 2*(4*delta)**(2*L)) & (4*d*delta**(4*L - 2) <= 1)"}
+FLOW_REASON = ("the corrected gradient dominance (Thm. 3.4 with the factor d^{-(L-1)/L}, under "
+               "Lemma A.10's sample-size condition 4 d delta^{4L-2} <= 1) and the correct "
+               "solution of g' = -kappa g^{(2L-1)/L}; the paper's ODE solution has the exponents "
+               "L/(2L-1), (L-1)/(2L-1) for L/(L-1), 1.  Without the condition xi >= 2 (4 "
+               "delta)^{2L} admits xi below the optimal loss where n ~ d: at L = 2, n = d = 10^9, "
+               "xi = 2.59e8 < f(a*) = 3.75e8, which the flow never reaches")
 
 THM_A12 = Claim(
     id="gatmiry2024.thm_a12",
@@ -627,7 +635,8 @@ THM_A12 = Claim(
     checks={"symbolic": lambda ctx: _flow_symbolic(ctx, FlowForm(False)),
             "numeric": single_threaded(lambda ctx: _flow_numeric(ctx, FlowForm(False)))},
     setting=FLOW_SETTING,
-    correction=Correction(description="t >= 16 L d^{(L-1)/L} xi^{-(L-1)/L} / (L - 1)",
+    correction=Correction(description="t >= 16 L d^{(L-1)/L} xi^{-(L-1)/L} / (L - 1), and n "
+                                      "large enough that 4 d delta^{4L-2} <= 1",
                           reason=FLOW_REASON, formulas=FLOW_CORRECTION),
     notes="The proof writes f' <= (1/16) f^{(2L-1)/L} for f' <= -(1/16) f^{(2L-1)/L}.",
 )

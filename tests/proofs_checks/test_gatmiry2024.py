@@ -3,7 +3,7 @@ formulas (a changed constant, a flipped sign, a wrong power) come out refuted.""
 import pytest
 import sympy
 
-from proofs_checks.gatmiry2024 import common, flow, moment_bounds, optimum
+from proofs_checks.gatmiry2024 import common, dominance, flow, moment_bounds, optimum
 from proofs_checks import looped_icl as li
 from verify.registry import by_paper, find
 from verify.runner import check_claim
@@ -688,6 +688,32 @@ def test_thm_a12_a_delta_that_is_large_at_small_n_admits_xi_below_the_optimal_lo
     assert (bad["n"], bad["d"]) == ("2", 100), bad
 
 
+@pytest.mark.parametrize("claim_id, size", [("gatmiry2024.thm3_4", (1, 10 ** 5, "10^4")),
+                                             ("gatmiry2024.thm_a11", (1, 10 ** 8, "10^8"))])
+def test_gradient_dominance_needs_lemma_a10s_sample_size_condition(claim_id, size):
+    """With the d^{-(L-1)/L} factor alone the threshold admits the minimiser a* I (zero gradient)
+    where n is not large against d (f(a*) ~ d^2 / (n + d) exceeds 16 L d 4^L / sqrt(n)); the
+    correction adds Lemma A.10's 4 d delta^{4L-2} <= 1, which the proof uses, and passes."""
+    v = verdict(claim_id, rhs=dominance.GD_CORRECTION_RHS)
+    assert v.verdict == "refuted" and "minimiser" in v.reason, v.reason
+    ce = v.counterexample
+    assert (ce["L"], ce["d"], ce["n"]) == size and float(ce["grad_norm_sq"]) < 1e-100, ce
+    assert verdict(claim_id, **corrected(claim_id)).verdict == "verified"
+
+
+def test_thm_a12_the_flow_needs_lemma_a10s_sample_size_condition():
+    """With the corrected time alone, xi >= 2 (4 delta)^{2L} admits xi = 2.59e8 below f(a*) =
+    3.75e8 at L = 2, n = d = 10^9: the flow from A(0) = 0 never gets there.  The correction's
+    4 d delta^{4L-2} <= 1 excludes n ~ d."""
+    cid = "gatmiry2024.thm_a12"
+    v = verdict(cid, time=corrected(cid)["time"])
+    assert v.verdict == "refuted" and "below the optimal loss" in v.reason, v.reason
+    ce = v.counterexample
+    assert (ce["L"], ce["n"], ce["d"]) == (2, "10^9", 10 ** 9), ce
+    assert float(ce["xi"]) < float(ce["optimal_loss"])
+    assert verdict(cid, **corrected(cid)).verdict == "verified"
+
+
 @pytest.mark.parametrize("delta", [
     "(8*L*L/sqrt(n))**(1/(2*L))",  # d -> L
     "(8*L*d/sqrt(n))**(1/(2*n))",  # L -> n in the exponent
@@ -698,10 +724,12 @@ def test_thm_a12_a_delta_that_is_large_at_small_n_admits_xi_below_the_optimal_lo
 def test_thm3_3_a_delta_that_is_small_where_d_is_large_admits_xi_below_the_optimal_loss(delta):
     """Each of these is at most ~1 where n << d, so xi >= 2 (4 delta)^{2L} admits xi of a few
     hundred, below f(a*) ~ d - n once d is 10^4 with n = 100 (or 10^6 with n = 10^4).  They
-    passed the probe sizes up to d = 100 (mutants that survived); the n << d sizes refute them."""
+    passed the probe sizes up to d = 100 (mutants that survived); the n << d sizes refute them.
+    The hypothesis is the printed one: the correction's 4 d delta^{4L-2} <= 1 excludes n << d."""
     claim = find("gatmiry2024.thm3_3")
     v = check_claim(claim, tiers=("symbolic",), budget="quick", seed=0,
-                    overrides={**dict(claim.correction.formulas), "delta": delta})
+                    overrides={**dict(claim.correction.formulas), "delta": delta,
+                               "hypothesis": "xi >= 2*(4*delta)**(2*L)"})
     assert v.verdict == "refuted" and "below the optimal loss" in v.reason, v.reason
     bad = v.as_dict()["counterexample"]
     assert bad["d"] >= 10 ** 4 and bad["d"] > 10 * int(float(bad["n"].replace("10^", "1e"))), bad
