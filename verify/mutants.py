@@ -1267,7 +1267,14 @@ def _narrower(formula: NamedFormula, original, mutant, seed: int,
                                        *(e for _, e in domain.definitions))
         defs = [(names.index(n), g) for (n, _), g in zip(domain.definitions, fns[2:])] \
             if fns else []
-        points = (_defined(raw, defs) for raw in _domain_draws(domain, rng))
+        raws = _domain_draws(domain, rng)
+        def define(raw):  # a moved point outside the claim's stated ranges is no point
+            if domain.ranges and not all(bool(r.subs({x: raw[names.index(x.name)]
+                                                      for x in r.free_symbols}))
+                                         for r in domain.ranges):
+                return None
+            return _defined(raw, defs)
+        declared = domain.symbols
         where = f"{_domain_words(formula)}, {domain.words}"
     else:
         names = [s.name for s in symbols]
@@ -1280,21 +1287,34 @@ def _narrower(formula: NamedFormula, original, mutant, seed: int,
                 values = _draw_domain(symbols, rng, sizes)
                 yield [mpmath.mpf(int(values[n].p)) / int(values[n].q) for n in names]
 
-        points = draws()
+        raws, define, declared = draws(), list, symbols
         where = _domain_words(formula)
     if error:
         return False, f"cannot evaluate the conditions numerically ({error})"
     f_o, f_m = fns[:2]
+    # a symbol the original's condition reads and the mutant's does not (Lemma A.9's loss -> n):
+    # the mutant holds whatever its value, so at points where the mutant holds it is moved to
+    # the ends of its range, where the original may fail (the draws rarely get there)
+    dropped = {x.name for x in original.free_symbols} - {x.name for x in mutant.free_symbols}
+    moves = [(i, _extreme_values(s)) for i, s in enumerate(declared) if s.name in dropped
+             and not any(n == s.name for n, _ in (domain.definitions if domain else ()))]
     held, drawn = 0, 0
     with mpmath.workdps(IMPLIED_DIGITS):
-        for point in points:
+        for raw in raws:
             drawn += 1
+            point = define(raw)
             if point is None:
                 continue
             try:
                 m, o = bool(f_m(*point)), bool(f_o(*point))
             except (ZeroDivisionError, ValueError, TypeError, OverflowError):
                 continue
+            if m and held < NARROWER_MOVED:
+                moved = (define([*raw[:i], v, *raw[i + 1:]]) for i, vs in moves for v in vs)
+                o_fails = next((q for q in moved if q is not None and _holds_not(f_m, f_o, q)),
+                               None)
+                if o_fails is not None:
+                    point, o = o_fails, False
             if m and not o:
                 shown = {n: mpmath.nstr(v, 8) for n, v in zip(names, point)}
                 return False, (f"not implied: the mutant hypothesis holds at {shown}, where the "
@@ -1312,6 +1332,28 @@ def _narrower(formula: NamedFormula, original, mutant, seed: int,
                        f"instances drawn ({where})")
     return True, (f"implied: wherever the mutant hypothesis holds ({held} of {drawn} instances "
                   f"drawn, {where}) the original holds: a narrower hypothesis, a weaker claim")
+
+
+NARROWER_MOVED = 40  # points where the mutant holds at which a dropped symbol is moved
+
+
+def _extreme_values(symbol) -> list:
+    """Values at the ends of a declared scalar's range (``_narrower``'s moves), as mpf."""
+    import mpmath
+
+    if symbol.name in SIZE_NAMES:
+        return [mpmath.mpf(v) for v in (1, 2, 10, 10 ** 3, 10 ** 6, 10 ** 12, 10 ** 30)]
+    if symbol.unit:
+        return [mpmath.mpf(10) ** -9, mpmath.mpf(1) / 2, 1 - mpmath.mpf(10) ** -9]
+    return [mpmath.mpf(10) ** k for k in (-12, -6, -3, 0, 3, 6, 12, 30)]
+
+
+def _holds_not(f_m, f_o, point) -> bool:
+    """The mutant condition holds at the point and the original does not."""
+    try:
+        return bool(f_m(*point)) and not bool(f_o(*point))
+    except (ZeroDivisionError, ValueError, TypeError, OverflowError):
+        return False
 
 
 def _conditions(expr: sympy.Basic) -> list | None:

@@ -748,6 +748,22 @@ def test_a_hypothesis_that_holds_at_a_handful_of_draws_is_not_called_narrower():
     assert eq.kind == "none" and "not decided" in eq.detail, eq.detail
 
 
+def test_a_hypothesis_that_drops_a_symbol_is_not_narrower_where_that_symbol_is_extreme():
+    """Lemma A.9 with n for L(A, 0) in its loss condition no longer bounds the loss; at the 77
+    draws where it held the drawn loss (<= 10^3) happened to meet the original too, so it was
+    'implied' and its (right) refutation a false alarm.  Moving the dropped loss to the ends of
+    its range finds a point where the mutant holds and the original does not."""
+    claim = find("gatmiry2024.lemma_a9")
+    f = claim.formula("hypothesis")
+    text = "(epsilon > 2*delta) & (n <= -delta**(2*L)*(epsilon + 2)**(2*L) + epsilon**(2*L))"
+    eq = equivalence(f, text, domain=claim_domain(claim.formulas, {}))
+    assert eq.kind == "none" and "not implied" in eq.detail and "'loss'" in eq.detail, eq.detail
+    # a narrower mutant that keeps every symbol is still implied
+    eq = equivalence(f, f.text.replace("2*delta", "3*delta"),
+                     domain=claim_domain(claim.formulas, {}))
+    assert eq.kind == "implied", eq.detail
+
+
 def test_lemma_a5_exact_values_without_a_loop_count():
     """Lemma A.5 declares no L (delta = 4kd/sqrt(n)); its exact values (the sup of alpha^(j) over
     spectra) still judge a survivor: k lambda_1^k for delta lambda_1^k is true (delta <= 2 under
