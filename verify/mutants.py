@@ -1381,7 +1381,31 @@ def _sign_proved(expr: sympy.Expr, strict: bool) -> bool:
     if (getattr(num, want) and den.is_positive) or \
             (getattr(-num, want) and den.is_negative):
         return True
-    return bool(getattr(sympy.simplify(expr), want))
+    if bool(getattr(sympy.simplify(expr), want)):
+        return True
+    return _product_sign(sympy.factor_terms(sympy.expand_power_base(expr)), strict)
+
+
+def _product_sign(expr: sympy.Expr, strict: bool) -> bool:
+    """A product of positive factors and differences of powers a^p - b^p (``_power_difference``)
+    is >= 0 (> 0 if strict): the form 4 d ((9 L d / sqrt(n))^p - (8 L d / sqrt(n))^p) of a
+    larger delta in 4 d delta^{4L-2} <= 1, p = (2L - 1)/L, which sympy leaves undecided."""
+    factors = expr.args if isinstance(expr, sympy.Mul) else (expr,)
+    return any(isinstance(f, sympy.Add) for f in factors) and all(
+        f.is_positive or (not strict and f.is_nonnegative) or _power_difference(f, strict)
+        for f in factors)
+
+
+def _power_difference(expr: sympy.Expr, strict: bool) -> bool:
+    """a^p - b^p >= 0 (> 0 if strict) from a - b >= 0 (> 0), p > 0 and b >= 0."""
+    if not (isinstance(expr, sympy.Add) and len(expr.args) == 2):
+        return False
+    for plus, minus in (expr.args, expr.args[::-1]):
+        minus = -minus
+        if isinstance(plus, sympy.Pow) and isinstance(minus, sympy.Pow) and \
+                plus.exp == minus.exp and plus.exp.is_positive and minus.base.is_nonnegative:
+            return _sign_proved(plus.base - minus.base, strict)
+    return False
 
 
 def _narrower_proof(formula: NamedFormula, original: sympy.Basic, mutant: sympy.Basic) -> str:
