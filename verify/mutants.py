@@ -1268,6 +1268,7 @@ def _narrower(formula: NamedFormula, original, mutant, seed: int,
         defs = [(names.index(n), g) for (n, _), g in zip(domain.definitions, fns[2:])] \
             if fns else []
         raws = _domain_draws(domain, rng)
+
         def define(raw):  # a moved point outside the claim's stated ranges is no point
             if domain.ranges and not all(bool(r.subs({x: raw[names.index(x.name)]
                                                       for x in r.free_symbols}))

@@ -408,8 +408,10 @@ def flow_farthest_time_probe(F, sizes: Sequence = FARTHEST_PROBE_SIZES,
                         f"{b['t_named']} to reach xi")
 
 
-# and n = 2 < d = 100, where f(a*) ~ d - n is large: a hypothesis in delta^{-1} (large there)
-# admits xi = 0.45 < f(a*) = 98 at L = 2
+# Large n at d = 1, 16; n << d, where f(a*) ~ d - n is large (a delta^{-1} admits xi = 0.45 <
+# f(a*) = 98 at L = 2, n = 2, d = 100; a delta ~ 1 admits xi of a few hundred below f(a*) ~ 10^4
+# at n = 100); and n = d = 10^9, where 2 (4 delta)^4 = 2.6e8 < f(a*) = 3.75e8 at L = 2 (the
+# corrections' 4 d delta^{4L-2} <= 1 excludes it)
 FLOW_PROBE_SIZES = tuple((L, n, d) for L in (2, 3) for n in (10 ** 6, 10 ** 12) for d in (1, 16)) \
     + ((2, 2, 100), (3, 2, 100), (2, 100, 10 ** 4), (3, 100, 10 ** 4), (2, 10 ** 4, 10 ** 6),
        (2, 10 ** 9, 10 ** 9))
@@ -441,7 +443,8 @@ def flow_xi_probe(F, sizes: Sequence = FLOW_PROBE_SIZES,
                   multiples: Sequence = FLOW_PROBE_MULTIPLES) -> Finding:
     """The time bound where the hypothesis admits xi near the optimal loss f(a*): half of it,
     which the flow from A(0) = 0 never reaches (A(t) = a(t) I has loss >= f(a*)), twice and 10^6
-    times it, and the smallest xi it admits (the true hitting time against the named time).
+    times it, and the smallest xi it admits below f(a*) (a failure) or else in [2 f(a*), d] (the
+    true hitting time against the named time).
     The large-d scan uses one xi only, so a hypothesis that admits every xi, or a time in
     another power of xi, passed it."""
     rows, bad = [], None
