@@ -45,7 +45,7 @@ import dataclasses
 import itertools
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 import sympy
@@ -963,11 +963,15 @@ def _domain_draws(domain: Domain, rng: np.random.Generator) -> Iterator[list]:
 
     for _ in range(DOMAIN_ATTEMPTS):
         sizes = {s.name: _random_size(rng) for s in domain.symbols if s.name in SIZE_NAMES}
-        if not all(bool(r.subs({x: sizes[x.name] for x in r.free_symbols}))
-                   for r in domain.ranges):
+        if not _in_ranges(domain, sizes):
             continue
         values = _draw_domain(domain.symbols, rng, sizes)
         yield [mpmath.mpf(int(values[s.name].p)) / int(values[s.name].q) for s in domain.symbols]
+
+
+def _in_ranges(domain: Domain, values: Mapping) -> bool:
+    """Whether values (by name) meet the claim's stated ranges."""
+    return all(bool(r.subs({x: values[x.name] for x in r.free_symbols})) for r in domain.ranges)
 
 
 def _defined(point: list, definitions: list) -> list | None:
@@ -1270,11 +1274,7 @@ def _narrower(formula: NamedFormula, original, mutant, seed: int,
         raws = _domain_draws(domain, rng)
 
         def define(raw):  # a moved point outside the claim's stated ranges is no point
-            if domain.ranges and not all(bool(r.subs({x: raw[names.index(x.name)]
-                                                      for x in r.free_symbols}))
-                                         for r in domain.ranges):
-                return None
-            return _defined(raw, defs)
+            return _defined(raw, defs) if _in_ranges(domain, dict(zip(names, raw))) else None
         declared = domain.symbols
         where = f"{_domain_words(formula)}, {domain.words}"
     else:
@@ -1298,7 +1298,7 @@ def _narrower(formula: NamedFormula, original, mutant, seed: int,
     # the ends of its range, where the original may fail (the draws rarely get there)
     dropped = {x.name for x in original.free_symbols} - {x.name for x in mutant.free_symbols}
     moves = [(i, _extreme_values(s)) for i, s in enumerate(declared) if s.name in dropped
-             and not any(n == s.name for n, _ in (domain.definitions if domain else ()))]
+             and not (domain is not None and domain.defines(s.name))]
     held, drawn = 0, 0
     with mpmath.workdps(IMPLIED_DIGITS):
         for raw in raws:
@@ -1312,8 +1312,8 @@ def _narrower(formula: NamedFormula, original, mutant, seed: int,
                 continue
             if m and held < NARROWER_MOVED:
                 moved = (define([*raw[:i], v, *raw[i + 1:]]) for i, vs in moves for v in vs)
-                o_fails = next((q for q in moved if q is not None and _holds_not(f_m, f_o, q)),
-                               None)
+                o_fails = next((q for q in moved
+                                if _all_hold([f_m], q) and _all_hold([f_o], q) is False), None)
                 if o_fails is not None:
                     point, o = o_fails, False
             if m and not o:
@@ -1347,14 +1347,6 @@ def _extreme_values(symbol) -> list:
     if symbol.unit:
         return [mpmath.mpf(10) ** -9, mpmath.mpf(1) / 2, 1 - mpmath.mpf(10) ** -9]
     return [mpmath.mpf(10) ** k for k in (-12, -6, -3, 0, 3, 6, 12, 30)]
-
-
-def _holds_not(f_m, f_o, point) -> bool:
-    """The mutant condition holds at the point and the original does not."""
-    try:
-        return bool(f_m(*point)) and not bool(f_o(*point))
-    except (ZeroDivisionError, ValueError, TypeError, OverflowError):
-        return False
 
 
 def _conditions(expr: sympy.Basic) -> list | None:

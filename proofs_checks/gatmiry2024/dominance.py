@@ -462,6 +462,16 @@ THM34_FORMULAS = (
                  description="||grad_A L(A, 0)||^2 >= L(A, 0)^{(2L-1)/L} / 16", weaker="smaller"),
 )
 GD_CORRECTION_RHS = "loss**((2*L - 1)/L)/(16*d**((L - 1)/L))"
+A10_SIZE_CONDITION = "4*d*delta**(4*L - 2) <= 1"  # Lemma A.10's, which the corrections add
+
+
+def _gd_reason(example: str) -> str:
+    """Why Thm. 3.4 / A.11 are corrected, with the minimiser the threshold admits (``example``)."""
+    return ("Hoelder's inequality in the proof of Lemma A.10 gives the factor d^{-(L-1)/L}, "
+            "which the proof drops; at A = a I and large n the ratio is 64 L^2 d^{(1-L)/L}.  "
+            "The proof applies Lemma A.10, whose condition 4 d delta^{4L-2} <= 1 the statement "
+            "drops: without it the threshold admits the minimiser a* I, where the gradient "
+            f"vanishes ({example})")
 
 THM3_4 = Claim(
     id="gatmiry2024.thm3_4",
@@ -478,11 +488,7 @@ THM3_4 = Claim(
     correction=Correction(
         description="||grad_A L(A, 0)||^2 >= L(A, 0)^{(2L-1)/L} / (16 d^{(L-1)/L}), for n large "
                     "enough that 4 d delta^{4L-2} <= 1 (delta = (8 L d / sqrt(n))^{1/(2L)})",
-        reason="Hoelder's inequality in the proof of Lemma A.10 gives the factor d^{-(L-1)/L}, "
-               "which the proof drops; at A = a I and large n the ratio is 64 L^2 d^{(1-L)/L}.  "
-               "The proof applies Lemma A.10, whose condition 4 d delta^{4L-2} <= 1 the statement "
-               "drops: without it the threshold admits the minimiser a* I, where the gradient "
-               "vanishes (L = 1, d = 10^5, n = 10^4: f(a*) = 9.1e4 >= 6.4e4)",
+        reason=_gd_reason("L = 1, d = 10^5, n = 10^4: f(a*) = 9.1e4 >= 6.4e4"),
         formulas={"rhs": GD_CORRECTION_RHS, "hypothesis": "(loss >= 16*L*d*4**L/sqrt(n)) & "
                   "(4*d*(8*L*d/sqrt(n))**((2*L - 1)/L) <= 1)"}),
 )
@@ -509,18 +515,16 @@ THM_A11 = Claim(
     setting=GD_SETTING,
     correction=Correction(
         description=THM3_4.correction.description,
-        reason=THM3_4.correction.reason.replace(
-            "(L = 1, d = 10^5, n = 10^4: f(a*) = 9.1e4 >= 6.4e4)",
-            "(L = 1, n = d = 10^8: f(a*) = 5e7 >= 2 (4 delta)^2 = 2.56e6)"),
+        reason=_gd_reason("L = 1, n = d = 10^8: f(a*) = 5e7 >= 2 (4 delta)^2 = 2.56e6"),
         formulas={"rhs": GD_CORRECTION_RHS,
-                  "hypothesis": "(loss >= 2*(4*delta)**(2*L)) & (4*d*delta**(4*L - 2) <= 1)"}),
+                  "hypothesis": f"(loss >= 2*(4*delta)**(2*L)) & ({A10_SIZE_CONDITION})"}),
     notes="The threshold 2(4 delta)^{2L} = 16 L d 16^L / sqrt(n) differs from Thm. 3.4's "
           "16 L d 4^L / sqrt(n).",
 )
 
 LEMMA_A10_FORMULAS = (
     NamedFormula("hypothesis", "(8*delta*d**(3/(4*L)) <= epsilon) & (epsilon <= 1) & "
-                 "(4*d*delta**(4*L - 2) <= 1) & "
+                 f"({A10_SIZE_CONDITION}) & "
                  "(loss >= epsilon**(2*L) + d*delta**(2*L)*(epsilon + 2)**(2*L))", _GD_SYMBOLS,
                  equation="Lemma A.10", description="the conditions on epsilon, delta and L(A, 0)",
                  weaker="narrower"),

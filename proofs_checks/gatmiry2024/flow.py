@@ -19,7 +19,7 @@ from .. import looped_icl as li
 from .common import (PAPER, _D, _DELTA, _L, _N, _XI, _by_budget, _loops, _setting, sec35_delta,
                      single_threaded)
 from .moment_bounds import _finite_real
-from .dominance import GD_N, _gd_env, _gd_expr, _holds, _mp_value, _mpf, _n_text
+from .dominance import A10_SIZE_CONDITION, GD_N, _gd_env, _gd_expr, _holds, _mp_value, _mpf, _n_text
 
 
 FLOW_SETTING = _setting({"n": 20, "d": 3, "L": 2})
@@ -617,7 +617,7 @@ THM_A12_FORMULAS = (
                  equation="Thm. A.12", description="after this time L(A(t), 0) <= xi", weaker="larger"),
 )
 FLOW_CORRECTION = {"time": "(d/xi)**((L - 1)/L)*16*L/(L - 1)",
-                   "hypothesis": "(xi >= 2*(4*delta)**(2*L)) & (4*d*delta**(4*L - 2) <= 1)"}
+                   "hypothesis": f"(xi >= 2*(4*delta)**(2*L)) & ({A10_SIZE_CONDITION})"}
 FLOW_REASON = ("the corrected gradient dominance (Thm. 3.4 with the factor d^{-(L-1)/L}, under "
                "Lemma A.10's sample-size condition 4 d delta^{4L-2} <= 1) and the correct "
                "solution of g' = -kappa g^{(2L-1)/L}; the paper's ODE solution has the exponents "
