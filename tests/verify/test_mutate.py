@@ -764,6 +764,25 @@ def test_a_hypothesis_that_drops_a_symbol_is_not_narrower_where_that_symbol_is_e
     assert eq.kind == "implied", eq.detail
 
 
+def test_a_hypothesis_met_at_one_random_draw_in_a_thousand_is_judged_on_the_size_grid():
+    """gatmiry2024 Thm 3.2 with n and d exchanged in its hypothesis (8 L n^2 / sqrt(d) <=
+    4^-L) holds only where d >= 1024 L^2 n^4 16^(L-1): 2 of the 3000 random draws have d <= 10^6,
+    where the exact optimum is computed, too few to judge it.  The size grid that follows adds
+    the points (n, d, L) = (1..5, 10^3..10^6, 1..2), at all of which the bounds hold: a true
+    statement (the sizes are tiny next to what the hypothesis asks)."""
+    from verify.mutants import GRID_POINTS, SIZE_LADDER, _size_grid, exact_truth
+
+    claim = find("gatmiry2024.thm3_2")
+    domain = claim_domain(claim.formulas, {}, claim.exact, claim.ranges)
+    f = claim.formula("hypothesis")
+    kind, why = exact_truth("hypothesis", f.parse("8*L*n**2/sqrt(d) <= 1/2**(2*L)"), 0, domain)
+    assert kind == "true", why
+    grid = list(_size_grid(["n", "d", "L"]))
+    assert grid[0] == {"n": 1, "d": 1, "L": 1} and len(grid) == GRID_POINTS
+    assert {"n": 2, "d": 10 ** 5, "L": 1} in grid and SIZE_LADDER[-1] == 10 ** 30
+    assert len(list(_size_grid(["d"]))) == len(SIZE_LADDER)
+
+
 def test_lemma_a5_exact_values_without_a_loop_count():
     """Lemma A.5 declares no L (delta = 4kd/sqrt(n)); its exact values (the sup of alpha^(j) over
     spectra) still judge a survivor: k lambda_1^k for delta lambda_1^k is true (delta <= 2 under
