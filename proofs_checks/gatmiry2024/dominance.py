@@ -238,6 +238,9 @@ def loss_level_scan(F, form: GDForm, loops: Sequence[int], n: int = GD_N) -> tup
 
 MINIMISER_NS = (1, 2, 4, 16, 256, 10 ** 4, 10 ** 8)
 MINIMISER_DIMS = (1, 10, 100, 1000, 10 ** 5, 10 ** 8)
+# and n = 10^4 d^2, just inside Lemma A.10's condition at L = 1 (n >= 1024 d^2), where
+# f(a*) ~ d^2 / n = 10^-4 meets a threshold (4 delta)^2 ~ 1 / sqrt(n) made d times too small
+MINIMISER_N_PER_D2 = 10 ** 4
 
 
 def minimiser_scan(F, form: GDForm, loops: Sequence[int]) -> tuple[dict, dict | None]:
@@ -248,7 +251,7 @@ def minimiser_scan(F, form: GDForm, loops: Sequence[int]) -> tuple[dict, dict | 
     rows, first = {}, None
     for L in loops:
         for d in MINIMISER_DIMS:
-            for n in MINIMISER_NS:
+            for n in (*MINIMISER_NS, MINIMISER_N_PER_D2 * d ** 2):
                 a = li.a_star_rational(n, d, L)
                 loss, g2 = scalar_point(L, n, d, a)
                 bad, info = form.violated(F, n, d, L, loss, g2)

@@ -701,6 +701,18 @@ def test_gradient_dominance_needs_lemma_a10s_sample_size_condition(claim_id, siz
     assert verdict(claim_id, **corrected(claim_id)).verdict == "verified"
 
 
+def test_thm_a11_a_delta_without_d_admits_the_minimiser_just_inside_lemma_a10s_condition():
+    """delta = (8 L^2 / sqrt(n))^{1/(2L)} (d -> L) is d^{1/(2L)} times too small: at L = 1,
+    d = 10^5, n = 10^4 d^2 its size condition holds and its threshold (~1e-5) is below the
+    minimal loss f(a*) ~ d^2 / n = 1e-4, so the minimiser (zero gradient) is admitted.  The
+    fixed sample sizes of the scan missed it (a mutant that survived)."""
+    cid = "gatmiry2024.thm_a11"
+    v = verdict(cid, **corrected(cid, delta="(8*L*L/sqrt(n))**(1/(2*L))"))
+    assert v.verdict == "refuted" and "minimiser" in v.reason, v.reason
+    ce = v.counterexample
+    assert (ce["L"], ce["d"], ce["n"]) == (1, 10 ** 5, "10^14"), ce
+
+
 def test_thm_a12_the_flow_needs_lemma_a10s_sample_size_condition():
     """With the corrected time alone, xi >= 2 (4 delta)^{2L} admits xi = 2.59e8 below f(a*) =
     3.75e8 at L = 2, n = d = 10^9: the flow from A(0) = 0 never gets there.  The correction's
