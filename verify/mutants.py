@@ -1332,10 +1332,12 @@ def _narrower(formula: NamedFormula, original, mutant, seed: int,
     dropped = {x.name for x in original.free_symbols} - {x.name for x in mutant.free_symbols}
     moves = [(i, _extreme_values(s)) for i, s in enumerate(declared) if s.name in dropped
              and not (domain is not None and domain.defines(s.name))]
-    held, drawn = 0, 0
+    held, drawn, kept = 0, 0, []
     with mpmath.workdps(IMPLIED_DIGITS):
         for raw in raws:
             drawn += 1
+            if len(kept) < EXTREME_POINTS:
+                kept.append(raw)
             point = define(raw)
             if point is None:
                 continue
@@ -1354,6 +1356,14 @@ def _narrower(formula: NamedFormula, original, mutant, seed: int,
                 return False, (f"not implied: the mutant hypothesis holds at {shown}, where the "
                                f"original does not (a different claim, not a weaker one)")
             held += m
+        if held < IMPLIED_MIN:  # too few to judge by: each free scalar to the ends of its range
+            found = _mutant_only_at_extremes(kept, declared, domain, define, f_m, f_o)
+            if found is not None:
+                shown = {n: mpmath.nstr(v, 8) for n, v in zip(names, found)}
+                return False, (f"not implied: the mutant hypothesis holds at {shown}, where the "
+                               f"original does not (a different claim, not a weaker one; it "
+                               f"holds at {held} of {drawn} instances drawn, this one has a "
+                               f"scalar moved to the end of its range)")
     if held == 0:
         return True, (f"implied: the mutant hypothesis holds at none of {drawn} instances drawn "
                       f"({where}), so the claim under it says nothing there (vacuous)")
@@ -1369,6 +1379,24 @@ def _narrower(formula: NamedFormula, original, mutant, seed: int,
 
 
 NARROWER_MOVED = 40  # points where the mutant holds at which a dropped symbol is moved
+EXTREME_POINTS = 200  # drawn points at which a rarely met mutant has each scalar moved
+
+
+def _mutant_only_at_extremes(raws: list, declared, domain: Domain | None, define, f_m,
+                             f_o) -> list | None:
+    """A point where the mutant holds and the original does not, found by moving one scalar
+    that no definition sets, at each of the raw points, to the ends of its range (None if none):
+    Thm A.12's 4 d delta^(-4L-2) <= 1 holds only where delta >= (4d)^(1/(4L+2)), i.e. n small,
+    and xi >= 2 (4 delta)^(2L) then asks for xi far above the draws' 10^3."""
+    free = [(i, _extreme_values(s)) for i, s in enumerate(declared)
+            if not (domain is not None and domain.defines(s.name))]
+    for raw in raws:
+        for i, vs in free:
+            for v in vs:
+                q = define([*raw[:i], v, *raw[i + 1:]])
+                if _all_hold([f_m], q) and _all_hold([f_o], q) is False:
+                    return q
+    return None
 
 
 def _extreme_values(symbol) -> list:

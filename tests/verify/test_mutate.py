@@ -738,14 +738,31 @@ def test_a_hypothesis_that_holds_at_a_handful_of_draws_is_not_called_narrower():
     """gatmiry2024 Lemma A.10 (corrected) with eps^(3L) for eps^(2L) in its loss threshold is
     wider (eps <= 1), but the mutant holds at only 11 of 3000 draws, all where the original
     holds too: that is too few to call it narrower (it was 'implied', and its kill a false
-    alarm)."""
+    alarm).  With n moved to 10^30 at a drawn point it holds where the original does not."""
     claim = find("gatmiry2024.lemma_a10")
     fixed = dict(claim.correction.formulas)
     f = claim.formula("hypothesis")
     text = f.text.replace("epsilon**(2*L)", "epsilon**(3*L)")
     assert text != f.text
     eq = equivalence(f, text, domain=claim_domain(claim.formulas, fixed))
-    assert eq.kind == "none" and "not decided" in eq.detail, eq.detail
+    assert eq.kind == "none" and "not implied" in eq.detail and "moved" in eq.detail, eq.detail
+
+
+def test_a_hypothesis_met_at_no_draw_is_not_vacuous_where_a_scalar_at_its_range_end_meets_it():
+    """Thm A.12 (corrected) with -4L for 4L in its size condition, 4 d delta^(-4L-2) <= 1,
+    holds only where delta is large (n small), and xi >= 2 (4 delta)^(2L) then asks for xi
+    beyond the draws' 10^3: at none of 2837 draws, so it was 'vacuous', implied, and the flow
+    check's refutation a false alarm.  With xi = 10^12 at a drawn point it holds where the
+    original does not."""
+    claim = find("gatmiry2024.thm_a12")
+    fixed = dict(claim.correction.formulas)
+    f = claim.formula("hypothesis")
+    text = fixed["hypothesis"].replace("delta**(4*L - 2)", "delta**(-4*L - 2)")
+    assert text != fixed["hypothesis"]
+    eq = equivalence(f, text, base=fixed["hypothesis"],
+                     domain=claim_domain(claim.formulas, fixed, claim.exact, claim.ranges))
+    assert eq.kind == "none" and "not implied" in eq.detail and "'xi': '1.0e+12'" in eq.detail, \
+        eq.detail
 
 
 def test_a_hypothesis_that_drops_a_symbol_is_not_narrower_where_that_symbol_is_extreme():
