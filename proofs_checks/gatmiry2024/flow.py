@@ -411,10 +411,11 @@ def flow_farthest_time_probe(F, sizes: Sequence = FARTHEST_PROBE_SIZES,
 # Large n at d = 1, 16; n << d, where f(a*) ~ d - n is large (a delta^{-1} admits xi = 0.45 <
 # f(a*) = 98 at L = 2, n = 2, d = 100; a delta ~ 1 admits xi of a few hundred below f(a*) ~ 10^4
 # at n = 100); and n = d = 10^9, where 2 (4 delta)^4 = 2.6e8 < f(a*) = 3.75e8 at L = 2 (the
-# corrections' 4 d delta^{4L-2} <= 1 excludes it)
+# corrections' 4 d delta^{4L-2} <= 1 excludes it); and n = 10^21, d = 10^12, just inside that
+# condition for a delta without its d ((8 L^2 / sqrt(n))^{1/(2L)} admits xi = 1e-6 < f(a*) = 2e-6)
 FLOW_PROBE_SIZES = tuple((L, n, d) for L in (2, 3) for n in (10 ** 6, 10 ** 12) for d in (1, 16)) \
     + ((2, 2, 100), (3, 2, 100), (2, 100, 10 ** 4), (3, 100, 10 ** 4), (2, 10 ** 4, 10 ** 6),
-       (2, 10 ** 9, 10 ** 9))
+       (2, 10 ** 9, 10 ** 9), (2, 10 ** 21, 10 ** 12))
 FLOW_PROBE_MULTIPLES = (sympy.Rational(1, 2), 2, 10 ** 6)  # xi as multiples of the optimal loss
 
 

@@ -713,6 +713,17 @@ def test_thm_a11_a_delta_without_d_admits_the_minimiser_just_inside_lemma_a10s_c
     assert (ce["L"], ce["d"], ce["n"]) == (1, 10 ** 5, "10^14"), ce
 
 
+@pytest.mark.parametrize("claim_id", ["gatmiry2024.thm3_3", "gatmiry2024.thm_a12"])
+def test_the_flow_with_a_delta_without_d_admits_xi_below_the_optimal_loss(claim_id):
+    """delta = (8 L^2 / sqrt(n))^{1/(2L)} (d -> L, a mutant that survived) meets the size
+    condition at L = 2, d = 10^12, n = 10^21, and its threshold admits xi = 1e-6 below f(a*) =
+    2e-6 (f(a*) ~ 2 d^3 / n^2), which the flow from A(0) = 0 never reaches."""
+    v = verdict(claim_id, **corrected(claim_id, delta="(8*L*L/sqrt(n))**(1/(2*L))"))
+    assert v.verdict == "refuted" and "below the optimal loss" in v.reason, v.reason
+    ce = v.counterexample
+    assert (ce["L"], ce["n"], ce["d"]) == (2, "10^21", 10 ** 12), ce
+
+
 def test_thm_a12_the_flow_needs_lemma_a10s_sample_size_condition():
     """With the corrected time alone, xi >= 2 (4 delta)^{2L} admits xi = 2.59e8 below f(a*) =
     3.75e8 at L = 2, n = d = 10^9: the flow from A(0) = 0 never gets there.  The correction's
