@@ -1289,8 +1289,11 @@ def _narrower(formula: NamedFormula, original, mutant, seed: int,
     NARROWER_ATTEMPTS points (sizes as ``_random_size`` draws them and the three size patterns,
     scalars log-uniform; with the claim's ``domain``, its definitions applied, so delta takes its
     defined value), one point where the mutant holds and the original does not makes it a
-    different (not weaker) claim.  A mutant that holds at no point drawn says nothing there (a
-    vacuous hypothesis, e.g. d >= 4 d^2 k^2): implied, and said so."""
+    different (not weaker) claim; so does one found with a symbol moved to the ends of its range
+    (the symbols the mutant no longer reads, at points where it holds; every free scalar, at the
+    first EXTREME_POINTS points, when it holds at fewer than IMPLIED_MIN).  A mutant that holds
+    at no point drawn or moved says nothing there (a vacuous hypothesis, e.g. d >= 4 d^2 k^2):
+    implied, and said so."""
     import mpmath
 
     symbols = _scalar_symbols(formula)
