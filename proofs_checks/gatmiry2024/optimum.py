@@ -36,7 +36,7 @@ _OPT_SYMBOLS = (_N, _D, _L, _DELTA)
 
 def _opt_grid(ctx: Context) -> tuple[tuple, tuple]:
     """(dimensions, loops) at which the optimum is computed exactly at the threshold sizes."""
-    return (_by_budget(ctx, (1, 2, 3, 10), (1, 2, 3, 5, 10), (1, 2, 3, 5, 10)),
+    return (_by_budget(ctx, (1, 2, 3, 10, 1000), (1, 2, 3, 5, 10, 1000), (1, 2, 3, 5, 10, 1000)),
             _by_budget(ctx, (1, 2, 3), (1, 2, 3, 4), (1, 2, 3, 4, 5)))
 
 

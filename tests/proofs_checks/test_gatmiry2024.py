@@ -244,6 +244,16 @@ def test_thm3_2_too_small_loss_bound_is_refuted():
     assert verdict("gatmiry2024.thm3_2", loss_bound="d/n").verdict == "refuted"
 
 
+def test_thm3_2_a_loss_bound_in_delta_squared_fails_only_past_d_256():
+    """8 4^L L delta^2 / sqrt(n) for the printed 8 4^L L d^2 / sqrt(n) (d -> delta, a mutant
+    that survived) is 256 d / n at L = 1, below f(a*) ~ d^2 / n only once d > 256: the quick
+    grid of dimensions (up to 10) missed it; d = 1000 refutes it."""
+    v = verdict("gatmiry2024.thm3_2", loss_bound="8*2**(2*L)*L*delta**2/sqrt(n)")
+    assert v.verdict == "refuted", v.reason
+    ce = v.counterexample
+    assert (ce["d"], ce["L"], ce["bound"]) == (1000, 1, "loss_bound"), ce
+
+
 def test_thm_a12_correction_passes_and_the_paper_time_fails_at_d_646():
     cid = "gatmiry2024.thm_a12"
     v = verdict(cid)
