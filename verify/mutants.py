@@ -1044,19 +1044,39 @@ def _implication_in(formula: NamedFormula, original, mutant, seed: int, allow_eq
     defs = [(names.index(n), g) for (n, _), g in zip(domain.definitions, fns[2:])]
     hyps = fns[2 + len(domain.definitions):]
     rng = np.random.default_rng([seed, 0x646F6D])
-    compared, strict = 0, 0
+    compared, strict, kept = 0, 0, []  # kept: the first points compared, to be moved
+    drawn = []  # the number of points compared before the moved ones
     words = f"{_domain_words(formula)}, {domain.words}"
-    with mpmath.workdps(IMPLIED_DIGITS):
-        tol = mpmath.mpf(10) ** (-(IMPLIED_DIGITS - 10))
+    free = [(i, _extreme_values(s)) for i, s in enumerate(domain.symbols)
+            if not domain.defines(s.name)]
+
+    def points():
+        """DOMAIN_INSTANCES points drawn in the domain, then each free scalar of the first
+        IMPLIED_MIN of them moved to the ends of its range (Thm 3.3's radius with n for xi is
+        looser wherever xi <= 10^3 is drawn, tighter at xi = 10^30 > n)."""
         for raw in _domain_draws(domain, rng):
             if compared >= DOMAIN_INSTANCES:
                 break
+            yield raw
+        drawn.append(compared)
+        for raw in list(kept):
+            for i, vs in free:
+                for v in vs:
+                    q = [*raw[:i], v, *raw[i + 1:]]
+                    if _in_ranges(domain, dict(zip(names, q))):
+                        yield q
+
+    with mpmath.workdps(IMPLIED_DIGITS):
+        tol = mpmath.mpf(10) ** (-(IMPLIED_DIGITS - 10))
+        for raw in points():
             point = _defined(raw, defs)
             if not _all_hold(hyps, point):
                 continue
             a = _real(f_o, point)
             if a is None:
                 continue
+            if len(kept) < IMPLIED_MIN:
+                kept.append(raw)
             compared += 1
             b = _real(f_m, point)
             shown = {n: mpmath.nstr(v, 8) for n, v in zip(names, point)}
@@ -1069,14 +1089,15 @@ def _implication_in(formula: NamedFormula, original, mutant, seed: int, allow_eq
                 return False, (f"not implied: the mutant is {tighter} than the original at "
                                f"{shown} ({words}): {mpmath.nstr(b, 12)} vs {mpmath.nstr(a, 12)}")
             strict += side > 0
-    if compared < IMPLIED_MIN:
-        return False, (f"not decided: only {compared} of {DOMAIN_ATTEMPTS} points drawn are in "
+    if drawn[0] < IMPLIED_MIN:
+        return False, (f"not decided: only {drawn[0]} of {DOMAIN_ATTEMPTS} points drawn are in "
                        f"the claim's domain ({words})")
     if strict == 0 and not allow_equal:
         return False, f"not decided: equal to the original at all {compared} points drawn"
     op, looser = _bound_words(formula.weaker)[:2]
     return True, (f"implied: mutant {op} original at all {compared} points of the claim's domain "
-                  f"drawn (strictly at {strict}; {IMPLIED_DIGITS}-digit values; {words}): {looser}")
+                  f"drawn or moved (strictly at {strict}; {IMPLIED_DIGITS}-digit values; {words}, "
+                  f"{compared - drawn[0]} of them with a scalar at an end of its range): {looser}")
 
 
 def definition_implication(name: str, mutant: sympy.Expr, seed: int,

@@ -781,6 +781,23 @@ def test_a_hypothesis_that_drops_a_symbol_is_not_narrower_where_that_symbol_is_e
     assert eq.kind == "implied", eq.detail
 
 
+def test_a_bound_looser_only_where_a_scalar_is_drawn_small_is_not_implied():
+    """Thm 3.3 (corrected) with n for xi in its radius c = 8 (1 + 4 d^(1/(2L))) xi^(1/(2L)) is
+    looser wherever xi <= 10^3 is drawn (n is large under the hypothesis), so it was 'implied'
+    and the farthest-start check's right refutation at xi = 10^40 > n = 10^12 a false alarm.
+    With xi moved to the end of its range (10^30) it is tighter: not implied."""
+    claim = find("gatmiry2024.thm3_3")
+    fixed = dict(claim.correction.formulas)
+    f = claim.formula("c")
+    domain = claim_domain(claim.formulas, fixed, claim.exact, claim.ranges)
+    eq = equivalence(f, "n**(1/(2*L))*(32*d**(1/(2*L)) + 8)", base=fixed.get("c"), domain=domain)
+    assert eq.kind == "none" and "tighter" in eq.detail and "'xi': '1.0e+30'" in eq.detail, \
+        eq.detail
+    eq = equivalence(f, "xi**(1/(2*L))*(32*d**(1/(2*L)) + 9)", base=fixed.get("c"),
+                     domain=domain)
+    assert eq.kind == "implied" and "with a scalar at an end of its range" in eq.detail, eq.detail
+
+
 def test_a_hypothesis_met_at_one_random_draw_in_a_thousand_is_judged_on_the_size_grid():
     """gatmiry2024 Thm 3.2 with n and d exchanged in its hypothesis (8 L n^2 / sqrt(d) <=
     4^-L) holds only where d >= 1024 L^2 n^4 16^(L-1): 2 of the 3000 random draws have d <= 10^6,
