@@ -1044,60 +1044,53 @@ def _implication_in(formula: NamedFormula, original, mutant, seed: int, allow_eq
     defs = [(names.index(n), g) for (n, _), g in zip(domain.definitions, fns[2:])]
     hyps = fns[2 + len(domain.definitions):]
     rng = np.random.default_rng([seed, 0x646F6D])
-    compared, strict, kept = 0, 0, []  # kept: the first points compared, to be moved
-    drawn = []  # the number of points compared before the moved ones
+    compared, strict, kept, drawn = 0, 0, [], 0  # kept: the first points compared
     words = f"{_domain_words(formula)}, {domain.words}"
-    free = [(i, _extreme_values(s)) for i, s in enumerate(domain.symbols)
-            if not domain.defines(s.name)]
-
-    def points():
-        """DOMAIN_INSTANCES points drawn in the domain, then each free scalar of the first
-        IMPLIED_MIN of them moved to the ends of its range (Thm 3.3's radius with n for xi is
-        looser wherever xi <= 10^3 is drawn, tighter at xi = 10^30 > n)."""
-        for raw in _domain_draws(domain, rng):
-            if compared >= DOMAIN_INSTANCES:
-                break
-            yield raw
-        drawn.append(compared)
-        for raw in list(kept):
-            for i, vs in free:
-                for v in vs:
-                    q = [*raw[:i], v, *raw[i + 1:]]
-                    if _in_ranges(domain, dict(zip(names, q))):
-                        yield q
-
+    free = _movable(domain.symbols, domain)
     with mpmath.workdps(IMPLIED_DIGITS):
         tol = mpmath.mpf(10) ** (-(IMPLIED_DIGITS - 10))
-        for raw in points():
-            point = _defined(raw, defs)
-            if not _all_hold(hyps, point):
-                continue
-            a = _real(f_o, point)
-            if a is None:
-                continue
-            if len(kept) < IMPLIED_MIN:
-                kept.append(raw)
-            compared += 1
-            b = _real(f_m, point)
-            shown = {n: mpmath.nstr(v, 8) for n, v in zip(names, point)}
-            if b is None:
-                return False, (f"not implied: the mutant is not a finite real number at {shown} "
-                               f"where the original is {mpmath.nstr(a, 12)}")
-            side = _side(a, b, formula.weaker, tol)
-            if side < 0:
-                tighter = _bound_words(formula.weaker)[2]
-                return False, (f"not implied: the mutant is {tighter} than the original at "
-                               f"{shown} ({words}): {mpmath.nstr(b, 12)} vs {mpmath.nstr(a, 12)}")
-            strict += side > 0
-    if drawn[0] < IMPLIED_MIN:
-        return False, (f"not decided: only {drawn[0]} of {DOMAIN_ATTEMPTS} points drawn are in "
+        # DOMAIN_INSTANCES points drawn, then each free scalar of the first IMPLIED_MIN of them
+        # moved to the ends of its range (Thm 3.3's radius with n for xi is looser wherever
+        # xi <= 10^3 is drawn, tighter at xi = 10^30 > n)
+        for moved in (False, True):
+            raws = (q for raw in kept for q in _moved(raw, free)
+                    if _in_ranges(domain, dict(zip(names, q)))) if moved \
+                else _domain_draws(domain, rng)
+            for raw in raws:
+                if not moved and compared >= DOMAIN_INSTANCES:
+                    break
+                point = _defined(raw, defs)
+                if not _all_hold(hyps, point):
+                    continue
+                a = _real(f_o, point)
+                if a is None:
+                    continue
+                if not moved and len(kept) < IMPLIED_MIN:
+                    kept.append(raw)
+                compared += 1
+                b = _real(f_m, point)
+                shown = {n: mpmath.nstr(v, 8) for n, v in zip(names, point)}
+                if b is None:
+                    return False, (f"not implied: the mutant is not a finite real number at "
+                                   f"{shown} where the original is {mpmath.nstr(a, 12)}")
+                side = _side(a, b, formula.weaker, tol)
+                if side < 0:
+                    tighter = _bound_words(formula.weaker)[2]
+                    return False, (f"not implied: the mutant is {tighter} than the original at "
+                                   f"{shown} ({words}): {mpmath.nstr(b, 12)} vs "
+                                   f"{mpmath.nstr(a, 12)}")
+                strict += side > 0
+            if not moved:
+                drawn = compared
+    if drawn < IMPLIED_MIN:
+        return False, (f"not decided: only {drawn} of {DOMAIN_ATTEMPTS} points drawn are in "
                        f"the claim's domain ({words})")
     if strict == 0 and not allow_equal:
         return False, f"not decided: equal to the original at all {compared} points drawn"
     op, looser = _bound_words(formula.weaker)[:2]
     return True, (f"implied: mutant {op} original at all {compared} points of the claim's domain "
                   f"drawn or moved (strictly at {strict}; {IMPLIED_DIGITS}-digit values; {words}, "
-                  f"{compared - drawn[0]} of them with a scalar at an end of its range): {looser}")
+                  f"{compared - drawn} of them with a scalar at an end of its range): {looser}")
 
 
 def definition_implication(name: str, mutant: sympy.Expr, seed: int,
@@ -1354,8 +1347,11 @@ def _narrower(formula: NamedFormula, original, mutant, seed: int,
     # the mutant holds whatever its value, so at points where the mutant holds it is moved to
     # the ends of its range, where the original may fail (the draws rarely get there)
     dropped = {x.name for x in original.free_symbols} - {x.name for x in mutant.free_symbols}
-    moves = [(i, _extreme_values(s)) for i, s in enumerate(declared) if s.name in dropped
-             and not (domain is not None and domain.defines(s.name))]
+    moves = _movable(declared, domain, dropped)
+
+    def only_mutant(q) -> bool:
+        return bool(_all_hold([f_m], q)) and _all_hold([f_o], q) is False
+
     held, drawn, kept = 0, 0, []
     with mpmath.workdps(IMPLIED_DIGITS):
         for raw in raws:
@@ -1370,9 +1366,7 @@ def _narrower(formula: NamedFormula, original, mutant, seed: int,
             except (ZeroDivisionError, ValueError, TypeError, OverflowError):
                 continue
             if m and held < NARROWER_MOVED:
-                moved = (define([*raw[:i], v, *raw[i + 1:]]) for i, vs in moves for v in vs)
-                o_fails = next((q for q in moved
-                                if _all_hold([f_m], q) and _all_hold([f_o], q) is False), None)
+                o_fails = next(filter(only_mutant, map(define, _moved(raw, moves))), None)
                 if o_fails is not None:
                     point, o = o_fails, False
             if m and not o:
@@ -1381,7 +1375,11 @@ def _narrower(formula: NamedFormula, original, mutant, seed: int,
                                f"original does not (a different claim, not a weaker one)")
             held += m
         if held < IMPLIED_MIN:  # too few to judge by: each free scalar to the ends of its range
-            found = _mutant_only_at_extremes(kept, declared, domain, define, f_m, f_o)
+            # (Thm A.12's 4 d delta^(-4L-2) <= 1 holds only where delta is large, n small, and
+            # xi >= 2 (4 delta)^(2L) then asks for xi far above the draws' 10^3)
+            free = _movable(declared, domain)
+            found = next((q for raw in kept for q in map(define, _moved(raw, free))
+                          if only_mutant(q)), None)
             if found is not None:
                 shown = {n: mpmath.nstr(v, 8) for n, v in zip(names, found)}
                 return False, (f"not implied: the mutant hypothesis holds at {shown}, where the "
@@ -1406,21 +1404,19 @@ NARROWER_MOVED = 40  # points where the mutant holds at which a dropped symbol i
 EXTREME_POINTS = 200  # drawn points at which a rarely met mutant has each scalar moved
 
 
-def _mutant_only_at_extremes(raws: list, declared, domain: Domain | None, define, f_m,
-                             f_o) -> list | None:
-    """A point where the mutant holds and the original does not, found by moving one scalar
-    that no definition sets, at each of the raw points, to the ends of its range (None if none):
-    Thm A.12's 4 d delta^(-4L-2) <= 1 holds only where delta >= (4d)^(1/(4L+2)), i.e. n small,
-    and xi >= 2 (4 delta)^(2L) then asks for xi far above the draws' 10^3."""
-    free = [(i, _extreme_values(s)) for i, s in enumerate(declared)
-            if not (domain is not None and domain.defines(s.name))]
-    for raw in raws:
-        for i, vs in free:
-            for v in vs:
-                q = define([*raw[:i], v, *raw[i + 1:]])
-                if _all_hold([f_m], q) and _all_hold([f_o], q) is False:
-                    return q
-    return None
+def _movable(declared, domain: Domain | None, names: set | None = None) -> list:
+    """(index, ``_extreme_values``) of each declared scalar that no definition of the domain
+    sets (of those in ``names`` only, if given): what ``_moved`` may move."""
+    return [(i, _extreme_values(s)) for i, s in enumerate(declared)
+            if (names is None or s.name in names)
+            and not (domain is not None and domain.defines(s.name))]
+
+
+def _moved(raw: list, moves: list) -> Iterator[list]:
+    """The point with one scalar at a time set to each of its ``moves`` values."""
+    for i, values in moves:
+        for v in values:
+            yield [*raw[:i], v, *raw[i + 1:]]
 
 
 def _extreme_values(symbol) -> list:
