@@ -10,15 +10,68 @@ import sympy
 from .claim import TierResult
 
 
+@dataclass(frozen=True)
+class Margin:
+    """How near a bound check came to failing: ``used`` is the measured quantity over what the
+    statement allows (a time over the named time, a deviation over the radius), the largest over
+    the instances compared, so a value above 1 is a violation; ``at`` is that instance."""
+
+    used: float
+    measure: str
+    at: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return {"used": jsonable(self.used), "measure": self.measure, "at": jsonable(self.at)}
+
+
+class Closest:
+    """Collects the comparisons of one check and keeps the one nearest to failing (``margin``)."""
+
+    def __init__(self, measure: str) -> None:
+        self.measure = measure
+        self.used: float | None = None
+        self.at: dict = {}
+
+    def see(self, used, at: dict) -> None:
+        """One comparison: ``used`` = measured / allowed (anything float() takes; a nan or a
+        non-positive allowance is not a comparison and is ignored)."""
+        try:
+            value = float(used)
+        except (TypeError, ValueError, OverflowError):
+            return
+        if np.isnan(value):
+            return
+        if self.used is None or value > self.used:
+            self.used, self.at = value, dict(at)
+
+    def see_le(self, lhs, rhs, at: dict) -> None:
+        """A comparison lhs <= rhs: used = lhs / rhs where rhs > 0 (rhs / lhs where both are
+        negative); other signs say nothing about how near it came and are ignored."""
+        try:
+            x, y = float(lhs), float(rhs)
+        except (TypeError, ValueError, OverflowError):
+            return
+        if y > 0:
+            self.see(x / y, at)
+        elif x < 0 and y < 0:
+            self.see(y / x, at)
+
+    @property
+    def margin(self) -> Margin | None:
+        return None if self.used is None else Margin(self.used, self.measure, self.at)
+
+
 @dataclass
 class Finding:
-    """One comparison inside a tier: ``ok`` is True, False (a counterexample) or None (undecided)."""
+    """One comparison inside a tier: ``ok`` is True, False (a counterexample) or None (undecided);
+    ``margin``, where the comparison is a bound, how near it came to failing."""
 
     name: str
     ok: bool | None
     evidence: dict = field(default_factory=dict)
     counterexample: dict | None = None
     reason: str = ""
+    margin: Margin | None = None
 
 
 def step(title: str, latex: str = "", text: str = "") -> dict:
@@ -41,6 +94,8 @@ def _combine(findings: list, extra: dict | None) -> TierResult:
         entry = {"ok": f.ok, **jsonable(f.evidence)}
         if f.reason:
             entry["reason"] = f.reason
+        if f.margin is not None:
+            entry["margin"] = f.margin.as_dict()
         evidence[f.name] = entry
     failed = [f for f in findings if f.ok is False]
     undecided = [f for f in findings if f.ok is None]
@@ -55,6 +110,18 @@ def _combine(findings: list, extra: dict | None) -> TierResult:
     if not findings:
         return TierResult("skipped", evidence, reason="nothing to check")
     return TierResult("pass", evidence)
+
+
+def closest_margin(evidence: dict) -> dict | None:
+    """The margin nearest to failing among a tier's findings (``evidence`` as ``combine`` writes
+    it), with the finding's name as ``check``."""
+    best = None
+    for name, entry in evidence.items():
+        m = entry.get("margin") if isinstance(entry, dict) else None
+        if isinstance(m, dict) and isinstance(m.get("used"), (int, float)):
+            if best is None or m["used"] > best["used"]:
+                best = {**m, "check": name}
+    return best
 
 
 def jsonable(value: Any) -> Any:

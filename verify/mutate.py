@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from .claim import Claim
+from .evidence import closest_margin
 from .errors import UsageError
 from .mutants import (Equivalence, Invalid, Mutant, claim_domain, equivalence, generate,
                       judged_by_exact)
@@ -69,6 +70,7 @@ class Outcome:
     equivalence: Equivalence
     reason: str
     seconds: float = 0.0
+    closest: dict | None = None  # the bound comparison nearest to failing (closest_approach)
 
     @property
     def killed(self) -> bool:
@@ -115,12 +117,14 @@ class Outcome:
                          f"--json)")
             false = (f"; it is {eq.false_at}: a check does not look there" if eq.false_at
                      else "")
+            near = f"; {_approach(self.closest)}" if self.closest else ""
             if eq.stronger:
                 return (f"{eq.stronger}; the checks found no instance where it fails (verdict "
                         f"{self.verdict}; {self.reason}): the printed statement has at least this "
-                        f"much slack wherever they looked, or a check is not sharp enough{false}")
+                        f"much slack wherever they looked, or a check is not sharp enough"
+                        f"{near}{false}")
             return (f"the checks did not refute it (verdict {self.verdict}; {self.reason}){where}"
-                    f"{false}")
+                    f"{near}{false}")
         return self.reason
 
     def as_dict(self) -> dict:
@@ -129,7 +133,9 @@ class Outcome:
                 "verdict": self.verdict, "killed_by": self.killed_by,
                 "equivalence": self.equivalence.as_dict(),
                 "reason": self.reason if self.status == "killed" else self.explanation(),
-                "seconds": round(self.seconds, 3)}
+                "seconds": round(self.seconds, 3),
+                **({"closest_approach": self.closest}
+                   if self.closest and self.status == "survived" else {})}
 
 
 @dataclass
@@ -319,7 +325,21 @@ def _check_mutant(claim: Claim, fixed: dict, name: str, m: Mutant, eq: Equivalen
         reason = f"{failed[0]}: {first.reason}"
     else:
         reason = _not_refuted(verdict, results)
-    return Outcome(m, verdict, failed, eq, reason, seconds)
+    return Outcome(m, verdict, failed, eq, reason, seconds, _closest(results))
+
+
+def _closest(results: dict) -> dict | None:
+    """Over the tiers, the bound comparison nearest to failing (``Margin``), with its tier."""
+    found = [{**c, "tier": t} for t, r in results.items()
+             if (c := closest_margin(r.evidence or {})) is not None]
+    return max(found, key=lambda c: c["used"], default=None)
+
+
+def _approach(closest: dict) -> str:
+    """A survivor's closest approach to refutation, for its reason."""
+    at = ", ".join(f"{k}={_cut(str(v))}" for k, v in closest.get("at", {}).items())
+    return (f"closest approach: {closest['used']:.3g} of the bound ({closest['measure']}; "
+            f"{closest['tier']} {closest['check']}" + (f" at {at}" if at else "") + ")")
 
 
 def _cut(text: str, limit: int = 40) -> str:

@@ -12,7 +12,7 @@ import torch
 
 from moments.poly import Poly
 from verify.claim import Claim, Context, Correction, TierResult
-from verify.evidence import Finding, combine, step
+from verify.evidence import Closest, Finding, Margin, combine, step
 from verify.formulas import NamedFormula
 
 from .. import looped_icl as li
@@ -123,10 +123,24 @@ class GDForm:
             env = _gd_env(n, d, L, loss, eps)
         env = {**env, "grad_sq": sympy.sympify(grad_sq)}
         bad = not _gd_le(rhs, sympy.Symbol("grad_sq"), env)
-        info = {"rhs": _mp_str(rhs, env), "admissible": True}
+        info = {"rhs": _mp_str(rhs, env), "admissible": True, "used": _used(rhs, env)}
         if self.uses_eps:
             info["epsilon"] = env["epsilon"]
         return bad, info
+
+
+GD_MEASURE = "the named lower bound (rhs) / ||grad L(A, 0)||_F^2"
+
+
+def _used(rhs, env: Mapping) -> float | None:
+    """rhs / ||grad||^2 at 60 digits, for the margin (None where it is not a real number)."""
+    with mpmath.workdps(60):
+        try:
+            g2 = _mpf(env["grad_sq"])
+            value = _mp_value(rhs, env) / g2 if g2 > 0 else mpmath.inf
+        except (TypeError, ValueError, ZeroDivisionError):
+            return None
+        return float(value) if isinstance(value, mpmath.mpf) else None
 
 
 def _largest_eps(F, n, d, L, loss, bits: int = 40):
@@ -168,11 +182,16 @@ def _scan_failure(L: int, d: int, n: int, A: str, loss, g2, info: dict, **extra)
     return out
 
 
-def large_d_scan(F, form: GDForm, loops: Sequence[int], n: int = GD_N, d_max: int = 2 ** 20):
+ScanResult = tuple[dict, dict | None, Margin | None]  # rows, first failure, closest approach
+
+
+def large_d_scan(F, form: GDForm, loops: Sequence[int], n: int = GD_N,
+                 d_max: int = 2 ** 20) -> ScanResult:
     """Per L, the smallest d (bisection; failures are monotone in d in the large-n limit, where
     ||grad||^2 / L^{(2L-1)/L} = 64 L^2 d^{(1-L)/L} for A = a I) at which the statement fails at
-    A = a I; with the exact numbers of the first failure."""
-    rows, first = {}, None
+    A = a I; with the exact numbers of the first failure, and the margin at d_max where no d
+    fails."""
+    rows, first, near = {}, None, Closest(GD_MEASURE)
     for L in loops:
         def fails(d):
             a = _family_point(L, d, form.uses_eps)
@@ -180,8 +199,11 @@ def large_d_scan(F, form: GDForm, loops: Sequence[int], n: int = GD_N, d_max: in
             bad, info = form.violated(F, n, d, L, loss, g2)
             return bad, a, loss, g2, info
 
-        if not fails(d_max)[0]:
+        top = fails(d_max)
+        if not top[0]:
             rows[f"L={L}"] = {"smallest_failing_d": None, "checked_up_to_d": d_max}
+            near.see(top[4].get("used"), {"L": L, "n": _n_text(n), "d": d_max,
+                                          "A": f"{_q(top[1])} I"})
             continue
         lo, hi = 1, d_max
         if fails(1)[0]:
@@ -204,22 +226,23 @@ def large_d_scan(F, form: GDForm, loops: Sequence[int], n: int = GD_N, d_max: in
                                   hypothesis_parts=_relation_values(
                                       _gd_expr(F, "hypothesis"),
                                       _gd_env(n, hi, L, loss, info.get("epsilon"))))
-    return rows, first
+    return rows, first, near.margin
 
 
 GD_LEVEL_DIMS = (1, 2, 5, 40)  # d of the loss-level scan
 LEVEL_EXPONENTS = (1, 2, 4, 8, 16, 32, 64)  # |1 - a| = 2^-j: the loss runs from ~d to ~d 2^(-128 L)
 
 
-def loss_level_scan(F, form: GDForm, loops: Sequence[int], n: int = GD_N) -> tuple[dict, dict | None]:
+def loss_level_scan(F, form: GDForm, loops: Sequence[int], n: int = GD_N) -> ScanResult:
     """The statement along the family A = a I at n = GD_N, from a large loss (a = -1, 3) to a
     tiny one (|1 - a| = 2^-64) and both sides of a = 1.  At large n the ratio ||grad||^2 /
     L^{(2L-1)/L} is the same at every a (4 L^2 d^{(1-L)/L}), so one a decides the printed
     exponent; a bound with another power of the loss fails at one end of the range the
-    hypothesis admits.  Returns the rows per (L, d) and the first failure (exact numbers)."""
+    hypothesis admits.  Returns the rows per (L, d), the first failure (exact numbers) and the
+    margin over the admitted points."""
     points = [sympy.Integer(-1), sympy.Integer(3)] + [
         1 + sgn * sympy.Rational(1, 2 ** j) for j in LEVEL_EXPONENTS for sgn in (-1, 1)]
-    rows, first = {}, None
+    rows, first, near = {}, None, Closest(GD_MEASURE)
     for L in loops:
         for d in GD_LEVEL_DIMS:
             admitted, bad_at = 0, None
@@ -227,13 +250,14 @@ def loss_level_scan(F, form: GDForm, loops: Sequence[int], n: int = GD_N) -> tup
                 loss, g2 = scalar_point(L, n, d, a)
                 bad, info = form.violated(F, n, d, L, loss, g2)
                 admitted += info["admissible"]
+                near.see(info.get("used"), {"L": L, "n": _n_text(n), "d": d, "A": f"{a} I"})
                 if bad:
                     bad_at = _scan_failure(L, d, n, f"{a} * I_d", loss, g2, info)
                     break
             rows[f"L={L},d={d}"] = {"points": len(points), "admitted": admitted,
                                     "fails_at": bad_at["A"] if bad_at else None}
             first = first or bad_at
-    return rows, first
+    return rows, first, near.margin
 
 
 MINIMISER_NS = (1, 2, 4, 16, 256, 10 ** 4, 10 ** 8)
@@ -243,12 +267,12 @@ MINIMISER_DIMS = (1, 10, 100, 1000, 10 ** 5, 10 ** 8)
 MINIMISER_N_PER_D2 = 10 ** 4
 
 
-def minimiser_scan(F, form: GDForm, loops: Sequence[int]) -> tuple[dict, dict | None]:
+def minimiser_scan(F, form: GDForm, loops: Sequence[int]) -> ScanResult:
     """At A = a* I, the global minimiser for Sigma* = I (Thm. 3.2), the gradient vanishes, so the
     statement holds there only if its hypothesis excludes the minimal loss f(a*): a sharp test of
     the threshold, at sample sizes n from 1 (far below d, where f(a*) >= d - n) to 10^8.  a* is
     certified to 10^-120, so the squared gradient there is below 10^-200."""
-    rows, first = {}, None
+    rows, first, near = {}, None, Closest(GD_MEASURE)
     for L in loops:
         for d in MINIMISER_DIMS:
             for n in (*MINIMISER_NS, MINIMISER_N_PER_D2 * d ** 2):
@@ -258,10 +282,11 @@ def minimiser_scan(F, form: GDForm, loops: Sequence[int]) -> tuple[dict, dict | 
                 if info["admissible"]:
                     rows[f"L={L},d={d},n={_n_text(n)}"] = {"min_loss": _digits(loss, 12),
                                                           "rhs": info["rhs"], "fails": bad}
+                    near.see(info.get("used"), {"L": L, "n": _n_text(n), "d": d, "A": "a* I"})
                 if bad and first is None:
                     first = _scan_failure(L, d, n, "a* I_d (the minimiser)", loss, g2, info,
                                           a_star=_digits(a, 30))
-    return rows, first
+    return rows, first, near.margin
 
 
 def _relation_values(expr, env: Mapping) -> list:
@@ -311,15 +336,16 @@ def _gradient_cross_check(ctx: Context) -> Finding:
 def _gd_symbolic(ctx: Context, form: GDForm) -> TierResult:
     F = ctx.formulas
     loops = _by_budget(ctx, (1, 2, 3, 4, 5, 6), (1, 2, 3, 4, 5, 6, 8), (1, 2, 3, 4, 5, 6, 8, 10))
-    rows, first = large_d_scan(F, form, loops)
+    rows, first, margin = large_d_scan(F, form, loops)
     findings = [_gradient_cross_check(ctx)]
-    level_rows, level_first = loss_level_scan(F, form, loops[:3])
+    level_rows, level_first, level_margin = loss_level_scan(F, form, loops[:3])
     findings.append(Finding("loss_levels_exact", level_first is None, {
         "family": f"Sigma* = I, A = a I, n = {_n_text(GD_N)}, d in {list(GD_LEVEL_DIMS)}, a in "
                   f"{{-1, 3, 1 -+ 2^-j for j in {list(LEVEL_EXPONENTS)}}}: the loss from ~d 2^(2L) "
                   f"down to ~d 2^(-128 L), wherever the hypothesis admits it", "by_L_d": level_rows},
         level_first, "" if level_first is None else
-        f"fails at L = {level_first['L']}, d = {level_first['d']}, A = {level_first['A']}"))
+        f"fails at L = {level_first['L']}, d = {level_first['d']}, A = {level_first['A']}",
+        level_margin))
     ok = first is None
     findings.append(Finding("scalar_family_exact", ok, {
         "family": "Sigma* = I, A = a I (a = 1/2; for Lemma A.10 a with d(1-a)^{2L} = (9/10)^{2L}), "
@@ -327,10 +353,10 @@ def _gd_symbolic(ctx: Context, form: GDForm) -> TierResult:
                   "(bisection "
                   f"over d <= 2^20)", "by_L": rows}, first,
         "" if ok else f"fails at L = {first['L']}, d = {first['d']}, n = {first['n']}, "
-                      f"A = {first['A']}"))
+                      f"A = {first['A']}", margin))
     # after the scalar family: its counterexample (the dropped Hoelder factor, at large n)
     # comes first where both fail
-    min_rows, min_first = minimiser_scan(F, form, loops[:3])
+    min_rows, min_first, min_margin = minimiser_scan(F, form, loops[:3])
     findings.append(Finding("minimiser_excluded", min_first is None, {
         "points": "A = a* I for d in %s, n in %s: the gradient vanishes, so the hypothesis must "
                   "exclude the minimal loss" % (list(MINIMISER_DIMS),
@@ -338,7 +364,7 @@ def _gd_symbolic(ctx: Context, form: GDForm) -> TierResult:
         "admitted": min_rows}, min_first,
         "" if min_first is None else
         f"the hypothesis admits the minimiser a* I (zero gradient) at L = {min_first['L']}, "
-        f"d = {min_first['d']}, n = {min_first['n']}"))
+        f"d = {min_first['d']}, n = {min_first['n']}", min_margin))
     steps = [step("Gradient at a I",
                   r"\nabla_A L(aI,0) = \frac{f'(a)}{d} I,\quad \|\nabla_A L\|_F^2"
                   r" = \frac{f'(a)^2}{d}",
@@ -419,6 +445,7 @@ def _gd_numeric(ctx: Context, form: GDForm) -> TierResult:
     rng = ctx.rng("gd-search")
     samples = _by_budget(ctx, 400, 2000, 10000)
     rows, closest, viol = [], None, None
+    near = Closest(GD_MEASURE)
     for L in _loops(ctx):
         C = li.derived_loss(L, isotropic=True, with_u=False)
         for d in (1, 2, 3):
@@ -442,6 +469,7 @@ def _gd_numeric(ctx: Context, form: GDForm) -> TierResult:
                        "at_eigenvalues": lam[i].tolist(),
                        "loss": float(loss[i]), "grad_sq": float(g2[i])}
                 rows.append(row)
+                near.see(1 / r if r > 0 else np.inf, {"L": L, "n": n, "d": d})
                 if closest is None or r < closest_ratio:
                     closest, closest_ratio = row, r
                 if r < 1 - 1e-9 and viol is None:
@@ -455,7 +483,7 @@ def _gd_numeric(ctx: Context, form: GDForm) -> TierResult:
     return combine([Finding("search_at_practical_sizes", ok, {
         "samples_per_size": samples, "searched": rows, "closest_approach": closest,
         "ratio": "||grad||^2 / rhs at admissible points (< 1 violates)"}, viol,
-        "" if ok else "a violation at practical sizes")])
+        "" if ok else "a violation at practical sizes", near.margin)])
 
 
 THM34_FORMULAS = (

@@ -12,7 +12,7 @@ import torch
 
 from moments.poly import Poly
 from verify.claim import Claim, Context, Correction, TierResult
-from verify.evidence import Finding, combine, step
+from verify.evidence import Closest, Finding, Margin, combine, step
 from verify.formulas import NamedFormula
 
 from .. import looped_icl as li
@@ -136,16 +136,33 @@ def _flow_case(F, L: int, n: int, d: int, xi) -> dict:
         return {"t_true": t_true, "t_bound": bound, "ok": t_true <= bound, "a_xi": a_xi}
 
 
-def flow_large_d_scan(F, loops: Sequence[int], n: int = GD_N, xi=FLOW_XI, d_max: int = 2 ** 20):
+TIME_MEASURE = "the time the flow takes to reach loss xi / the named time"
+RADIUS_MEASURE = "|a(t) / a* - 1| at the named time / the radius c"
+
+
+def _over(measured, allowed) -> mpmath.mpf | None:
+    """measured / allowed for a margin (None where the allowance is not a positive real)."""
+    allowed = _finite_real(allowed)
+    if allowed is None or allowed <= 0:
+        return None
+    return mpmath.mpf(measured) / allowed
+
+
+def flow_large_d_scan(F, loops: Sequence[int], n: int = GD_N, xi=FLOW_XI,
+                      d_max: int = 2 ** 20) -> tuple[dict, dict | None, Margin | None]:
     """Per L, the smallest d at which the flow from A(0) = 0 has not reached xi by the named
-    time (bisection: t_true / t_bound grows like d^{(L-1)/L} at large n)."""
-    rows, first = {}, None
+    time (bisection: t_true / t_bound grows like d^{(L-1)/L} at large n); the margin is
+    t_true / t_bound at d_max where no d fails."""
+    rows, first, near = {}, None, Closest(TIME_MEASURE)
     for L in loops:
         if not _holds(_gd_expr(F, "hypothesis"), {**_gd_env(n, d_max, L), "xi": xi}):
             rows[f"L={L}"] = {"hypothesis_fails_at_d_max": True}
             continue
-        if _flow_case(F, L, n, d_max, xi)["ok"]:
+        top = _flow_case(F, L, n, d_max, xi)
+        if top["ok"]:
             rows[f"L={L}"] = {"smallest_failing_d": None, "checked_up_to_d": d_max}
+            near.see(_over(top["t_true"], top["t_bound"]),
+                     {"L": L, "n": _n_text(n), "d": d_max, "xi": str(xi), "A0": "0"})
             continue
         lo, hi = 1, d_max
         if not _flow_case(F, L, n, 1, xi)["ok"]:
@@ -168,7 +185,7 @@ def flow_large_d_scan(F, loops: Sequence[int], n: int = GD_N, xi=FLOW_XI, d_max:
                      "t_to_reach_xi_solve_ivp": ivp["t_hit"],
                      "named_time_bound": mpmath.nstr(c["t_bound"], 20),
                      "loss_at_named_time": _loss_at_time(L, n, hi, float(c["t_bound"]))}
-    return rows, first
+    return rows, first, near.margin
 
 
 def _loss_at_time(L: int, n: int, d: int, t: float) -> float:
@@ -180,7 +197,7 @@ def _loss_at_time(L: int, n: int, d: int, t: float) -> float:
 def _closeness_finding(F, loops: Sequence[int], dims: Sequence[int], n: int = GD_N,
                        xi=FLOW_XI) -> Finding:
     """Thm. 3.3 (2) at the named time: (1 - c) a* <= a(t) <= (1 + c) a* (A(0) = 0)."""
-    rows, bad = [], None
+    rows, bad, near = [], None, Closest(RADIUS_MEASURE)
     for L in loops:
         for d in dims:
             with mpmath.workdps(30):
@@ -195,12 +212,15 @@ def _closeness_finding(F, loops: Sequence[int], dims: Sequence[int], n: int = GD
                 ok = (1 - c) * a_opt <= a_t <= (1 + c) * a_opt
                 row = {"L": L, "d": d, "t": mpmath.nstr(t, 15), "a_t": float(a_t),
                        "a_star": float(a_opt), "c": float(c), "ok": bool(ok)}
+                near.see(_over(abs(a_t / a_opt - 1), c),
+                         {"L": L, "n": _n_text(n), "d": d, "xi": str(xi), "A0": "0"})
             rows.append(row)
             if not row["ok"] and bad is None:
                 bad = row
     return Finding("closeness_at_the_named_time", bad is None, {"n": _n_text(n), "xi": str(xi),
                    "rows": rows}, bad,
-                   "" if bad is None else bad.get("why", "A(t) is outside (1 +- c) A^opt"))
+                   "" if bad is None else bad.get("why", "A(t) is outside (1 +- c) A^opt"),
+                   near.margin)
 
 
 def _taylor_shift(coeffs: Sequence, a) -> list:
@@ -321,7 +341,8 @@ def _admitted_targets(F, sizes: Sequence, xis: Sequence):
                 yield L, n, d, xi
 
 
-def _farthest_finding(name: str, starts: str, rows: list, say: Callable[[dict], str]) -> Finding:
+def _farthest_finding(name: str, starts: str, rows: list, say: Callable[[dict], str],
+                      near: Closest) -> Finding:
     """A farthest-start probe's finding: its first failing row is the counterexample, told by
     its own ``why`` or by ``say``, after the instance."""
     bad = next((r for r in rows if not r["ok"]), None)
@@ -329,7 +350,8 @@ def _farthest_finding(name: str, starts: str, rows: list, say: Callable[[dict], 
                                                  "10^-12 .. 10^40 where the hypothesis admits it",
                                        "rows": rows}, bad,
                    "" if bad is None else f"at L = {bad['L']}, n = {bad['n']}, d = {bad['d']}, "
-                                          f"xi = {bad['xi']} {bad.get('why') or say(bad)}")
+                                          f"xi = {bad['xi']} {bad.get('why') or say(bad)}",
+                   near.margin)
 
 
 def flow_radius_probe(F, sizes: Sequence = FARTHEST_PROBE_SIZES,
@@ -339,7 +361,7 @@ def flow_radius_probe(F, sizes: Sequence = FARTHEST_PROBE_SIZES,
     xi^{1/(2L)} (4 L (L - 1) K)^{-1/(2L-2)} when T = K xi^{-(L-1)/L}), at every xi the hypothesis
     admits from 10^-12 to 10^40.  The closeness check at one xi from A(0) = 0 passed radii in
     another power of xi, or constant in xi.  A violation is confirmed at a concrete start."""
-    rows = []
+    rows, near = [], Closest(RADIUS_MEASURE + " (the flow from a0 -> -oo)")
     for L, n, d, xi in _admitted_targets(F, sizes, xis):
         with mpmath.workdps(30):
             T, c = _flow_named(F, "time", n, d, L, xi), _flow_named(F, "c", n, d, L, xi)
@@ -355,6 +377,7 @@ def flow_radius_probe(F, sizes: Sequence = FARTHEST_PROBE_SIZES,
             dev = mpmath.mpf(0) if a_t is None else 1 - a_t / a_opt
             row.update(sup_deviation=("< 1e-25" if a_t is None else mpmath.nstr(dev, 15)),
                        ok=bool(dev <= c))
+            near.see(_over(dev, c), {k: row[k] for k in ("L", "n", "d", "xi")})
             if not row["ok"] and all(r["ok"] for r in rows) and c > 0:
                 # the first violation, at a finite start: a0 = a(eps T) of the flow from -oo;
                 # at T it is a((1 + eps) T)
@@ -369,7 +392,7 @@ def flow_radius_probe(F, sizes: Sequence = FARTHEST_PROBE_SIZES,
         "closeness_from_the_farthest_start", "a0 -> -oo (the farthest scalar start)", rows,
         lambda b: f"the flow from A(0) = {b.get('A0', '-oo I')} is "
                   f"{b.get('deviation_at_t', b['sup_deviation'])} below A^opt at the named time "
-                  f"> c = {b['c']}")
+                  f"> c = {b['c']}", near)
 
 
 def flow_farthest_time_probe(F, sizes: Sequence = FARTHEST_PROBE_SIZES,
@@ -379,7 +402,7 @@ def flow_farthest_time_probe(F, sizes: Sequence = FARTHEST_PROBE_SIZES,
     xi the hypothesis admits from 10^-12 to 10^40.  From A(0) = 0 the loss starts at f(0) <= d,
     so at xi >= d that start says nothing and a time too short at large xi passed.  A violation
     is confirmed at a concrete start."""
-    rows = []
+    rows, near = [], Closest(TIME_MEASURE + " (the sup over the starts a0 -> +-oo)")
     for L, n, d, xi in _admitted_targets(F, sizes, xis):
         with mpmath.workdps(30):
             T = _flow_named(F, "time", n, d, L, xi)
@@ -395,6 +418,7 @@ def flow_farthest_time_probe(F, sizes: Sequence = FARTHEST_PROBE_SIZES,
             row.update(ok=False, why=f"the named time {row['t_named']} is not a real number")
         else:
             row["ok"] = bool(t_sup <= T)
+            near.see(_over(t_sup, T), {k: row[k] for k in ("L", "n", "d", "xi")})
             if not row["ok"] and all(r["ok"] for r in rows):
                 # a finite start, tau0 in from the side: it needs t_sup - tau0 > T
                 tau0 = (t_sup - max(T, 0)) / 2
@@ -405,7 +429,7 @@ def flow_farthest_time_probe(F, sizes: Sequence = FARTHEST_PROBE_SIZES,
     return _farthest_finding(
         "hitting_time_from_the_farthest_start", "a0 -> -oo or +oo (the farthest scalar starts)",
         rows, lambda b: f"the flow from A(0) = {b['A0']} needs {b['t_from_A0']} > "
-                        f"{b['t_named']} to reach xi")
+                        f"{b['t_named']} to reach xi", near)
 
 
 # Large n at d = 1, 16; n << d, where f(a*) ~ d - n is large (a delta^{-1} admits xi = 0.45 <
@@ -448,7 +472,7 @@ def flow_xi_probe(F, sizes: Sequence = FLOW_PROBE_SIZES,
     true hitting time against the named time).
     The large-d scan uses one xi only, so a hypothesis that admits every xi, or a time in
     another power of xi, passed it."""
-    rows, bad = [], None
+    rows, bad, near = [], None, Closest(TIME_MEASURE)
     hyp = _gd_expr(F, "hypothesis")
     for L, n, d in sizes:
         f_star = _optimal_loss(L, n, d)
@@ -479,6 +503,7 @@ def flow_xi_probe(F, sizes: Sequence = FLOW_PROBE_SIZES,
                     bound = _flow_named(F, "time", n, d, L, xi)
                 row.update(t_true=mpmath.nstr(t_true, 15), t_bound=mpmath.nstr(bound, 15),
                            ok=bool(t_true <= bound))
+                near.see(_over(t_true, bound), {k: row[k] for k in ("L", "n", "d", "xi")})
             rows.append(row)
             if not row["ok"] and bad is None:
                 bad = row
@@ -488,7 +513,7 @@ def flow_xi_probe(F, sizes: Sequence = FLOW_PROBE_SIZES,
                     "rows": rows}, bad,
                    "" if bad is None else (bad.get("why") or f"at L = {bad['L']}, n = {bad['n']}, "
                                            f"d = {bad['d']}, xi = {bad['xi']} the flow needs "
-                                           f"{bad['t_true']} > {bad['t_bound']}"))
+                                           f"{bad['t_true']} > {bad['t_bound']}"), near.margin)
 
 
 def _flow_steps() -> list:
@@ -510,14 +535,15 @@ def _flow_steps() -> list:
 def _flow_symbolic(ctx: Context, form: FlowForm) -> TierResult:
     F = ctx.formulas
     loops = _by_budget(ctx, (2, 3, 4), (2, 3, 4, 5, 6), (2, 3, 4, 5, 6, 8))
-    rows, first = flow_large_d_scan(F, loops)
+    rows, first, margin = flow_large_d_scan(F, loops)
     ok = first is None
     findings = [Finding("hitting_time_large_d", ok, {
         "family": f"Sigma* = I, A(0) = 0, n = {_n_text(GD_N)}, xi = {FLOW_XI}; per L the smallest "
                   "d at which L(A(t), 0) > xi at the named time (bisection over d <= 2^20)",
         "by_L": rows, "L_1": "excluded: the named time divides by L - 1"}, first,
         "" if ok else f"at L = {first['L']}, d = {first['d']} the flow needs "
-                      f"{first['t_to_reach_xi_quadrature']} > {first['named_time_bound']}")]
+                      f"{first['t_to_reach_xi_quadrature']} > {first['named_time_bound']}",
+        margin)]
     findings += [flow_xi_probe(F), flow_farthest_time_probe(F)]
     if form.with_closeness:
         findings += [_closeness_finding(F, loops[:2], (1, 10, 1000), xi=CLOSE_XI),
@@ -561,6 +587,8 @@ def _flow_numeric(ctx: Context, form: FlowForm) -> TierResult:
     starts = _by_budget(ctx, 2, 6, 12)
     n = 10 ** 12
     rows, bad = [], None
+    times = Closest(TIME_MEASURE)
+    radii = Closest("max_i |lambda_i(t) / a* - 1| at the named time / the radius c")
     for L in [L for L in _loops(ctx) if L >= 2]:
         C = li.derived_loss(L, isotropic=True, with_u=False)
         for d in _by_budget(ctx, (2,), (1, 2, 3)):
@@ -587,6 +615,9 @@ def _flow_numeric(ctx: Context, form: FlowForm) -> TierResult:
                 row = {"L": L, "d": d, "n": n, "xi": xi, "A0_eigenvalues": lam0.tolist(),
                        "loss0": out["loss0"], "t_hit": out["t_hit"], "named_time": T,
                        "ok": ok}
+                where = {"L": L, "n": _n_text(n), "d": d, "xi": xi, "start": s}
+                if out["t_hit"] is not None:
+                    times.see(_over(out["t_hit"], T), where)
                 if T > FLOW_T_CAP:
                     row["integrated_to"] = FLOW_T_CAP
                 elif form.with_closeness:
@@ -595,6 +626,7 @@ def _flow_numeric(ctx: Context, form: FlowForm) -> TierResult:
                     a_opt = float(_mp_a_star(L, n, d))
                     lam_T = np.array(out["lam_end"])
                     close = bool(np.all(((1 - c) * a_opt <= lam_T) & (lam_T <= (1 + c) * a_opt)))
+                    radii.see(_over(float(np.abs(lam_T / a_opt - 1).max()), c), where)
                     row.update({"c": c, "eigenvalues_at_named_time": lam_T.tolist(),
                                 "close": close})
                     ok = ok and close
@@ -607,7 +639,9 @@ def _flow_numeric(ctx: Context, form: FlowForm) -> TierResult:
                             {"flows": rows, "integrated_up_to": FLOW_T_CAP}, bad,
                             "" if bad is None and not undecided else "a flow misses the named bound"
                             if bad else f"a flow has not reached xi by t = {FLOW_T_CAP:g}, below "
-                            "the named time")])
+                            "the named time",
+                            max((m for m in (times.margin, radii.margin) if m is not None),
+                                key=lambda m: m.used, default=None))])
 
 
 THM_A12_FORMULAS = (

@@ -16,7 +16,7 @@ from moments.montecarlo import Estimate
 from moments.tensor import matrix
 from moments.wick import expectation
 from verify.claim import Claim, Context, Correction, ExactValues, TierResult
-from verify.evidence import Finding, combine, step
+from verify.evidence import Finding, Margin, combine, step
 from verify.formulas import NamedFormula
 
 from .. import looped_icl as li
@@ -350,6 +350,16 @@ class BoundSearch:
             out["smallest_n_from_which_it_holds_on_the_grid"] = self.holds_from
         return out
 
+    @property
+    def margin(self) -> Margin | None:
+        """1 - the smallest relative slack: the eigenvalue over its upper bound, or the lower bound
+        over the eigenvalue, where both are positive."""
+        if self.closest is None:
+            return None
+        slack, case, j, side = self.closest
+        return Margin(1 - slack, "1 - (bound - eigenvalue) / max(|bound|, |eigenvalue|) on the "
+                      "side nearest to failing", {"side": side, "j": j + 1, **case.as_dict()})
+
 
 _moment_cache: dict = {}
 
@@ -537,7 +547,7 @@ def _search_finding(name: str, res: BoundSearch, what: str) -> Finding:
                    "" if ok else f"{what} fails at n = {res.first['n']}, d = {res.first['d']}, "
                                  f"k = {res.first['k']}"
                                  + (" (the bound is not a real number there)"
-                                    if res.first.get("not_a_real_number") else ""))
+                                    if res.first.get("not_a_real_number") else ""), res.margin)
 
 
 def _reading_summary(F, readings: Mapping[str, str], search: Callable) -> dict:

@@ -18,7 +18,7 @@ from models.sampler import PromptLaw, sample_prompts
 from models.trainers import optimise, optimise_batched
 from moments.poly import Poly
 from verify.claim import Claim, Context, ExactValues, TierResult
-from verify.evidence import Finding, combine, step
+from verify.evidence import Closest, Finding, combine, step
 from verify.formulas import NamedFormula, formula_value
 
 from .. import looped_icl as li
@@ -202,6 +202,7 @@ def _c_ge_p_finding(ctx: Context) -> Finding:
                    "" if ok else "C(A) >= P(A) fails")
 
 
+BOUND_MEASURE = "the quantity at the optimum / its named bound"
 OPT_N_MULTIPLES = (1, 10, 1000, 10 ** 6)  # n / (the smallest n of the hypothesis)
 
 
@@ -212,7 +213,7 @@ def _optimum_rows(ctx: Context, F, bounds: Sequence[tuple]) -> tuple[Finding, Fi
     value(a*, f*, n, d, L) -> (lhs, rhs))."""
     dims, loops = _opt_grid(ctx)
     rows, ce, ok_b, ok_h, ce_h = [], None, True, True, None
-    hyp_n = {}
+    hyp_n, near = {}, Closest(BOUND_MEASURE)
     for L in loops:
         for d in dims:
             n0 = smallest_n(F, d, L)
@@ -239,6 +240,8 @@ def _optimum_rows(ctx: Context, F, bounds: Sequence[tuple]) -> tuple[Finding, Fi
                     good = _le_with_margin(lhs, rhs)
                     row[label] = {"value": float(sympy.N(lhs, 20)), "bound": float(sympy.N(rhs, 20)),
                                   "holds": good}
+                    near.see_le(row[label]["value"], row[label]["bound"],
+                                {"bound": label, "d": d, "L": L, "n": n})
                     if not good:
                         ok_b = False
                         ce = ce or {"d": d, "L": L, "n": n, "bound": label, "value": _q(lhs),
@@ -247,7 +250,7 @@ def _optimum_rows(ctx: Context, F, bounds: Sequence[tuple]) -> tuple[Finding, Fi
     fb = Finding("bounds_at_threshold_sizes", ok_b if rows else None,
                  {"rows": rows, "smallest_n_of_the_hypothesis": hyp_n}, ce,
                  "" if ok_b and rows else "a bound of the statement fails at the optimum" if rows
-                 else "the hypothesis admits no (d, L) of the grid up to n = 10^60")
+                 else "the hypothesis admits no (d, L) of the grid up to n = 10^60", near.margin)
     fh = Finding("hessian_at_a_star_I", ok_h, {"note": "eigenvalues f''(a*)/d along I and h_perp "
                                                        "on the traceless directions"}, ce_h,
                  "" if ok_h else "a* I is not a strict local minimum")
@@ -306,7 +309,7 @@ def _large_loop_finding(F, bounds: Sequence[tuple]) -> Finding:
     admits only larger L (delta with n and L exchanged, at n = 1: L > 1024) went unchecked.
     The printed hypothesis admits none of these: nothing to check, which passes."""
     rows, ce, unevaluated = [], None, []
-    admitted = {n: [] for n in LARGE_L_NS}
+    admitted, near = {n: [] for n in LARGE_L_NS}, Closest(BOUND_MEASURE)
     for L in (2 ** j for j in range(LARGE_L_MAX_EXPONENT + 1)):
         try:  # 2^(2L) past 4300 digits cannot be printed (lambdify) or converted
             holds = _condition(F, "hypothesis", 1, L)
@@ -327,6 +330,8 @@ def _large_loop_finding(F, bounds: Sequence[tuple]) -> Finding:
                 good = None if abs(gap) <= QUAD_MARGIN * scale else bool(gap > 0)
                 row[label] = {"value": float(sympy.N(lhs, 20)), "bound": float(sympy.N(rhs, 20)),
                               "holds": good}
+                near.see_le(row[label]["value"], row[label]["bound"],
+                            {"bound": label, "d": 1, "L": L, "n": n})
                 if good is False and ce is None:
                     ce = {"n": n, "d": 1, "L": L, "bound": label, "value": str(sympy.N(lhs, 25)),
                           "paper_bound": str(sympy.N(rhs, 25)), "a_star": str(a),
@@ -340,7 +345,7 @@ def _large_loop_finding(F, bounds: Sequence[tuple]) -> Finding:
         "rows": rows, "hypothesis_not_evaluated_at": unevaluated}, ce,
         "" if ok else (f"a bound fails at the optimum at d = 1, n = {ce['n']}, L = {ce['L']} "
                        f"({ce['bound']}: {ce['value']} vs {ce['paper_bound']})") if ce
-        else "a bound is within the quadrature's precision of the optimum")
+        else "a bound is within the quadrature's precision of the optimum", near.margin)
 
 
 def _opt_steps() -> list:

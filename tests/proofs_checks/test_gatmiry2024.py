@@ -839,8 +839,11 @@ def test_thm_a12_a_time_too_short_at_large_xi_is_refuted_from_the_farthest_start
     assert v.verdict == "refuted" and "to reach xi" in v.reason, v.reason
     assert v.as_dict()["counterexample"]["check"] == "hitting_time_from_the_farthest_start"
     ok = check_claim(claim, tiers=("symbolic",), budget="quick", seed=0, overrides=fixed)
-    rows = ok.tiers["symbolic"].evidence["hitting_time_from_the_farthest_start"]["rows"]
-    assert ok.verdict == "verified" and len(rows) >= 20 and all(r["ok"] for r in rows)
+    ev = ok.tiers["symbolic"].evidence["hitting_time_from_the_farthest_start"]
+    assert ok.verdict == "verified" and len(ev["rows"]) >= 20 and all(r["ok"] for r in ev["rows"])
+    # at large n the flow from oo needs (d/xi)^{(L-1)/L} / (4 L (L - 1)): 1/(64 L^2) of the
+    # corrected time, 1/256 at L = 2, the slack its surviving constant mutants live in
+    assert ev["margin"]["at"]["L"] == 2 and abs(256 * ev["margin"]["used"] - 1) < 1e-6
 
 
 def test_the_hitting_time_from_infinity_is_the_large_n_power_law():
@@ -914,3 +917,16 @@ def test_thm_a8_a_hypothesis_met_only_at_large_L_is_checked_at_d_1():
     assert (ce["n"], ce["L"], ce["bound"]) == (1, 2048, "loss_bound"), ce
     ok = check_claim(claim, tiers=("symbolic",), budget="quick", seed=0)
     assert ok.tiers["symbolic"].evidence["bounds_at_large_L_d_1"]["rows"] == []
+
+
+def test_thm4_4_reports_how_much_of_its_radius_the_exact_search_uses():
+    """The margin of the exact search is max_i |lambda_i / a* - 1| / radius over the admitted
+    points: the printed radius (4 + 16 d^{1/(2L)}) epsilon is more than 20 times the deviation
+    found, which is why its tighter constants survive mutation; a radius of epsilon / 100
+    is refuted and its margin is above 1."""
+    v = verdict("gatmiry2024.thm4_4")
+    m = v.tiers["symbolic"].evidence["exact_search"]["margin"]
+    assert v.verdict == "verified" and 0.01 < m["used"] < 0.05, m
+    bad = verdict("gatmiry2024.thm4_4", radius="epsilon/100")
+    m = bad.tiers["symbolic"].evidence["exact_search"]["margin"]
+    assert bad.verdict == "refuted" and m["used"] > 1, m

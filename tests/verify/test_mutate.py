@@ -2,6 +2,7 @@
 import json
 
 import pytest
+import sympy
 
 from verify.cli import main
 from verify.formulas import formula_str
@@ -968,3 +969,44 @@ def test_the_narrower_proof_needs_every_condition_and_a_strict_gap_for_a_strict_
     assert not _narrower_proof(f, f.parse(), x > y + 1)                  # x <= 3 not implied
     assert not _narrower_proof(f, f.parse(), (x > y / 2) & (x <= 2))
     assert not _narrower_proof(f, f.parse(), sympy.Or(x > y + 1, x <= 2))
+
+
+def test_a_survivor_says_how_near_the_checks_came_to_refuting_it():
+    """A bound b(x) = 2x on q(x) = x/2: its mutant b = x holds too (q uses half of it), so it
+    survives; its reason and its JSON give the comparison nearest to failing, 0.5 of the bound,
+    with the check, the tier and the instance."""
+    from verify.claim import Claim
+    from verify.evidence import Closest, Finding, combine
+    from verify.formulas import FormulaSymbol, NamedFormula
+    from verify.mutate import mutate_claim
+
+    def check(ctx):
+        b = ctx.formulas["b"]
+        near, ok = Closest("q(x) / b(x)"), True
+        for x in (1, 2, 4):
+            bound = b.subs({s: x for s in b.free_symbols})
+            near.see_le(sympy.Rational(x, 2), bound, {"x": x})
+            ok &= bool(sympy.Rational(x, 2) <= bound)
+        return combine([Finding("bound", ok, {}, None if ok else {"x": "some"}, "", near.margin)])
+
+    x = FormulaSymbol("x", positive=True)
+    claim = Claim("demo2026.lemma1", "q(x) <= b(x)", "demo2026", "x/2 <= 2x", (),
+                  (NamedFormula("b", "2*x", (x,), weaker="larger"),), {"symbolic": check})
+    report = mutate_claim(claim, {"tiers": ["symbolic"], "budget": "quick", "device": "cpu",
+                                  "seed": 0})
+    (f,) = report.formulas
+    (tighter,) = [o for o in f.outcomes if o.mutant.text == "x"]
+    assert tighter.status == "survived"
+    assert ("closest approach: 0.5 of the bound (q(x) / b(x); symbolic bound at x=1)"
+            in tighter.explanation())
+    assert tighter.as_dict()["closest_approach"] == {
+        "used": 0.5, "measure": "q(x) / b(x)", "at": {"x": 1}, "check": "bound",
+        "tier": "symbolic"}
+    killed = [o for o in f.outcomes if o.status == "killed"]
+    assert killed and all("closest_approach" not in o.as_dict() for o in killed)
+    import jsonschema
+
+    from verify.schema import load
+    schema = load("mutate")
+    for o in f.outcomes:
+        jsonschema.validate(o.as_dict(), {**schema["$defs"]["mutant"], "$defs": schema["$defs"]})
