@@ -124,6 +124,24 @@ def closest_margin(evidence: dict) -> dict | None:
     return best
 
 
+def closest_over_tiers(results: dict) -> dict | None:
+    """Over the tiers (name -> TierResult), the margin nearest to failing, with its tier."""
+    found = [{**c, "tier": t} for t, r in results.items()
+             if (c := closest_margin(r.evidence or {})) is not None]
+    return max(found, key=lambda c: c["used"], default=None)
+
+
+def describe_approach(closest: dict, limit: int = 40) -> str:
+    """A closest approach (``closest_over_tiers``) in words; long instance values are cut."""
+    def cut(v) -> str:
+        text = str(v)
+        return text if len(text) <= limit else text[:limit] + "..."
+
+    at = ", ".join(f"{k}={cut(v)}" for k, v in closest.get("at", {}).items())
+    return (f"closest approach: {closest['used']:.3g} of the bound ({closest['measure']}; "
+            f"{closest['tier']} {closest['check']}" + (f" at {at}" if at else "") + ")")
+
+
 def jsonable(value: Any) -> Any:
     """Convert sympy/numpy/torch values into JSON types (exact numbers as strings)."""
     if isinstance(value, dict):

@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from .claim import Claim
-from .evidence import closest_margin
+from .evidence import closest_over_tiers, describe_approach
 from .errors import UsageError
 from .mutants import (Equivalence, Invalid, Mutant, claim_domain, equivalence, generate,
                       judged_by_exact)
@@ -117,7 +117,7 @@ class Outcome:
                          f"--json)")
             false = (f"; it is {eq.false_at}: a check does not look there" if eq.false_at
                      else "")
-            near = f"; {_approach(self.closest)}" if self.closest else ""
+            near = f"; {describe_approach(self.closest)}" if self.closest else ""
             if eq.stronger:
                 return (f"{eq.stronger}; the checks found no instance where it fails (verdict "
                         f"{self.verdict}; {self.reason}): the printed statement has at least this "
@@ -325,21 +325,8 @@ def _check_mutant(claim: Claim, fixed: dict, name: str, m: Mutant, eq: Equivalen
         reason = f"{failed[0]}: {first.reason}"
     else:
         reason = _not_refuted(verdict, results)
-    return Outcome(m, verdict, failed, eq, reason, seconds, _closest(results))
+    return Outcome(m, verdict, failed, eq, reason, seconds, closest_over_tiers(results))
 
-
-def _closest(results: dict) -> dict | None:
-    """Over the tiers, the bound comparison nearest to failing (``Margin``), with its tier."""
-    found = [{**c, "tier": t} for t, r in results.items()
-             if (c := closest_margin(r.evidence or {})) is not None]
-    return max(found, key=lambda c: c["used"], default=None)
-
-
-def _approach(closest: dict) -> str:
-    """A survivor's closest approach to refutation, for its reason."""
-    at = ", ".join(f"{k}={_cut(str(v))}" for k, v in closest.get("at", {}).items())
-    return (f"closest approach: {closest['used']:.3g} of the bound ({closest['measure']}; "
-            f"{closest['tier']} {closest['check']}" + (f" at {at}" if at else "") + ")")
 
 
 def _cut(text: str, limit: int = 40) -> str:

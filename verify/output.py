@@ -4,6 +4,7 @@ from __future__ import annotations
 import textwrap
 
 from .claim import TIERS, Claim
+from .evidence import closest_over_tiers, describe_approach
 from .verdict import Verdict
 
 
@@ -52,6 +53,9 @@ def check_table(verdicts: list[Verdict]) -> str:
     out = [_table(rows)]
     for v in verdicts:
         if v.verdict == "verified":
+            closest = closest_over_tiers(v.tiers)
+            if closest:
+                out.append(f"\n{v.claim}: {describe_approach(closest)}")
             continue
         out.append(f"\n{v.claim}: {v.verdict}: {v.reason}")
         if v.counterexample:
@@ -59,6 +63,9 @@ def check_table(verdicts: list[Verdict]) -> str:
             out.append("  counterexample: " + _short(ce))
         if v.correction:
             out.append(f"  correction: {v.correction}")
+            closest = closest_over_tiers(v.correction_tiers or {})
+            if closest:
+                out.append(f"  the correction's {describe_approach(closest)}")
     out.append("\n(--json prints every tier's evidence)")
     return "\n".join(out)
 
