@@ -33,8 +33,8 @@ class Closest:
         self.at: dict = {}
 
     def see(self, used, at: dict) -> None:
-        """One comparison: ``used`` = measured / allowed (anything float() takes; a nan or a
-        non-positive allowance is not a comparison and is ignored)."""
+        """One comparison: ``used`` = measured / allowed (anything float() takes; nan, complex
+        or None says nothing and is ignored)."""
         try:
             value = float(used)
         except (TypeError, ValueError, OverflowError):
@@ -131,13 +131,14 @@ def closest_over_tiers(results: dict) -> dict | None:
     return max(found, key=lambda c: c["used"], default=None)
 
 
-def describe_approach(closest: dict, limit: int = 40) -> str:
-    """A closest approach (``closest_over_tiers``) in words; long instance values are cut."""
-    def cut(v) -> str:
-        text = str(v)
-        return text if len(text) <= limit else text[:limit] + "..."
+def cut(text: str, limit: int = 40) -> str:
+    """``text`` to its first ``limit`` characters, with "..." where it was longer."""
+    return text if len(text) <= limit else text[:limit] + "..."
 
-    at = ", ".join(f"{k}={cut(v)}" for k, v in closest.get("at", {}).items())
+
+def describe_approach(closest: dict) -> str:
+    """A closest approach (``closest_over_tiers``) in words; long instance values are cut."""
+    at = ", ".join(f"{k}={cut(str(v))}" for k, v in closest.get("at", {}).items())
     return (f"closest approach: {closest['used']:.3g} of the bound ({closest['measure']}; "
             f"{closest['tier']} {closest['check']}" + (f" at {at}" if at else "") + ")")
 

@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from .claim import Claim
-from .evidence import closest_over_tiers, describe_approach
+from .evidence import closest_over_tiers, describe_approach, cut as _cut
 from .errors import UsageError
 from .mutants import (Equivalence, Invalid, Mutant, claim_domain, equivalence, generate,
                       judged_by_exact)
@@ -326,11 +326,6 @@ def _check_mutant(claim: Claim, fixed: dict, name: str, m: Mutant, eq: Equivalen
     else:
         reason = _not_refuted(verdict, results)
     return Outcome(m, verdict, failed, eq, reason, seconds, closest_over_tiers(results))
-
-
-
-def _cut(text: str, limit: int = 40) -> str:
-    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _not_refuted(verdict: str, results: dict) -> str:
