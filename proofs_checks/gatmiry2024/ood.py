@@ -10,7 +10,7 @@ import torch
 
 from models.lsa import lsa_forward, readout
 from verify.claim import Claim, Context, Correction, ExactValues, TierResult
-from verify.evidence import Finding, combine, step
+from verify.evidence import Finding, Margin, combine, step
 from verify.formulas import FormulaSymbol, NamedFormula, formula_value
 
 from .common import (PAPER, _D, _DELTA, _L, _N, _ZETA, _by_budget, _loops, _mat, _setting,
@@ -141,6 +141,9 @@ def _ood_rows(F, n: int, d: int, L: int, a_opt: sympy.Rational, x: list, norms_m
         yield row, violation
 
 
+OOD_MEASURE = "(TF_L - y_q)^2 / the named bound at the largest admissible zeta"
+
+
 def _ood_symbolic(ctx: Context) -> TierResult:
     """Exact instances: Sigma* = I, X^out = diag(x) (plus zero examples), w = c_w e_i and
     x_q = c_x e_i at the eigenvalue farthest from 1 / a*; the ratio error^2 / bound at the largest
@@ -180,7 +183,8 @@ def _ood_symbolic(ctx: Context) -> TierResult:
                        reason="the condition admits no instance of the grid")
                if count == 0 else
                Finding("exact_instances", ok, evidence, bad,
-                       "" if ok else "an admissible OOD instance exceeds the bound"))
+                       "" if ok else "an admissible OOD instance exceeds the bound",
+                       _ood_margin(worst)))
     return combine([finding],
         steps=[step("Error of the optimal looped model", r"\mathrm{TF}_L-y_q=-w^\top(I-a^*S)^Lx_q,"
                     r"\quad S=\tfrac1n X^{out}X^{out\top}",
@@ -254,7 +258,16 @@ def _ood_numeric(ctx: Context) -> TierResult:
         return TierResult("skipped", {"random_instances": evidence},
                           reason="the condition admits no instance drawn")
     return combine([Finding("random_instances", bad is None, evidence, bad,
-                            "" if bad is None else "an admissible OOD instance exceeds the bound")])
+                            "" if bad is None else "an admissible OOD instance exceeds the bound",
+                            _ood_margin(worst))])
+
+
+def _ood_margin(worst: dict | None) -> Margin | None:
+    """The largest error^2 / bound over the admissible instances (``worst``), as a margin."""
+    if worst is None:
+        return None
+    at = {k: worst[k] for k in ("L", "d", "n", "zeta", "w", "x_q") if k in worst}
+    return Margin(worst["ratio"], OOD_MEASURE, at)
 
 
 OOD_EXACT_MAX_L = 10

@@ -930,3 +930,12 @@ def test_thm4_4_reports_how_much_of_its_radius_the_exact_search_uses():
     bad = verdict("gatmiry2024.thm4_4", radius="epsilon/100")
     m = bad.tiers["symbolic"].evidence["exact_search"]["margin"]
     assert bad.verdict == "refuted" and m["used"] > 1, m
+
+
+def test_thm_a13_the_corrected_ood_bound_is_attained_so_its_margin_is_one():
+    """With Sigma^out := X X^T / n the error^2 of the optimal looped model reaches the bound at
+    the window's edge: the exact search's margin is 1 (no slack, so every tighter mutant is
+    refuted), unlike Thm 4.4's radius, which the search uses about 1/24 of."""
+    v = verdict("gatmiry2024.thm_a13", **corrected("gatmiry2024.thm_a13"))
+    m = v.tiers["symbolic"].evidence["exact_instances"]["margin"]
+    assert v.verdict == "verified" and abs(m["used"] - 1) < 1e-9, m
