@@ -36,7 +36,7 @@ from moments.tensor import Mat, gaussian_matrix, gaussian_vector, identity, matr
 from moments.wick import canonical, expectation
 from verify.claim import Claim, Context, Correction, ExactValues, TierResult
 from verify.errors import UsageError
-from verify.evidence import Finding, combine, step
+from verify.evidence import Closest, Finding, Margin, combine, step
 from verify.formulas import FormulaSymbol, NamedFormula
 
 PAPER = "yang2024"
@@ -1615,7 +1615,9 @@ def lemma2_symbolic(ctx: Context) -> TierResult:
                             {"paper_C": str(C), "sharp_C": 1, "slack": str(C - derived_C)},
                             None if ok else {"paper_C": str(C), "sharp_C": 1,
                                              "pair": "xi_1 = (t, -t), xi_2 = 0, t -> 0: ratio -> 1"},
-                            "" if ok else f"C = {C} is below the supremum 1 of the ratio"))
+                            "" if ok else f"C = {C} is below the supremum 1 of the ratio",
+                            _lemma2_margin(derived_C, C, {"sup_over": "xi_1 = (t, -t), xi_2 = 0, "
+                                                                      "t -> 0"})))
     steps = [
         step("Jacobian", r"\frac{\partial\,\mathrm{softmax}(u)}{\partial u} = \mathrm{diag}(s) - ss^\top",
              "sympy's derivative (l = 3)."),
@@ -1661,7 +1663,15 @@ def lemma2_numeric(ctx: Context) -> TierResult:
         "search": "Adam ascent on ||softmax(xi_1) - softmax(xi_2)||_1 / ||xi_1 - xi_2||_inf from "
                   "128 random pairs per length"},
         None if ok else {"pair": best_pair, "paper_C": C, "seed": ctx.seed},
-        "" if ok else f"a pair has ratio {best:.4f} > C = {C}")])
+        "" if ok else f"a pair has ratio {best:.4f} > C = {C}",
+        _lemma2_margin(best, C, {"l": max(rows, key=lambda r: r["max_ratio"])["l"]}))])
+
+
+def _lemma2_margin(ratio, C, at: dict) -> Margin | None:
+    """||softmax(xi_1) - softmax(xi_2)||_1 / ||xi_1 - xi_2||_inf over C, as a margin."""
+    near = Closest("||softmax(xi_1) - softmax(xi_2)||_1 / ||xi_1 - xi_2||_inf over C")
+    near.see_le(ratio, C, at)
+    return near.margin
 
 
 LEMMA2 = Claim(
