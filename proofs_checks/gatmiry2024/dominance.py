@@ -229,7 +229,7 @@ def large_d_scan(F, form: GDForm, loops: Sequence[int], n: int = GD_N,
     return rows, first, near.margin
 
 
-GD_LEVEL_DIMS = (1, 2, 5, 40)  # d of the loss-level scan
+GD_LEVEL_DIMS = (1, 2, 5, 40, 1000, 10 ** 5)  # d of the loss-level scan
 LEVEL_EXPONENTS = (1, 2, 4, 8, 16, 32, 64)  # |1 - a| = 2^-j: the loss runs from ~d to ~d 2^(-128 L)
 
 
@@ -339,13 +339,6 @@ def _gd_symbolic(ctx: Context, form: GDForm) -> TierResult:
     rows, first, margin = large_d_scan(F, form, loops)
     findings = [_gradient_cross_check(ctx)]
     level_rows, level_first, level_margin = loss_level_scan(F, form, loops[:3])
-    findings.append(Finding("loss_levels_exact", level_first is None, {
-        "family": f"Sigma* = I, A = a I, n = {_n_text(GD_N)}, d in {list(GD_LEVEL_DIMS)}, a in "
-                  f"{{-1, 3, 1 -+ 2^-j for j in {list(LEVEL_EXPONENTS)}}}: the loss from ~d 2^(2L) "
-                  f"down to ~d 2^(-128 L), wherever the hypothesis admits it", "by_L_d": level_rows},
-        level_first, "" if level_first is None else
-        f"fails at L = {level_first['L']}, d = {level_first['d']}, A = {level_first['A']}",
-        level_margin))
     ok = first is None
     findings.append(Finding("scalar_family_exact", ok, {
         "family": "Sigma* = I, A = a I (a = 1/2; for Lemma A.10 a with d(1-a)^{2L} = (9/10)^{2L}), "
@@ -354,6 +347,14 @@ def _gd_symbolic(ctx: Context, form: GDForm) -> TierResult:
                   f"over d <= 2^20)", "by_L": rows}, first,
         "" if ok else f"fails at L = {first['L']}, d = {first['d']}, n = {first['n']}, "
                       f"A = {first['A']}", margin))
+    # after the scalar family, whose bisection names the smallest failing d where both fail
+    findings.append(Finding("loss_levels_exact", level_first is None, {
+        "family": f"Sigma* = I, A = a I, n = {_n_text(GD_N)}, d in {list(GD_LEVEL_DIMS)}, a in "
+                  f"{{-1, 3, 1 -+ 2^-j for j in {list(LEVEL_EXPONENTS)}}}: the loss from ~d 2^(2L) "
+                  f"down to ~d 2^(-128 L), wherever the hypothesis admits it", "by_L_d": level_rows},
+        level_first, "" if level_first is None else
+        f"fails at L = {level_first['L']}, d = {level_first['d']}, A = {level_first['A']}",
+        level_margin))
     # after the scalar family: its counterexample (the dropped Hoelder factor, at large n)
     # comes first where both fail
     min_rows, min_first, min_margin = minimiser_scan(F, form, loops[:3])

@@ -939,3 +939,19 @@ def test_thm_a13_the_corrected_ood_bound_is_attained_so_its_margin_is_one():
     v = verdict("gatmiry2024.thm_a13", **corrected("gatmiry2024.thm_a13"))
     m = v.tiers["symbolic"].evidence["exact_instances"]["margin"]
     assert v.verdict == "verified" and abs(m["used"] - 1) < 1e-9, m
+
+
+def test_thm3_4_a_bound_with_the_loss_in_ds_exponent_fails_at_small_loss_and_large_d():
+    """The corrected rhs with d^{(loss-1)/L} for d^{(L-1)/L}: at large n, rhs / ||grad||^2 =
+    d^{(L - loss)/L} / (64 L^2), above 1 once the loss is small and d > 64 L^2. The loss levels
+    ran to d = 40 and the scalar family, at d up to 2^20, has loss d / 4^L; at d = 1000 the
+    levels refute it. The correction passes."""
+    claim = find("gatmiry2024.thm3_4")
+    fixed = dict(claim.correction.formulas)
+    v = check_claim(claim, tiers=("symbolic",), budget="quick", seed=0, overrides={
+        **fixed, "rhs": "loss**((2*L - 1)/L)/(16*d**((loss - 1)/L))"})
+    assert v.verdict == "refuted", v.reason
+    bad = v.as_dict()["counterexample"]
+    assert bad["check"] == "loss_levels_exact" and bad["d"] >= 1000, bad
+    ok = check_claim(claim, tiers=("symbolic",), budget="quick", seed=0, overrides=fixed)
+    assert ok.verdict == "verified"
