@@ -152,11 +152,16 @@ def _trace_power_terms(k: int) -> tuple:
 def scalar_poly(L: int, n: int, d: int) -> sympy.Poly:
     """f(a) at concrete n, d as an exact polynomial in a: the coefficient of a^k is
     binom(2L, k) (-1/n)^k E tr W^k (evaluated in integers; sympy substitution is slow at large
-    n, d)."""
+    n, d; at d = 1 the chi-square moments, so any L)."""
     n, d = sympy.Integer(n), sympy.Integer(d)
-    coeffs = {}
+    coeffs, chi2 = {}, sympy.Integer(1)
     for k in range(2 * L + 1):
-        moment = sum((c * n ** i * d ** j for i, j, c in _trace_power_terms(k)), sympy.Integer(0))
+        if d == 1:  # E (chi^2_n)^k = n (n + 2) ... (n + 2k - 2): any L, no trace-power table
+            moment = chi2
+            chi2 *= n + 2 * k
+        else:
+            moment = sum((c * n ** i * d ** j for i, j, c in _trace_power_terms(k)),
+                         sympy.Integer(0))
         coeffs[(k,)] = sympy.binomial(2 * L, k) * (-1) ** k * moment / n ** k
     return sympy.Poly.from_dict(coeffs, a_sym, domain="QQ")
 

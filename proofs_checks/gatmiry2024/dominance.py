@@ -231,6 +231,18 @@ def large_d_scan(F, form: GDForm, loops: Sequence[int], n: int = GD_N,
 
 GD_LEVEL_DIMS = (1, 2, 5, 40, 1000, 10 ** 5)  # d of the loss-level scan
 LEVEL_EXPONENTS = (1, 2, 4, 8, 16, 32, 64)  # |1 - a| = 2^-j: the loss runs from ~d to ~d 2^(-128 L)
+# d = 1 at large L, with the loss 2^(k/2), k = -4..8 (f(a) ~ (1 - a)^{2L} at large n): loss^{(2L-1)
+# /loss} for loss^{(2L-1)/L} is tighter by loss^{(2L-1)(1/loss - 1/L)}, more than the corrected
+# bound's slack 64 L^2 only for a loss of a few units and past L = 16
+LEVEL_LARGE_LOOPS = (24,)
+LEVEL_LARGE_LOSSES = tuple(sympy.Integer(2) ** sympy.Rational(k, 2) for k in range(-4, 9))
+
+
+def _large_loop_levels(L: int) -> list:
+    """a = 1 -+ x with x^{2L} = each of LEVEL_LARGE_LOSSES, x to 20 digits."""
+    xs = [sympy.Rational(mpmath.nstr(mpmath.mpf(sympy.N(v, 30)) ** (mpmath.mpf(1) / (2 * L)), 20))
+          for v in LEVEL_LARGE_LOSSES]
+    return [1 + sgn * x for x in xs for sgn in (-1, 1)]
 
 
 def loss_level_scan(F, form: GDForm, loops: Sequence[int], n: int = GD_N) -> ScanResult:
@@ -238,25 +250,27 @@ def loss_level_scan(F, form: GDForm, loops: Sequence[int], n: int = GD_N) -> Sca
     tiny one (|1 - a| = 2^-64) and both sides of a = 1.  At large n the ratio ||grad||^2 /
     L^{(2L-1)/L} is the same at every a (4 L^2 d^{(1-L)/L}), so one a decides the printed
     exponent; a bound with another power of the loss fails at one end of the range the
-    hypothesis admits.  Returns the rows per (L, d), the first failure (exact numbers) and the
-    margin over the admitted points."""
+    hypothesis admits.  Then d = 1 at the large loop counts LEVEL_LARGE_LOOPS (exact
+    chi-square moments), the loss from 1/4 to 16.  Returns the rows per (L, d), the first
+    failure (exact numbers) and the margin over the admitted points."""
     points = [sympy.Integer(-1), sympy.Integer(3)] + [
         1 + sgn * sympy.Rational(1, 2 ** j) for j in LEVEL_EXPONENTS for sgn in (-1, 1)]
+    families = [(L, d, points) for L in loops for d in GD_LEVEL_DIMS]
+    families += [(L, 1, _large_loop_levels(L)) for L in LEVEL_LARGE_LOOPS]
     rows, first, near = {}, None, Closest(GD_MEASURE)
-    for L in loops:
-        for d in GD_LEVEL_DIMS:
-            admitted, bad_at = 0, None
-            for a in points:
-                loss, g2 = scalar_point(L, n, d, a)
-                bad, info = form.violated(F, n, d, L, loss, g2)
-                admitted += info["admissible"]
-                near.see(info.get("used"), {"L": L, "n": _n_text(n), "d": d, "A": f"{a} I"})
-                if bad:
-                    bad_at = _scan_failure(L, d, n, f"{a} * I_d", loss, g2, info)
-                    break
-            rows[f"L={L},d={d}"] = {"points": len(points), "admitted": admitted,
-                                    "fails_at": bad_at["A"] if bad_at else None}
-            first = first or bad_at
+    for L, d, family in families:
+        admitted, bad_at = 0, None
+        for a in family:
+            loss, g2 = scalar_point(L, n, d, a)
+            bad, info = form.violated(F, n, d, L, loss, g2)
+            admitted += info["admissible"]
+            near.see(info.get("used"), {"L": L, "n": _n_text(n), "d": d, "A": f"{a} I"})
+            if bad:
+                bad_at = _scan_failure(L, d, n, f"{a} * I_d", loss, g2, info)
+                break
+        rows[f"L={L},d={d}"] = {"points": len(family), "admitted": admitted,
+                                "fails_at": bad_at["A"] if bad_at else None}
+        first = first or bad_at
     return rows, first, near.margin
 
 
