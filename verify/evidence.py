@@ -46,15 +46,18 @@ class Closest:
 
     def see_le(self, lhs, rhs, at: dict) -> None:
         """A comparison lhs <= rhs: used = lhs / rhs where rhs > 0 (rhs / lhs where both are
-        negative); other signs say nothing about how near it came and are ignored."""
+        negative); other signs, and a bound that is not a finite real number, say nothing about
+        how near it came and are ignored."""
         try:
             x, y = float(lhs), float(rhs)
         except (TypeError, ValueError, OverflowError):
             return
-        if y > 0:
-            self.see(x / y, at)
+        if not np.isfinite(y):
+            return
+        if y > 0:  # the ratio in the inputs' own arithmetic (mpmath stays at its precision)
+            self.see(lhs / rhs, at)
         elif x < 0 and y < 0:
-            self.see(y / x, at)
+            self.see(rhs / lhs, at)
 
     @property
     def margin(self) -> Margin | None:

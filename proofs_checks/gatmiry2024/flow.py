@@ -140,14 +140,6 @@ TIME_MEASURE = "the time the flow takes to reach loss xi / the named time"
 RADIUS_MEASURE = "|a(t) / a* - 1| at the named time / the radius c"
 
 
-def _over(measured, allowed) -> mpmath.mpf | None:
-    """measured / allowed for a margin (None where the allowance is not a positive real)."""
-    allowed = _finite_real(allowed)
-    if allowed is None or allowed <= 0:
-        return None
-    return mpmath.mpf(measured) / allowed
-
-
 def flow_large_d_scan(F, loops: Sequence[int], n: int = GD_N, xi=FLOW_XI,
                       d_max: int = 2 ** 20) -> tuple[dict, dict | None, Margin | None]:
     """Per L, the smallest d at which the flow from A(0) = 0 has not reached xi by the named
@@ -161,8 +153,8 @@ def flow_large_d_scan(F, loops: Sequence[int], n: int = GD_N, xi=FLOW_XI,
         top = _flow_case(F, L, n, d_max, xi)
         if top["ok"]:
             rows[f"L={L}"] = {"smallest_failing_d": None, "checked_up_to_d": d_max}
-            near.see(_over(top["t_true"], top["t_bound"]),
-                     {"L": L, "n": _n_text(n), "d": d_max, "xi": str(xi), "A0": "0"})
+            near.see_le(top["t_true"], top["t_bound"],
+                        {"L": L, "n": _n_text(n), "d": d_max, "xi": str(xi), "A0": "0"})
             continue
         lo, hi = 1, d_max
         if not _flow_case(F, L, n, 1, xi)["ok"]:
@@ -212,8 +204,8 @@ def _closeness_finding(F, loops: Sequence[int], dims: Sequence[int], n: int = GD
                 ok = (1 - c) * a_opt <= a_t <= (1 + c) * a_opt
                 row = {"L": L, "d": d, "t": mpmath.nstr(t, 15), "a_t": float(a_t),
                        "a_star": float(a_opt), "c": float(c), "ok": bool(ok)}
-                near.see(_over(abs(a_t / a_opt - 1), c),
-                         {"L": L, "n": _n_text(n), "d": d, "xi": str(xi), "A0": "0"})
+                near.see_le(abs(a_t / a_opt - 1), c,
+                            {"L": L, "n": _n_text(n), "d": d, "xi": str(xi), "A0": "0"})
             rows.append(row)
             if not row["ok"] and bad is None:
                 bad = row
@@ -377,7 +369,7 @@ def flow_radius_probe(F, sizes: Sequence = FARTHEST_PROBE_SIZES,
             dev = mpmath.mpf(0) if a_t is None else 1 - a_t / a_opt
             row.update(sup_deviation=("< 1e-25" if a_t is None else mpmath.nstr(dev, 15)),
                        ok=bool(dev <= c))
-            near.see(_over(dev, c), {k: row[k] for k in ("L", "n", "d", "xi")})
+            near.see_le(dev, c, {k: row[k] for k in ("L", "n", "d", "xi")})
             if not row["ok"] and all(r["ok"] for r in rows) and c > 0:
                 # the first violation, at a finite start: a0 = a(eps T) of the flow from -oo;
                 # at T it is a((1 + eps) T)
@@ -418,7 +410,7 @@ def flow_farthest_time_probe(F, sizes: Sequence = FARTHEST_PROBE_SIZES,
             row.update(ok=False, why=f"the named time {row['t_named']} is not a real number")
         else:
             row["ok"] = bool(t_sup <= T)
-            near.see(_over(t_sup, T), {k: row[k] for k in ("L", "n", "d", "xi")})
+            near.see_le(t_sup, T, {k: row[k] for k in ("L", "n", "d", "xi")})
             if not row["ok"] and all(r["ok"] for r in rows):
                 # a finite start, tau0 in from the side: it needs t_sup - tau0 > T
                 tau0 = (t_sup - max(T, 0)) / 2
@@ -503,7 +495,7 @@ def flow_xi_probe(F, sizes: Sequence = FLOW_PROBE_SIZES,
                     bound = _flow_named(F, "time", n, d, L, xi)
                 row.update(t_true=mpmath.nstr(t_true, 15), t_bound=mpmath.nstr(bound, 15),
                            ok=bool(t_true <= bound))
-                near.see(_over(t_true, bound), {k: row[k] for k in ("L", "n", "d", "xi")})
+                near.see_le(t_true, bound, {k: row[k] for k in ("L", "n", "d", "xi")})
             rows.append(row)
             if not row["ok"] and bad is None:
                 bad = row
@@ -617,7 +609,7 @@ def _flow_numeric(ctx: Context, form: FlowForm) -> TierResult:
                        "ok": ok}
                 where = {"L": L, "n": _n_text(n), "d": d, "xi": xi, "start": s}
                 if out["t_hit"] is not None:
-                    times.see(_over(out["t_hit"], T), where)
+                    times.see_le(out["t_hit"], T, where)
                 if T > FLOW_T_CAP:
                     row["integrated_to"] = FLOW_T_CAP
                 elif form.with_closeness:
@@ -626,7 +618,7 @@ def _flow_numeric(ctx: Context, form: FlowForm) -> TierResult:
                     a_opt = float(_mp_a_star(L, n, d))
                     lam_T = np.array(out["lam_end"])
                     close = bool(np.all(((1 - c) * a_opt <= lam_T) & (lam_T <= (1 + c) * a_opt)))
-                    radii.see(_over(float(np.abs(lam_T / a_opt - 1).max()), c), where)
+                    radii.see_le(float(np.abs(lam_T / a_opt - 1).max()), c, where)
                     row.update({"c": c, "eigenvalues_at_named_time": lam_T.tolist(),
                                 "close": close})
                     ok = ok and close

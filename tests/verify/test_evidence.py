@@ -16,6 +16,7 @@ def test_closest_reads_negative_bounds_and_ignores_what_says_nothing():
     near = Closest("q / bound")
     near.see_le(-4, -2, {"x": "both negative"})  # -4 <= -2: used 2/4
     near.see_le(1, -1, {"x": "wrong sign"})  # fails, but no ratio says how near
+    near.see_le(1, float("inf"), {"x": "no finite bound"})
     near.see(float("nan"), {"x": "nan"})
     near.see(complex(1, 1), {"x": "complex"})
     assert near.margin == Margin(0.5, "q / bound", {"x": "both negative"})
