@@ -1674,6 +1674,27 @@ def _lemma2_margin(ratio, C, at: dict) -> Margin | None:
     return near.margin
 
 
+def _worst_margin(measure: str, used, at: Mapping | None) -> Margin | None:
+    """A search's largest ratio measured / allowed as a margin (None where it is not a number)."""
+    near = Closest(measure)
+    near.see(used, dict(at or {}))
+    return near.margin
+
+
+def _proof_margin(ratio: sympy.Expr, rng: np.random.Generator, smallest: dict | None = None) -> Margin | None:
+    """How near a printed bound comes to the bound its proof gives: ratio = printed / proof, and
+    the margin is proof / printed at the smallest ratio (exact when the ratio is a constant, else
+    the smallest of _smallest_ratio's probes, or ``smallest`` where the caller has it)."""
+    measure = "the proof's bound over the printed bound"
+    ratio = sympy.simplify(ratio)
+    if not ratio.free_symbols:
+        value = sympy.N(ratio, 30)
+        return _worst_margin(measure, 1 / value, {}) if value.is_positive else None
+    found = smallest if smallest is not None else _smallest_ratio(ratio, rng)
+    low = found.get("ratio_float")
+    return _worst_margin(measure, 1 / low, found.get("at")) if low and low > 0 else None
+
+
 LEMMA2 = Claim(
     id="yang2024.lemma2",
     title="Smoothness of softmax (Lemma 2, eq. (30))",
@@ -2342,7 +2363,8 @@ def lemma7_symbolic(ctx: Context) -> TierResult:
                                                          "paper_bound": str(paper)},
                             None if ok else {"derived_bound": str(derived), "paper_bound": str(paper),
                                              **(ce or {})},
-                            "" if ok else "(42) is below the bound the proof (82)-(84) gives")],
+                            "" if ok else "(42) is below the bound the proof (82)-(84) gives",
+                            _proof_margin(paper / derived, ctx.rng("lemma7-symbolic-margin")))],
                    steps=steps)
 
 
@@ -2369,7 +2391,8 @@ def lemma7_numeric(ctx: Context) -> TierResult:
     return combine([Finding("bound_holds", ok, {"worst_ratio_grad_over_bound": worst, "points": count,
                                                  "worst_point": where},
                             None if ok else {"instance": inst.as_dict(), **where, "seed": ctx.seed},
-                            "" if ok else f"a gradient exceeds (42) by a factor {worst:.3g}")],
+                            "" if ok else f"a gradient exceeds (42) by a factor {worst:.3g}",
+                            _worst_margin("||d l / d Q_h||_F over (42)", worst, where))],
                    {"instance": inst.as_dict()})
 
 
@@ -2467,7 +2490,8 @@ def _bounds_numeric(ctx: Context, which: str) -> TierResult:
         findings.append(Finding(name, ok, {"worst_ratio_lhs_over_bound": r, "at": where[name],
                                            "points": points},
                                 None if ok else {"instance": inst.as_dict(), **where[name], "seed": ctx.seed},
-                                "" if ok else f"{name} is exceeded by a factor {r:.3g}"))
+                                "" if ok else f"{name} is exceeded by a factor {r:.3g}",
+                                _worst_margin(f"the norm {name} bounds over {name}", r, where[name])))
     return combine(findings, {"instance": inst.as_dict()})
 
 
@@ -2565,10 +2589,13 @@ def _chain_findings(ctx: Context, derived: Mapping[str, sympy.Expr], names: Sequ
         if not ok and ce and "at" in ce:   # the first point found may be barely below; show the worst
             ce = {**ce, "smallest_ratio_found": _smallest_ratio(paper / derived[name], rng)}
         low = (ce or {}).get("smallest_ratio_found", {}).get("ratio_float", (ce or {}).get("ratio_float"))
+        margin = _proof_margin(paper / derived[name], ctx.rng(tag + "-margin"),
+                               (ce or {}).get("smallest_ratio_found"))
         findings.append(Finding(name, ok, ev, None if ok else {**ev, **(ce or {})},
                                 "" if ok else f"{name} is below the bound the proof {where[name]} gives "
                                               f"at a positive point" + (f" (paper / proof = {low:.3g})"
-                                                                        if low is not None else "")))
+                                                                        if low is not None else ""),
+                                margin))
     return findings
 
 
@@ -2746,10 +2773,13 @@ def lemma10_numeric(ctx: Context) -> TierResult:
                 "zeta0": zeta0, "Delta0": delta0, "gamma_alpha_of_44": c44,
                 "max_ratio_generic": max(r["ratio"] for r in rows["generic_alpha"]),
                 "max_ratio_alpha_of_44": max(r["ratio"] for r in rows["alpha_of_44"]), **rows}
+    top = max(rows["generic_alpha"], key=lambda r: r["ratio"])
     findings = [Finding("smoothness_bound", ok, evidence, worst,
                         "" if ok else f"at gamma = {worst['gamma']:g}, alpha = {worst['alpha']:g} the "
                                       f"gradient changes {worst['ratio_over_L']:.3g} times faster than L "
-                                      f"of (61) allows")]
+                                      f"of (61) allows",
+                        _worst_margin("the largest |Hessian eigenvalue| found over L of (61)", top["ratio"],
+                                      {"gamma": top["gamma"], "alpha": top["alpha"]}))]
     return combine(findings, {"instance": inst.as_dict()})
 
 
@@ -3000,7 +3030,8 @@ def thm1_symbolic(ctx: Context) -> TierResult:
         "derived_gamma_min": str(sympy.simplify(gamma_derived)), "paper": ctx.formula_texts["gamma_min"],
         "geometric_sum_bound_4_over_eta_sigma": geo_ok},
         None if ok_g else {"derived": str(gamma_derived), "paper": ctx.formula_texts["gamma_min"], **(ce_g or {})},
-        "" if ok_g else "(15) is smaller than what (48) needs: the drift of B_k is not controlled")]
+        "" if ok_g else "(15) is smaller than what (48) needs: the drift of B_k is not controlled",
+        _proof_margin(ours(F["gamma_min"]) / gamma_derived, ctx.rng("thm1-symbolic-margin")))]
     # (17): at least L^2 of Lemma 10 at alpha of (44), as the proofs build it
     paper_L = sympy.sympify(F["L_sq"])
     findings += _chain_findings(ctx, {"L_sq": _in_symbols_of(thm1_L_sq_chain(), paper_L)}, ("L_sq",),
@@ -3119,7 +3150,7 @@ def thm1_numeric(ctx: Context) -> TierResult:
     instances, steps = THM1_BUDGET[ctx.budget.name]
     sizes = SETTING.resolve(ctx.budget.name, ctx.sizes)
     tol = 1e-9
-    rows, worst, worst_ce = [], 0.0, None
+    rows, worst, worst_ce, worst_at = [], 0.0, None, {}
     practical, bounds17 = [], []
     for r in range(instances):
         inst = make_instance(ctx, f"thm1-{r}", sizes)
@@ -3141,7 +3172,7 @@ def thm1_numeric(ctx: Context) -> TierResult:
                      "max_ratio_gap_over_bound": rmax, "final_gap_over_initial": run.excess[-1] / run.excess[0],
                      "guaranteed_final_factor": c["rate"] ** steps, **run.invariants})
         if rmax > worst:
-            worst = rmax
+            worst, worst_at = rmax, {"instance": r, "step": t_at}
             if rmax > 1 + tol:
                 worst_ce = {"instance": inst.as_dict(), "step": t_at, "gap": run.excess[t_at],
                             "bound": c["rate"] ** t_at * run.excess[0], **{k: c[k] for k in ("eta_Q", "eta_w",
@@ -3165,7 +3196,8 @@ def thm1_numeric(ctx: Context) -> TierResult:
         "instances": rows, "steps": steps, "worst_ratio": worst, "tolerance": tol,
         "what": "max over t of (L(theta_t) - L*) / (rate^t (L(theta_0) - L*)) with gamma = (15) at "
                 "equality, eta_Q = 1/L of (17), eta_w of (16); w^(0) = 0, Q^(0) ~ N(0, 1)"},
-        worst_ce, "" if ok else f"(18) fails at step {worst_ce['step'] if worst_ce else '?'}")]
+        worst_ce, "" if ok else f"(18) fails at step {worst_ce['step'] if worst_ce else '?'}",
+        _worst_margin("(L(theta_t) - L*) over rate^t (L(theta_0) - L*)", worst, worst_at))]
     ok17 = all(b["holds"] for b in bounds17)
     findings.append(Finding("bounds_used_by_17", ok17, {"instances": bounds17},
                             None if ok17 else {"instances": [b for b in bounds17 if not b["holds"]]},
@@ -3524,7 +3556,8 @@ def _tail_exact(F) -> Finding:
     return Finding("tail_68_exact", ok, {"worst_probability_over_delta": worst, "at": bad,
                                          "grid": {k: list(v) for k, v in TAIL_GRID.items()}},
                    None if ok else bad,
-                   "" if ok else "P(||y - Z^T lambda||^2 >= (68)) exceeds delta (exact chi-square tail)")
+                   "" if ok else "P(||y - Z^T lambda||^2 >= (68)) exceeds delta (exact chi-square tail)",
+                   _worst_margin("P(||y - Z^T lambda||^2 >= (68)) over delta", worst, bad))
 
 
 def chi_square_quantile(N: int, delta):
@@ -3598,7 +3631,9 @@ def thm2_numeric(ctx: Context) -> TierResult:
         "worst_ratio": worst, "at": where, "prompts_per_set": 200, "checkpoints": 6,
         "what": "(1/2K)||yhat - yhat*||^2 <= (L - L*) ||y||^2 / (m tau) for every prompt (70)"},
         None if ok else {"instance": inst.as_dict(), **(where or {})},
-        "" if ok else "the inference error exceeds the bound of (70)"))
+        "" if ok else "the inference error exceeds the bound of (70)",
+        _worst_margin("(1/2K)||yhat - yhat*||^2 over (L - L*) ||y||^2 / (m tau)", worst,
+                      {k: v for k, v in (where or {}).items() if not isinstance(v, (dict, list))})))
     return combine(findings, {"instance": inst.as_dict(),
                               "note": "(70) writes ||Zbar(Ahat - A)||_2^2 for the Frobenius norm; with "
                                       "the spectral norm of the notation section only '>=' holds, which "

@@ -9,6 +9,7 @@ import proofs_checks.yang2024 as Y
 from moments.strategies import sizes
 from verify.claim import BUDGETS, Context
 from verify.cli import main
+from verify.evidence import closest_over_tiers
 from verify.registry import find
 from verify.runner import check_claim
 
@@ -31,6 +32,14 @@ def run(claim_id, tiers=("symbolic",), **overrides):
 def test_true_statements_are_verified(claim_id, tiers):
     v = run(claim_id, tiers)
     assert v.verdict == "verified", v.as_dict()
+    if claim_id in BOUND_MARGINS:   # a bound says how near its checks came to failing it
+        closest = closest_over_tiers(v.tiers)
+        assert BOUND_MARGINS[claim_id] < closest["used"] <= 1, closest
+
+
+# the least margin each bound reaches: Lemma 9's (53) is nearly attained by identical peaked
+# heads with equal-sign w (the extreme points), Lemma 7's (42) is the proof's own bound
+BOUND_MARGINS = {"yang2024.lemma7": 1 - 1e-9, "yang2024.lemma9": 0.9, "yang2024.thm2": 0.0}
 
 
 def test_lemma5_is_corrected_with_both_errata():

@@ -127,3 +127,20 @@ def test_thm1_printed_L_sq_is_below_the_proof_and_looser_corrections_pass():
     assert symbolic(Y.L17_CORRECTED).verdict == "verified"
     assert symbolic("2*(" + Y.L17_CORRECTED + ")").verdict == "verified"       # looser: implied
     assert symbolic(Y.L17_CORRECTED.replace("Max(", "Min(")).verdict == "refuted"
+
+
+def test_a_chain_finding_reports_how_near_the_printed_bound_is_to_the_proofs():
+    """The margin is the proof's bound over the printed one: 2/3 for a looser (50) with constant
+    3, 1 for the printed (50), 2 (a violation) for the constant 1."""
+    for text, used in (("3*Zbar_norm*dQ_h", 2 / 3), ("2*Zbar_norm*dQ_h", 1.0), ("Zbar_norm*dQ_h", 2.0)):
+        margin = symbolic("yang2024.lemma8", b_lip=text).tiers["symbolic"].evidence["b_lip"]["margin"]
+        assert margin["used"] == pytest.approx(used, rel=1e-12), (text, margin)
+        assert margin["measure"] == "the proof's bound over the printed bound"
+
+
+def test_a_non_constant_ratio_reports_the_smallest_ratio_found():
+    """(51) with sqrt(H) dropped from its second term is below the chain only where H > 1: the
+    margin is the largest proof / printed found, above 1, with the point."""
+    v = symbolic("yang2024.lemma8", delta_lip="2*gamma*sqrt(H)*alpha*dQ + gamma*dalpha_k")
+    margin = v.tiers["symbolic"].evidence["delta_lip"]["margin"]
+    assert margin["used"] > 1 and set(margin["at"]) >= {"H", "dalpha_k"}, margin
