@@ -1686,7 +1686,7 @@ def _proof_margin(ratio: sympy.Expr, rng: np.random.Generator, smallest: dict | 
     the margin is proof / printed at the smallest ratio (exact when the ratio is a constant, else
     the smallest of _smallest_ratio's probes, or ``smallest`` where the caller has it)."""
     measure = "the proof's bound over the printed bound"
-    ratio = sympy.simplify(ratio)
+    ratio = _simplified(ratio)
     if not ratio.free_symbols:
         value = sympy.N(ratio, 30)
         return _worst_margin(measure, 1 / value, {}) if value.is_positive else None
@@ -2907,11 +2907,18 @@ THM1_FORMULAS = (
 )
 
 
+@lru_cache(maxsize=64)
+def _simplified(ratio: sympy.Expr) -> sympy.Expr:
+    """sympy.simplify, once per ratio: the probe and the margin of a chain both need it, and it is
+    most of their cost (seconds for Thm 1's L^2)."""
+    return sympy.simplify(ratio)
+
+
 def _ratio_at_least_one(ratio: sympy.Expr, rng: np.random.Generator) -> tuple[bool, dict | None]:
     """Is ratio >= 1 for all positive values of its symbols?  Exact when constant, else probed at
     200 points spread over 12 orders of magnitude; a point with ratio < 1 is confirmed at the same
     rational point in 60-digit arithmetic (ratio < 1 - 10^-40)."""
-    ratio = sympy.simplify(ratio)
+    ratio = _simplified(ratio)
     if not ratio.free_symbols:
         if ratio.is_extended_real is False:  # a bound that is not a real number bounds nothing
             return False, {"ratio": str(ratio), "not_a_real_number": True}
