@@ -71,6 +71,7 @@ class Outcome:
     reason: str
     seconds: float = 0.0
     closest: dict | None = None  # the bound comparison nearest to failing (closest_approach)
+    untested: bool = False  # its checks compared no bound, where the original's did
 
     @property
     def killed(self) -> bool:
@@ -118,6 +119,10 @@ class Outcome:
             false = (f"; it is {eq.false_at}: a check does not look there" if eq.false_at
                      else "")
             near = f"; {describe_approach(self.closest)}" if self.closest else ""
+            if self.untested:
+                near = ("; untested: its checks compared no bound, where the original's did (no "
+                        "instance they drew meets its hypothesis, or its bound is not a finite "
+                        "number there), so they never put it to the test")
             if eq.stronger:
                 return (f"{eq.stronger}; the checks found no instance where it fails (verdict "
                         f"{self.verdict}; {self.reason}): the printed statement has at least this "
@@ -135,7 +140,8 @@ class Outcome:
                 "reason": self.reason if self.status == "killed" else self.explanation(),
                 "seconds": round(self.seconds, 3),
                 **({"closest_approach": self.closest}
-                   if self.closest and self.status == "survived" else {})}
+                   if self.closest and self.status == "survived" else {}),
+                **({"untested": True} if self.untested and self.status == "survived" else {})}
 
 
 @dataclass
@@ -230,6 +236,7 @@ def mutate_claim(claim: Claim, options: dict, formulas: list[str] | None = None,
     # restricts them; exact values are compared on the domain either way
     eq_domain = domain if domain is not None and domain.restricts else None
     options = {**options, "tiers": tier_order(options["tiers"], base.tiers)}
+    base_compares = closest_over_tiers(base.correction_tiers if fixed else base.tiers) is not None
     for f in claim.formulas:
         if formulas and f.name not in formulas:
             continue
@@ -246,6 +253,7 @@ def mutate_claim(claim: Claim, options: dict, formulas: list[str] | None = None,
             if outcome.status == "survived":
                 outcome.equivalence = judged_by_exact(eq, f, m.text, options.get("seed", 0),
                                                       domain)
+                outcome.untested = base_compares and outcome.closest is None
             report.outcomes.append(outcome)
             if on_outcome is not None:
                 on_outcome(outcome)

@@ -1010,3 +1010,38 @@ def test_a_survivor_says_how_near_the_checks_came_to_refuting_it():
     schema = load("mutate")
     for o in f.outcomes:
         jsonschema.validate(o.as_dict(), {**schema["$defs"]["mutant"], "$defs": schema["$defs"]})
+
+
+def test_a_survivor_whose_checks_compared_nothing_is_labelled_untested():
+    """A hypothesis h on the draws (x, c) = (2, 1), (4, 1), (8, 1) of a bound x/2 <= 2x: its
+    mutant c >= 2x admits none of them, so the check compares no bound and passes vacuously; it
+    is labelled untested (the original compared three), while x >= 3c, which admits two, is not."""
+    from verify.claim import Claim
+    from verify.evidence import Closest, Finding, combine
+    from verify.formulas import FormulaSymbol, NamedFormula
+    from verify.mutate import mutate_claim
+
+    def check(ctx):
+        h = ctx.formulas["h"]
+        near = Closest("q(x) / b(x)")
+        for x in (2, 4, 8):
+            if bool(h.subs({s: {"x": x, "c": 1}[s.name] for s in h.free_symbols})):
+                near.see_le(sympy.Rational(x, 2), 2 * x, {"x": x})
+        return combine([Finding("bound", True, {}, None, "", near.margin)])
+
+    x, c = FormulaSymbol("x", positive=True), FormulaSymbol("c", positive=True)
+    claim = Claim("demo2026.lemma2", "q(x) <= b(x) where h", "demo2026", "x/2 <= 2x if x >= 2c", (),
+                  (NamedFormula("h", "x >= 2*c", (x, c)),), {"symbolic": check})
+    report = mutate_claim(claim, {"tiers": ["symbolic"], "budget": "quick", "device": "cpu",
+                                  "seed": 0})
+    by_text = {o.mutant.text: o for o in report.formulas[0].outcomes}
+    empty, narrower = by_text["c >= 2*x"], by_text["x >= 3*c"]
+    assert empty.status == narrower.status == "survived"
+    assert empty.as_dict()["untested"] is True and "closest_approach" not in empty.as_dict()
+    assert "untested: its checks compared no bound" in empty.explanation()
+    assert "untested" not in narrower.as_dict() and "closest approach: 0.25" in narrower.explanation()
+    import jsonschema
+
+    from verify.schema import load
+    schema = load("mutate")
+    jsonschema.validate(empty.as_dict(), {**schema["$defs"]["mutant"], "$defs": schema["$defs"]})
