@@ -329,6 +329,18 @@ def test_lemma_a9_smaller_radius_is_refuted():
     assert verdict("gatmiry2024.lemma_a9", radius="epsilon/8").verdict == "refuted"
 
 
+@pytest.mark.parametrize("power", ["epsilon**L", pytest.param("d**(2*L)", marks=pytest.mark.slow)])
+def test_lemma_a9_hypothesis_that_admits_only_small_epsilons_is_refuted(power):
+    """epsilon^L (or d^{2L}) for epsilon^{2L}: the delta term outgrows it, so the admissible
+    epsilons are bounded and the exact search, which first looked only for an interval reaching
+    2^400, tested no instance; scanned from 2^-400 up, it finds A = 1.1 a* I at L = d = 1,
+    n = 10^12 (loss ~ 0.01 <= epsilon, radius 0.085 below the deviation 0.1)."""
+    hypothesis = f"(epsilon > 2*delta) & (loss <= {power} - delta**(2*L)*(epsilon + 2)**(2*L))"
+    v = verdict("gatmiry2024.lemma_a9", hypothesis=hypothesis)
+    assert v.verdict == "refuted", v.reason
+    assert v.counterexample["max_ratio"] > 1 and v.counterexample["n"] == "10^12"
+
+
 def test_thm_a13_needs_the_1_over_n_in_sigma_out():
     cid = "gatmiry2024.thm_a13"
     ce = verdict(cid).counterexample
