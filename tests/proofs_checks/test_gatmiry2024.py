@@ -341,6 +341,15 @@ def test_lemma_a9_hypothesis_that_admits_only_small_epsilons_is_refuted(power):
     assert v.counterexample["max_ratio"] > 1 and v.counterexample["n"] == "10^12"
 
 
+def test_thm4_4_hypothesis_that_admits_only_tiny_epsilons_is_refuted():
+    """delta and epsilon exchanged: epsilon < delta / 4 admits epsilon = 2^-400, whose radius no
+    A but a* I meets; the search, which first asked whether epsilon = 2^400 was admissible,
+    tested no instance."""
+    v = verdict("gatmiry2024.thm4_4", hypothesis="(delta > 4*epsilon) & (loss <= delta**(2*L)/2)")
+    assert v.verdict == "refuted", v.reason
+    assert v.counterexample["epsilon"] == str(sympy.Rational(1, 2 ** 400))
+
+
 def test_thm_a13_needs_the_1_over_n_in_sigma_out():
     cid = "gatmiry2024.thm_a13"
     ce = verdict(cid).counterexample
