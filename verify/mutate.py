@@ -165,6 +165,8 @@ class FormulaReport:
                 "survived": by["survived"], "false_alarms": by["false_alarm"],
                 "survived_stronger": sum(1 for o in self.outcomes if o.status == "survived"
                                          and o.equivalence.stronger),
+                "survived_untested": sum(1 for o in self.outcomes if o.status == "survived"
+                                         and o.untested),
                 "non_equivalent": by["killed"] + by["survived"]}
 
     def as_dict(self) -> dict:
@@ -194,7 +196,7 @@ class ClaimReport:
 
 def totals(reports: list[ClaimReport]) -> dict:
     keys = ("mutants", "killed", "equivalent", "implied", "true", "invalid", "survived",
-            "false_alarms", "non_equivalent", "survived_stronger")
+            "false_alarms", "non_equivalent", "survived_stronger", "survived_untested")
     out = {k: sum(f.counts()[k] for r in reports for f in r.formulas) for k in keys}
     killed_non_eq = out["killed"] - out["false_alarms"]
     out["kill_rate"] = out["killed"] / out["mutants"] if out["mutants"] else None
@@ -370,7 +372,9 @@ def table(reports: list[ClaimReport]) -> str:
            + (f"; {t['true']} true where the claim's exact values were drawn (not counted)"
               if t["true"] else "")
            + (f"; {t['survived_stronger']} of the {t['survived']} survivors claim more than the "
-              f"original (tighter bounds, wider hypotheses)" if t["survived_stronger"] else "")]
+              f"original (tighter bounds, wider hypotheses)" if t["survived_stronger"] else "")
+           + (f"; {t['survived_untested']} untested (no instance drawn meets their hypothesis)"
+              if t["survived_untested"] else "")]
     for r in reports:
         if r.skipped:
             out.append(f"\n{r.claim}: not mutated: {r.skipped}"

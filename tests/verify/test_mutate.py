@@ -1040,6 +1040,7 @@ def test_a_survivor_whose_checks_compared_nothing_is_labelled_untested():
     assert empty.as_dict()["untested"] is True and "closest_approach" not in empty.as_dict()
     assert "untested: its checks compared no bound" in empty.explanation()
     assert "untested" not in narrower.as_dict() and "closest approach: 0.25" in narrower.explanation()
+    assert report.formulas[0].counts()["survived_untested"] == 1
     import jsonschema
 
     from verify.schema import load
