@@ -2768,12 +2768,12 @@ def lemma10_numeric(ctx: Context) -> TierResult:
                              "gradient_lipschitz_ratio": pair["ratio"], "paper_L": L,
                              "ratio_over_L": pair["ratio_over_L"], "step": pair["t"], "seed": ctx.seed}
     ok = worst is None
+    top = max(rows["generic_alpha"], key=lambda r: r["ratio"])
     evidence = {"search": f"{starts} points per (gamma, alpha), Q at several scales, |alpha_hk| = 0.9 "
                           f"alpha; sup of the gradient's Lipschitz ratio = sup of |Hessian eigenvalues|",
                 "zeta0": zeta0, "Delta0": delta0, "gamma_alpha_of_44": c44,
-                "max_ratio_generic": max(r["ratio"] for r in rows["generic_alpha"]),
+                "max_ratio_generic": top["ratio"],
                 "max_ratio_alpha_of_44": max(r["ratio"] for r in rows["alpha_of_44"]), **rows}
-    top = max(rows["generic_alpha"], key=lambda r: r["ratio"])
     findings = [Finding("smoothness_bound", ok, evidence, worst,
                         "" if ok else f"at gamma = {worst['gamma']:g}, alpha = {worst['alpha']:g} the "
                                       f"gradient changes {worst['ratio_over_L']:.3g} times faster than L "

@@ -45,12 +45,12 @@ def _smallest_eps(F, n, d, L, loss) -> sympy.Rational | None:
     ok = lambda e: _holds(hyp, _gd_env(n, d, L, loss, e))  # noqa: E731
     if ok(grid[0]):
         return grid[0]
-    i_hi = len(grid) - 1
+    i_lo, i_hi = 0, len(grid) - 1  # not admissible at i_lo; admissible at i_hi, once found
     if not ok(grid[i_hi]):
         i_hi = next((i for i in range(EPS_STRIDE, len(grid) - 1, EPS_STRIDE) if ok(grid[i])), None)
         if i_hi is None:
             return None
-    i_lo = max(0, i_hi - EPS_STRIDE) if i_hi < len(grid) - 1 else 0  # not admissible at i_lo
+        i_lo = i_hi - EPS_STRIDE
     while i_lo + 1 < i_hi:
         mid = (i_lo + i_hi) // 2
         i_lo, i_hi = (i_lo, mid) if ok(grid[mid]) else (mid, i_hi)

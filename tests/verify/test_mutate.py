@@ -1004,12 +1004,17 @@ def test_a_survivor_says_how_near_the_checks_came_to_refuting_it():
         "tier": "symbolic"}
     killed = [o for o in f.outcomes if o.status == "killed"]
     assert killed and all("closest_approach" not in o.as_dict() for o in killed)
+    for o in f.outcomes:
+        _validate_mutant(o)
+
+
+def _validate_mutant(outcome) -> None:
+    """One mutant's JSON against the shipped schema's mutant definition."""
     import jsonschema
 
     from verify.schema import load
     schema = load("mutate")
-    for o in f.outcomes:
-        jsonschema.validate(o.as_dict(), {**schema["$defs"]["mutant"], "$defs": schema["$defs"]})
+    jsonschema.validate(outcome.as_dict(), {**schema["$defs"]["mutant"], "$defs": schema["$defs"]})
 
 
 def test_a_survivor_whose_checks_compared_nothing_is_labelled_untested():
@@ -1041,8 +1046,4 @@ def test_a_survivor_whose_checks_compared_nothing_is_labelled_untested():
     assert "untested: its checks compared no bound" in empty.explanation()
     assert "untested" not in narrower.as_dict() and "closest approach: 0.25" in narrower.explanation()
     assert report.formulas[0].counts()["survived_untested"] == 1
-    import jsonschema
-
-    from verify.schema import load
-    schema = load("mutate")
-    jsonschema.validate(empty.as_dict(), {**schema["$defs"]["mutant"], "$defs": schema["$defs"]})
+    _validate_mutant(empty)
