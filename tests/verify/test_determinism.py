@@ -87,6 +87,7 @@ def assert_deterministic(commands):
     return first
 
 
+@pytest.mark.long_pole
 def test_check_and_mutate_json_are_deterministic():
     check, mutate = assert_deterministic([
         # the exact tiers of one paper (bounded cost); the slow test runs every claim and tier

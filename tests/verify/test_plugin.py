@@ -54,6 +54,7 @@ def test_expected_file_covers_every_claim():
                                                                  for m in missing)
 
 
+@pytest.mark.long_pole
 def test_real_registry_matches_the_repos_expected_verdicts(tmp_path):
     """What CI runs: every claim, quick budget, the exact tiers, as two pytest processes side by
     side (CI has 2 cores): gatmiry2024 (about 2 minutes alone) and the other three papers."""
