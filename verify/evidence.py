@@ -25,16 +25,29 @@ class Margin:
 
 
 class Closest:
-    """Collects the comparisons of one check and keeps the one nearest to failing (``margin``)."""
+    """Collects the comparisons of one check and keeps the one nearest to failing (``margin``);
+    ``compared`` counts them, so that a search whose hypothesis admitted no instance can say so
+    (``tested``)."""
 
     def __init__(self, measure: str) -> None:
         self.measure = measure
         self.used: float | None = None
         self.at: dict = {}
+        self.compared = 0
+
+    @property
+    def tested(self) -> bool:
+        """Whether any comparison was made (None passed to ``see`` is none)."""
+        return self.compared > 0
 
     def see(self, used, at: dict) -> None:
-        """One comparison: ``used`` = measured / allowed (anything float() takes; nan, complex
-        or None says nothing and is ignored)."""
+        """One comparison: ``used`` = measured / allowed (anything float() takes; nan or complex
+        says nothing about how near it came and is ignored; None is no comparison)."""
+        if used is not None:
+            self.compared += 1
+        self._near(used, at)
+
+    def _near(self, used, at: dict) -> None:
         try:
             value = float(used)
         except (TypeError, ValueError, OverflowError):
@@ -48,6 +61,7 @@ class Closest:
         """A comparison lhs <= rhs: used = lhs / rhs where rhs > 0 (rhs / lhs where both are
         negative); other signs, and a bound that is not a finite real number, say nothing about
         how near it came and are ignored."""
+        self.compared += 1
         try:
             x, y = float(lhs), float(rhs)
         except (TypeError, ValueError, OverflowError):
@@ -55,9 +69,9 @@ class Closest:
         if not np.isfinite(y):
             return
         if y > 0:  # the ratio in the inputs' own arithmetic (mpmath stays at its precision)
-            self.see(lhs / rhs, at)
+            self._near(lhs / rhs, at)
         elif x < 0 and y < 0:
-            self.see(rhs / lhs, at)
+            self._near(rhs / lhs, at)
 
     @property
     def margin(self) -> Margin | None:
@@ -67,7 +81,9 @@ class Closest:
 @dataclass
 class Finding:
     """One comparison inside a tier: ``ok`` is True, False (a counterexample) or None (undecided);
-    ``margin``, where the comparison is a bound, how near it came to failing."""
+    ``margin``, where the comparison is a bound, how near it came to failing; ``tested``, for a
+    search over the instances a hypothesis admits, whether it admitted any (False: the search
+    compared nothing, and passed vacuously)."""
 
     name: str
     ok: bool | None
@@ -75,6 +91,7 @@ class Finding:
     counterexample: dict | None = None
     reason: str = ""
     margin: Margin | None = None
+    tested: bool | None = None
 
 
 def step(title: str, latex: str = "", text: str = "") -> dict:
@@ -84,7 +101,8 @@ def step(title: str, latex: str = "", text: str = "") -> dict:
 
 def combine(findings: Iterable[Finding], extra: dict | None = None,
             steps: list | None = None) -> TierResult:
-    """fail if any finding failed, error if any was undecided, pass otherwise."""
+    """fail if any finding failed, error if any was undecided, skipped if its searches over a
+    hypothesis admitted no instance at all (a vacuous pass is no evidence), pass otherwise."""
     findings = list(findings)
     result = _combine(findings, extra)
     result.steps = list(steps or [])
@@ -99,6 +117,8 @@ def _combine(findings: list, extra: dict | None) -> TierResult:
             entry["reason"] = f.reason
         if f.margin is not None:
             entry["margin"] = f.margin.as_dict()
+        if f.tested is False:
+            entry["tested"] = False
         evidence[f.name] = entry
     failed = [f for f in findings if f.ok is False]
     undecided = [f for f in findings if f.ok is None]
@@ -112,6 +132,11 @@ def _combine(findings: list, extra: dict | None) -> TierResult:
                           reason="; ".join(f"{f.name}: {f.reason or 'undecided'}" for f in undecided))
     if not findings:
         return TierResult("skipped", evidence, reason="nothing to check")
+    vacuous = [f.name for f in findings if f.tested is False]
+    if vacuous and not any(f.tested for f in findings):
+        return TierResult("skipped", evidence, reason=(
+            f"no instance these checks drew meets the hypothesis ({', '.join(vacuous)}), so they "
+            f"compared nothing: sizes where it holds would decide it"))
     return TierResult("pass", evidence)
 
 

@@ -85,4 +85,6 @@ def _reason(v: Verdict) -> str:
         ce = v.counterexample or {}
         return ce.get("reason", "a tier found a counterexample")
     bad = [f"{t}: {r.reason or r.status}" for t, r in v.tiers.items() if r.status == "error"]
+    bad = bad or [f"{t}: {r.reason}" for t, r in v.tiers.items()
+                  if r.status == "skipped" and r.reason]
     return "; ".join(bad) or "no tier could decide"

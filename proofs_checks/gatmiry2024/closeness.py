@@ -148,7 +148,8 @@ def _close_symbolic(ctx: Context) -> TierResult:
         "instances": count, "ns": [_n_text(n) for n in ns], "dims": list(dims),
         "loops": list(loops), "ratio": "max_i |lambda_i/a* - 1| / radius at the smallest "
         "admissible epsilon (> 1 violates)", "closest_approach": closest, "rows": rows}, bad,
-        "" if ok else "an admissible A lies outside the named sandwich", near.margin)],
+        "" if ok else "an admissible A lies outside the named sandwich", near.margin,
+        tested=count > 0)],
         steps=[step("Most demanding epsilon", r"\epsilon_0=\inf\{\epsilon: \text{hypothesis}\}",
                     "the radius grows with epsilon, so the statement holds for every admissible "
                     "epsilon iff it holds at the smallest one (found by bisection, exact "
@@ -195,7 +196,8 @@ def _close_numeric(ctx: Context) -> TierResult:
                     bad = row
     return combine([Finding("search_at_practical_sizes", bad is None, {
         "samples_per_size": samples, "closest_approach": closest, "rows": rows}, bad,
-        "" if bad is None else "an admissible A lies outside the named sandwich", near.margin)])
+        "" if bad is None else "an admissible A lies outside the named sandwich", near.margin,
+        tested=bool(rows))])
 
 
 THM4_4 = Claim(

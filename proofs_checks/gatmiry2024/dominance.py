@@ -12,7 +12,7 @@ import torch
 
 from moments.poly import Poly
 from verify.claim import Claim, Context, Correction, TierResult
-from verify.evidence import Closest, Finding, Margin, combine, step
+from verify.evidence import Closest, Finding, combine, step
 from verify.formulas import NamedFormula
 
 from .. import looped_icl as li
@@ -182,7 +182,7 @@ def _scan_failure(L: int, d: int, n: int, A: str, loss, g2, info: dict, **extra)
     return out
 
 
-ScanResult = tuple[dict, dict | None, Margin | None]  # rows, first failure, closest approach
+ScanResult = tuple[dict, dict | None, Closest]  # rows, first failure, the comparisons made
 
 
 def large_d_scan(F, form: GDForm, loops: Sequence[int], n: int = GD_N,
@@ -226,7 +226,7 @@ def large_d_scan(F, form: GDForm, loops: Sequence[int], n: int = GD_N,
                                   hypothesis_parts=_relation_values(
                                       _gd_expr(F, "hypothesis"),
                                       _gd_env(n, hi, L, loss, info.get("epsilon"))))
-    return rows, first, near.margin
+    return rows, first, near
 
 
 GD_LEVEL_DIMS = (1, 2, 5, 40, 1000, 10 ** 5)  # d of the loss-level scan
@@ -271,7 +271,7 @@ def loss_level_scan(F, form: GDForm, loops: Sequence[int], n: int = GD_N) -> Sca
         rows[f"L={L},d={d}"] = {"points": len(family), "admitted": admitted,
                                 "fails_at": bad_at["A"] if bad_at else None}
         first = first or bad_at
-    return rows, first, near.margin
+    return rows, first, near
 
 
 MINIMISER_NS = (1, 2, 4, 16, 256, 10 ** 4, 10 ** 8)
@@ -300,7 +300,7 @@ def minimiser_scan(F, form: GDForm, loops: Sequence[int]) -> ScanResult:
                 if bad and first is None:
                     first = _scan_failure(L, d, n, "a* I_d (the minimiser)", loss, g2, info,
                                           a_star=_digits(a, 30))
-    return rows, first, near.margin
+    return rows, first, near
 
 
 def _relation_values(expr, env: Mapping) -> list:
@@ -350,9 +350,9 @@ def _gradient_cross_check(ctx: Context) -> Finding:
 def _gd_symbolic(ctx: Context, form: GDForm) -> TierResult:
     F = ctx.formulas
     loops = _by_budget(ctx, (1, 2, 3, 4, 5, 6), (1, 2, 3, 4, 5, 6, 8), (1, 2, 3, 4, 5, 6, 8, 10))
-    rows, first, margin = large_d_scan(F, form, loops)
+    rows, first, near = large_d_scan(F, form, loops)
     findings = [_gradient_cross_check(ctx)]
-    level_rows, level_first, level_margin = loss_level_scan(F, form, loops[:3])
+    level_rows, level_first, level_near = loss_level_scan(F, form, loops[:3])
     ok = first is None
     findings.append(Finding("scalar_family_exact", ok, {
         "family": "Sigma* = I, A = a I (a = 1/2; for Lemma A.10 a with d(1-a)^{2L} = (9/10)^{2L}), "
@@ -360,7 +360,7 @@ def _gd_symbolic(ctx: Context, form: GDForm) -> TierResult:
                   "(bisection "
                   f"over d <= 2^20)", "by_L": rows}, first,
         "" if ok else f"fails at L = {first['L']}, d = {first['d']}, n = {first['n']}, "
-                      f"A = {first['A']}", margin))
+                      f"A = {first['A']}", near.margin, tested=near.tested or not ok))
     # after the scalar family, whose bisection names the smallest failing d where both fail
     findings.append(Finding("loss_levels_exact", level_first is None, {
         "family": f"Sigma* = I, A = a I, n = {_n_text(GD_N)}, d in {list(GD_LEVEL_DIMS)}, a in "
@@ -368,10 +368,10 @@ def _gd_symbolic(ctx: Context, form: GDForm) -> TierResult:
                   f"down to ~d 2^(-128 L), wherever the hypothesis admits it", "by_L_d": level_rows},
         level_first, "" if level_first is None else
         f"fails at L = {level_first['L']}, d = {level_first['d']}, A = {level_first['A']}",
-        level_margin))
+        level_near.margin, tested=level_near.tested or level_first is not None))
     # after the scalar family: its counterexample (the dropped Hoelder factor, at large n)
     # comes first where both fail
-    min_rows, min_first, min_margin = minimiser_scan(F, form, loops[:3])
+    min_rows, min_first, min_near = minimiser_scan(F, form, loops[:3])
     findings.append(Finding("minimiser_excluded", min_first is None, {
         "points": "A = a* I for d in %s, n in %s: the gradient vanishes, so the hypothesis must "
                   "exclude the minimal loss" % (list(MINIMISER_DIMS),
@@ -379,7 +379,7 @@ def _gd_symbolic(ctx: Context, form: GDForm) -> TierResult:
         "admitted": min_rows}, min_first,
         "" if min_first is None else
         f"the hypothesis admits the minimiser a* I (zero gradient) at L = {min_first['L']}, "
-        f"d = {min_first['d']}, n = {min_first['n']}", min_margin))
+        f"d = {min_first['d']}, n = {min_first['n']}", min_near.margin))
     steps = [step("Gradient at a I",
                   r"\nabla_A L(aI,0) = \frac{f'(a)}{d} I,\quad \|\nabla_A L\|_F^2"
                   r" = \frac{f'(a)^2}{d}",
@@ -498,7 +498,7 @@ def _gd_numeric(ctx: Context, form: GDForm) -> TierResult:
     return combine([Finding("search_at_practical_sizes", ok, {
         "samples_per_size": samples, "searched": rows, "closest_approach": closest,
         "ratio": "||grad||^2 / rhs at admissible points (< 1 violates)"}, viol,
-        "" if ok else "a violation at practical sizes", near.margin)])
+        "" if ok else "a violation at practical sizes", near.margin, tested=near.tested or not ok)])
 
 
 THM34_FORMULAS = (

@@ -12,7 +12,7 @@ import torch
 
 from moments.poly import Poly
 from verify.claim import Claim, Context, Correction, TierResult
-from verify.evidence import Closest, Finding, Margin, combine, step
+from verify.evidence import Closest, Finding, combine, step
 from verify.formulas import NamedFormula
 
 from .. import looped_icl as li
@@ -129,7 +129,10 @@ class FlowForm:
 
 
 def _flow_case(F, L: int, n: int, d: int, xi) -> dict:
-    """At the scalar start A(0) = 0: the true hitting time vs the named time bound."""
+    """At the scalar start A(0) = 0: the true hitting time vs the named time bound (ok, and
+    nothing compared, where the hypothesis does not admit (n, d, L, xi))."""
+    if not _holds(_gd_expr(F, "hypothesis"), {**_gd_env(n, d, L), "xi": xi}):
+        return {"ok": True, "admitted": False}
     t_true, a_xi = scalar_flow_time(L, n, d, xi)
     with mpmath.workdps(30):
         bound = _flow_named(F, "time", n, d, L, xi)
@@ -141,17 +144,17 @@ RADIUS_MEASURE = "|a(t) / a* - 1| at the named time / the radius c"
 
 
 def flow_large_d_scan(F, loops: Sequence[int], n: int = GD_N, xi=FLOW_XI,
-                      d_max: int = 2 ** 20) -> tuple[dict, dict | None, Margin | None]:
+                      d_max: int = 2 ** 20) -> tuple[dict, dict | None, Closest]:
     """Per L, the smallest d at which the flow from A(0) = 0 has not reached xi by the named
     time (bisection: t_true / t_bound grows like d^{(L-1)/L} at large n); the margin is
-    t_true / t_bound at d_max where no d fails."""
+    t_true / t_bound at d_max where no d fails (the comparisons, as a Closest)."""
     rows, first, near = {}, None, Closest(TIME_MEASURE)
     for L in loops:
         if not _holds(_gd_expr(F, "hypothesis"), {**_gd_env(n, d_max, L), "xi": xi}):
             rows[f"L={L}"] = {"hypothesis_fails_at_d_max": True}
             continue
         top = _flow_case(F, L, n, d_max, xi)
-        if top["ok"]:
+        if top["ok"]:  # admitted: the hypothesis holds at d_max
             rows[f"L={L}"] = {"smallest_failing_d": None, "checked_up_to_d": d_max}
             near.see_le(top["t_true"], top["t_bound"],
                         {"L": L, "n": _n_text(n), "d": d_max, "xi": str(xi), "A0": "0"})
@@ -165,8 +168,8 @@ def flow_large_d_scan(F, loops: Sequence[int], n: int = GD_N, xi=FLOW_XI,
         c = _flow_case(F, L, n, hi, xi)
         row = {"smallest_failing_d": hi, "t_true": mpmath.nstr(c["t_true"], 15),
                "t_bound": mpmath.nstr(c["t_bound"], 15)}
-        if hi > 1:
-            prev = _flow_case(F, L, n, hi - 1, xi)
+        prev = _flow_case(F, L, n, hi - 1, xi) if hi > 1 else {}
+        if "t_true" in prev:  # d - 1 admitted by the hypothesis
             row["at_d_minus_1"] = {"t_true": mpmath.nstr(prev["t_true"], 15),
                                    "t_bound": mpmath.nstr(prev["t_bound"], 15)}
         rows[f"L={L}"] = row
@@ -177,7 +180,7 @@ def flow_large_d_scan(F, loops: Sequence[int], n: int = GD_N, xi=FLOW_XI,
                      "t_to_reach_xi_solve_ivp": ivp["t_hit"],
                      "named_time_bound": mpmath.nstr(c["t_bound"], 20),
                      "loss_at_named_time": _loss_at_time(L, n, hi, float(c["t_bound"]))}
-    return rows, first, near.margin
+    return rows, first, near
 
 
 def _loss_at_time(L: int, n: int, d: int, t: float) -> float:
@@ -195,6 +198,8 @@ def _closeness_finding(F, loops: Sequence[int], dims: Sequence[int], n: int = GD
             with mpmath.workdps(30):
                 t = _finite_real(_flow_named(F, "time", n, d, L, xi))
                 c = _finite_real(_flow_named(F, "c", n, d, L, xi))
+            if not _holds(_gd_expr(F, "hypothesis"), {**_gd_env(n, d, L), "xi": xi}):
+                continue
             if t is None or c is None:
                 row = {"L": L, "d": d, "ok": False,
                        "why": "the named time or radius is not a real number"}
@@ -212,7 +217,7 @@ def _closeness_finding(F, loops: Sequence[int], dims: Sequence[int], n: int = GD
     return Finding("closeness_at_the_named_time", bad is None, {"n": _n_text(n), "xi": str(xi),
                    "rows": rows}, bad,
                    "" if bad is None else bad.get("why", "A(t) is outside (1 +- c) A^opt"),
-                   near.margin)
+                   near.margin, tested=bool(rows))
 
 
 def _taylor_shift(coeffs: Sequence, a) -> list:
@@ -343,7 +348,7 @@ def _farthest_finding(name: str, starts: str, rows: list, say: Callable[[dict], 
                                        "rows": rows}, bad,
                    "" if bad is None else f"at L = {bad['L']}, n = {bad['n']}, d = {bad['d']}, "
                                           f"xi = {bad['xi']} {bad.get('why') or say(bad)}",
-                   near.margin)
+                   near.margin, tested=bool(rows))
 
 
 def flow_radius_probe(F, sizes: Sequence = FARTHEST_PROBE_SIZES,
@@ -505,7 +510,8 @@ def flow_xi_probe(F, sizes: Sequence = FLOW_PROBE_SIZES,
                     "rows": rows}, bad,
                    "" if bad is None else (bad.get("why") or f"at L = {bad['L']}, n = {bad['n']}, "
                                            f"d = {bad['d']}, xi = {bad['xi']} the flow needs "
-                                           f"{bad['t_true']} > {bad['t_bound']}"), near.margin)
+                                           f"{bad['t_true']} > {bad['t_bound']}"), near.margin,
+                   tested=any("ok" in r for r in rows))
 
 
 def _flow_steps() -> list:
@@ -527,7 +533,7 @@ def _flow_steps() -> list:
 def _flow_symbolic(ctx: Context, form: FlowForm) -> TierResult:
     F = ctx.formulas
     loops = _by_budget(ctx, (2, 3, 4), (2, 3, 4, 5, 6), (2, 3, 4, 5, 6, 8))
-    rows, first, margin = flow_large_d_scan(F, loops)
+    rows, first, near = flow_large_d_scan(F, loops)
     ok = first is None
     findings = [Finding("hitting_time_large_d", ok, {
         "family": f"Sigma* = I, A(0) = 0, n = {_n_text(GD_N)}, xi = {FLOW_XI}; per L the smallest "
@@ -535,7 +541,7 @@ def _flow_symbolic(ctx: Context, form: FlowForm) -> TierResult:
         "by_L": rows, "L_1": "excluded: the named time divides by L - 1"}, first,
         "" if ok else f"at L = {first['L']}, d = {first['d']} the flow needs "
                       f"{first['t_to_reach_xi_quadrature']} > {first['named_time_bound']}",
-        margin)]
+        near.margin, tested=near.tested or not ok)]
     findings += [flow_xi_probe(F), flow_farthest_time_probe(F)]
     if form.with_closeness:
         findings += [_closeness_finding(F, loops[:2], (1, 10, 1000), xi=CLOSE_XI),
@@ -571,6 +577,25 @@ def _diag_flow(C: Poly, lam0: np.ndarray, n: int, xi: float, t_end: float) -> di
 FLOW_T_CAP = 1e6  # the numeric flows stop here: a named time of 10^50 took solve_ivp forever
 
 
+def _numeric_xi(F, n: int, d: int, L: int) -> float | None:
+    """The target loss of the numeric flows: just above the hypothesis's threshold on xi (at
+    least 10^-3), found by bisection where the hypothesis is a conjunction (the corrections add
+    a size condition); None where it admits no xi up to 10^40."""
+    hyp = _gd_expr(F, "hypothesis")
+    env = _gd_env(n, d, L)
+    admits = lambda x: _holds(hyp, {**env, "xi": sympy.Rational(repr(float(x)))})  # noqa: E731
+    with mpmath.workdps(30):
+        thr = float(_mp_value(hyp.rhs, {**env, "xi": 1})) if hasattr(hyp, "rhs") else 0.0
+    xi = max(1.01 * thr, 1e-3)
+    if admits(xi):
+        return xi
+    edge = _smallest_admitted_xi(admits, mpmath.mpf(xi), mpmath.mpf(10) ** 40)
+    if edge is None:
+        return None
+    xi = 1.01 * float(edge)
+    return xi if admits(xi) else None
+
+
 def _flow_numeric(ctx: Context, form: FlowForm) -> TierResult:
     """Full-matrix flows at small d: random diagonal starts (every symmetric start is a rotation of
     one), n large enough that the hypothesis admits xi; the hitting time vs the named time."""
@@ -584,12 +609,11 @@ def _flow_numeric(ctx: Context, form: FlowForm) -> TierResult:
     for L in [L for L in _loops(ctx) if L >= 2]:
         C = li.derived_loss(L, isotropic=True, with_u=False)
         for d in _by_budget(ctx, (2,), (1, 2, 3)):
-            with mpmath.workdps(30):
-                thr = float(_mp_value(_gd_expr(F, "hypothesis").rhs if hasattr(
-                    _gd_expr(F, "hypothesis"), "rhs") else 0, {**_gd_env(n, d, L), "xi": 1}))
+            xi = _numeric_xi(F, n, d, L)
             for s in range(starts):
                 lam0 = rng.uniform(-1.0, 2.5, d) if s else np.zeros(d)
-                xi = max(1.01 * thr, 1e-3)
+                if xi is None:  # the hypothesis admits no xi up to 10^40: nothing to compare
+                    break
                 with mpmath.workdps(30):
                     T = float(_flow_named(F, "time", n, d, L, sympy.Rational(repr(xi))))
                 if not np.isfinite(T):  # solve_ivp never ends on a nan interval
@@ -633,7 +657,7 @@ def _flow_numeric(ctx: Context, form: FlowForm) -> TierResult:
                             if bad else f"a flow has not reached xi by t = {FLOW_T_CAP:g}, below "
                             "the named time",
                             max((m for m in (times.margin, radii.margin) if m is not None),
-                                key=lambda m: m.used, default=None))])
+                                key=lambda m: m.used, default=None), tested=bool(rows))])
 
 
 THM_A12_FORMULAS = (

@@ -216,9 +216,13 @@ def test_lemma4_2_a_bound_too_large_to_expand_exactly_is_undecided_not_a_hang():
 
 def test_thm3_4_numeric_tier_takes_an_overflowing_threshold_as_infinite():
     """4^n at n = 10^8 overflows float64: the hypothesis then admits no point (it raised
-    OverflowError, and the mutant came out inconclusive instead of decided)."""
+    OverflowError, a tier error).  Admitting no point, the search compared nothing, so the tier
+    says so (skipped, not a vacuous pass) and no tier verifies the claim."""
     v = verdict("gatmiry2024.thm3_4", tiers=("numeric",), hypothesis="loss >= 16*4**n*d*n/sqrt(L)")
-    assert v.tiers["numeric"].status == "pass", v.reason
+    assert v.tiers["numeric"].status == "skipped", v.reason
+    assert "no instance these checks drew meets the hypothesis" in v.tiers["numeric"].reason
+    assert v.tiers["numeric"].evidence["search_at_practical_sizes"]["tested"] is False
+    assert v.verdict == "inconclusive"
 
 
 @pytest.mark.parametrize("rhs", ["loss**((2*L - 2)/L)/(16*d**((L - 1)/L))",
@@ -1007,3 +1011,49 @@ def test_the_corrected_gradient_dominance_with_the_loss_in_an_exponent_is_refute
     assert bad["check"] == "loss_levels_exact" and where(bad), bad
     ok = check_claim(claim, tiers=("symbolic",), budget="quick", seed=0, overrides=fixed)
     assert ok.verdict == "verified"
+
+
+@pytest.mark.parametrize("cid", ["gatmiry2024.thm3_3", "gatmiry2024.thm3_4", "gatmiry2024.lemma_a10",
+                                 "gatmiry2024.thm4_4", "gatmiry2024.lemma_a9"])
+def test_a_hypothesis_no_instance_meets_is_inconclusive_not_verified(cid):
+    """Each bound is searched where its hypothesis holds; with n < 1 added it holds nowhere, so
+    every search compares nothing.  That used to pass every tier (verified); it is inconclusive,
+    and each tier names the searches that found no admitted instance."""
+    claim = find(cid)
+    base = dict(claim.correction.formulas) if claim.correction else {}
+    hyp = base.get("hypothesis") or claim.formula("hypothesis").text
+    v = verdict(cid, tiers=("symbolic", "numeric"), **{**base, "hypothesis": f"({hyp}) & (n < 1)"})
+    assert v.verdict == "inconclusive", v.reason
+    for tier in ("symbolic", "numeric"):
+        assert v.tiers[tier].status == "skipped", (tier, v.tiers[tier].reason)
+        assert "no instance these checks drew meets the hypothesis" in v.tiers[tier].reason
+
+
+def test_thm3_4_untested_survivor_is_inconclusive():
+    """mutate's untested survivor of the corrected Thm. 3.4, n and L exchanged in the hypothesis:
+    it needs L >= (8 d n)^2 (4 d)^(2n/(2n-1)), which no instance drawn meets.  It came out
+    verified; now inconclusive."""
+    v = verdict("gatmiry2024.thm3_4", tiers=("symbolic", "numeric"), **corrected(
+        "gatmiry2024.thm3_4",
+        hypothesis="(loss >= 16*n*d*4**n/sqrt(L)) & (4*d*(8*n*d/sqrt(L))**((2*n - 1)/n) <= 1)"))
+    assert v.verdict == "inconclusive", v.reason
+    assert v.tiers["symbolic"].evidence["scalar_family_exact"]["tested"] is False
+
+
+def test_the_numeric_flows_target_a_loss_the_corrected_hypothesis_admits():
+    """The corrected hypothesis of Thm. A.12 is a conjunction, (xi >= 2 (4 delta)^(2L)) & (size
+    condition); the numeric flows took their target xi from the first relation's right side
+    only when there was one, so they flowed to xi = 10^-3, below the threshold 0.0082 at L = 2,
+    d = 1, n = 10^12: outside the hypothesis.  Every flow's xi is now admitted."""
+    cid = "gatmiry2024.thm_a12"
+    fixed = corrected(cid)
+    v = verdict(cid, tiers=("numeric",), **fixed)
+    assert v.verdict == "verified", v.reason
+    flows = v.tiers["numeric"].evidence["flows_at_small_d"]["flows"]
+    assert flows
+    hyp = find(cid).formula("hypothesis").parse(fixed["hypothesis"])
+    F = {"hypothesis": hyp, "delta": find(cid).formula("delta").parse()}
+    for row in flows:
+        env = {**dominance._gd_env(row["n"], row["d"], row["L"]),
+               "xi": sympy.Rational(repr(row["xi"]))}
+        assert dominance._holds(dominance._gd_expr(F, "hypothesis"), env), row

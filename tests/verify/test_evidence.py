@@ -39,3 +39,32 @@ def test_an_infinite_margin_is_json_safe_and_not_taken_for_a_number():
     result = combine([Finding("a", False, margin=Margin(math.inf, "dev / c", {}))])
     assert result.evidence["a"]["margin"]["used"] == "inf"
     assert closest_margin(result.evidence) is None
+
+
+def test_closest_counts_comparisons_not_values():
+    near = Closest("x")
+    assert not near.tested
+    near.see(None, {})  # a point the hypothesis did not admit: no comparison
+    assert not near.tested and near.margin is None
+    near.see_le(1.0, math.inf, {})  # compared, but an infinite bound says nothing of nearness
+    assert near.tested and near.compared == 1 and near.margin is None
+    near.see(float("nan"), {})
+    assert near.compared == 2 and near.margin is None
+
+
+def test_a_tier_whose_searches_admitted_no_instance_is_skipped_not_passed():
+    """A bound searched only where its hypothesis holds passes vacuously when the hypothesis
+    holds nowhere searched: the tier says it compared nothing (verdict inconclusive where no
+    other tier did), instead of passing."""
+    cross_check = Finding("machinery", True)  # tested=None: not a search over a hypothesis
+    empty = [cross_check, Finding("search_a", True, tested=False),
+             Finding("search_b", True, tested=False)]
+    r = combine(empty)
+    assert r.status == "skipped"
+    assert "no instance these checks drew meets the hypothesis (search_a, search_b)" in r.reason
+    assert r.evidence["search_a"]["tested"] is False
+    # one search that compared something is evidence: the tier passes
+    assert combine([*empty, Finding("search_c", True, tested=True)]).status == "pass"
+    # a failure is a failure, whatever else compared nothing
+    assert combine([*empty, Finding("search_c", False, reason="x")]).status == "fail"
+    assert combine([cross_check]).status == "pass"
