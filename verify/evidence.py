@@ -93,6 +93,10 @@ class Finding:
     margin: Margin | None = None
     tested: bool | None = None
 
+    def __post_init__(self) -> None:
+        if self.ok is False and self.tested is False:  # a counterexample is a comparison
+            self.tested = True
+
 
 def step(title: str, latex: str = "", text: str = "") -> dict:
     """One step of a derivation as the engine did it: a title, display LaTeX, and prose."""

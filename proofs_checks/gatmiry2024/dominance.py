@@ -360,7 +360,7 @@ def _gd_symbolic(ctx: Context, form: GDForm) -> TierResult:
                   "(bisection "
                   f"over d <= 2^20)", "by_L": rows}, first,
         "" if ok else f"fails at L = {first['L']}, d = {first['d']}, n = {first['n']}, "
-                      f"A = {first['A']}", near.margin, tested=near.tested or not ok))
+                      f"A = {first['A']}", near.margin, tested=near.tested))
     # after the scalar family, whose bisection names the smallest failing d where both fail
     findings.append(Finding("loss_levels_exact", level_first is None, {
         "family": f"Sigma* = I, A = a I, n = {_n_text(GD_N)}, d in {list(GD_LEVEL_DIMS)}, a in "
@@ -368,7 +368,7 @@ def _gd_symbolic(ctx: Context, form: GDForm) -> TierResult:
                   f"down to ~d 2^(-128 L), wherever the hypothesis admits it", "by_L_d": level_rows},
         level_first, "" if level_first is None else
         f"fails at L = {level_first['L']}, d = {level_first['d']}, A = {level_first['A']}",
-        level_near.margin, tested=level_near.tested or level_first is not None))
+        level_near.margin, tested=level_near.tested))
     # after the scalar family: its counterexample (the dropped Hoelder factor, at large n)
     # comes first where both fail
     min_rows, min_first, min_near = minimiser_scan(F, form, loops[:3])
@@ -498,7 +498,7 @@ def _gd_numeric(ctx: Context, form: GDForm) -> TierResult:
     return combine([Finding("search_at_practical_sizes", ok, {
         "samples_per_size": samples, "searched": rows, "closest_approach": closest,
         "ratio": "||grad||^2 / rhs at admissible points (< 1 violates)"}, viol,
-        "" if ok else "a violation at practical sizes", near.margin, tested=near.tested or not ok)])
+        "" if ok else "a violation at practical sizes", near.margin, tested=near.tested)])
 
 
 THM34_FORMULAS = (

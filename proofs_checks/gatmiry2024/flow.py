@@ -41,6 +41,11 @@ def _mp_coeffs(poly: sympy.Poly) -> list:
     return [mpmath.mpf(int(c.p)) / int(c.q) for c in poly.all_coeffs()]
 
 
+def _admits(F, n, d, L, xi) -> bool:
+    """Whether the named hypothesis holds at (n, d, L, xi), exactly."""
+    return _holds(_gd_expr(F, "hypothesis"), {**_gd_env(n, d, L), "xi": xi})
+
+
 def scalar_flow_time(L: int, n: int, d: int, xi, a0=0) -> tuple[mpmath.mpf, mpmath.mpf]:
     """Time for the flow dA/dt = -grad_A L(A, 0) from A(0) = a0 I (Sigma* = I) to reach
     L = xi, and the level a_xi where it does.  By orthogonal invariance A(t) = a(t) I with
@@ -131,7 +136,7 @@ class FlowForm:
 def _flow_case(F, L: int, n: int, d: int, xi) -> dict:
     """At the scalar start A(0) = 0: the true hitting time vs the named time bound (ok, and
     nothing compared, where the hypothesis does not admit (n, d, L, xi))."""
-    if not _holds(_gd_expr(F, "hypothesis"), {**_gd_env(n, d, L), "xi": xi}):
+    if not _admits(F, n, d, L, xi):
         return {"ok": True, "admitted": False}
     t_true, a_xi = scalar_flow_time(L, n, d, xi)
     with mpmath.workdps(30):
@@ -150,7 +155,7 @@ def flow_large_d_scan(F, loops: Sequence[int], n: int = GD_N, xi=FLOW_XI,
     t_true / t_bound at d_max where no d fails (the comparisons, as a Closest)."""
     rows, first, near = {}, None, Closest(TIME_MEASURE)
     for L in loops:
-        if not _holds(_gd_expr(F, "hypothesis"), {**_gd_env(n, d_max, L), "xi": xi}):
+        if not _admits(F, n, d_max, L, xi):
             rows[f"L={L}"] = {"hypothesis_fails_at_d_max": True}
             continue
         top = _flow_case(F, L, n, d_max, xi)
@@ -195,11 +200,11 @@ def _closeness_finding(F, loops: Sequence[int], dims: Sequence[int], n: int = GD
     rows, bad, near = [], None, Closest(RADIUS_MEASURE)
     for L in loops:
         for d in dims:
+            if not _admits(F, n, d, L, xi):
+                continue
             with mpmath.workdps(30):
                 t = _finite_real(_flow_named(F, "time", n, d, L, xi))
                 c = _finite_real(_flow_named(F, "c", n, d, L, xi))
-            if not _holds(_gd_expr(F, "hypothesis"), {**_gd_env(n, d, L), "xi": xi}):
-                continue
             if t is None or c is None:
                 row = {"L": L, "d": d, "ok": False,
                        "why": "the named time or radius is not a real number"}
@@ -331,10 +336,9 @@ RADIUS_START_FRACTION = mpmath.mpf(10) ** -6  # the concrete start: the flow fro
 
 def _admitted_targets(F, sizes: Sequence, xis: Sequence):
     """(L, n, d, xi) over the sizes and targets xi that the hypothesis admits."""
-    hyp = _gd_expr(F, "hypothesis")
     for L, n, d in sizes:
         for xi in xis:
-            if _holds(hyp, {**_gd_env(n, d, L), "xi": xi}):
+            if _admits(F, n, d, L, xi):
                 yield L, n, d, xi
 
 
@@ -476,7 +480,7 @@ def flow_xi_probe(F, sizes: Sequence = FLOW_PROBE_SIZES,
         if not f_star > 0:  # not resolved at 60 digits: no xi relative to it
             rows.append({"L": L, "n": _n_text(n), "d": d, "skipped": "f(a*) not resolved"})
             continue
-        admits = lambda x: _holds(hyp, {**_gd_env(n, d, L), "xi": x})  # noqa: E731
+        admits = lambda x: _admits(F, n, d, L, x)  # noqa: E731
         candidates = [f_star * m for m in multiples]
         # the smallest xi admitted below f(a*) (a threshold between f(a*)/10^6 and f(a*)), or
         # else the smallest in [2 f(a*), d]
@@ -541,7 +545,7 @@ def _flow_symbolic(ctx: Context, form: FlowForm) -> TierResult:
         "by_L": rows, "L_1": "excluded: the named time divides by L - 1"}, first,
         "" if ok else f"at L = {first['L']}, d = {first['d']} the flow needs "
                       f"{first['t_to_reach_xi_quadrature']} > {first['named_time_bound']}",
-        near.margin, tested=near.tested or not ok)]
+        near.margin, tested=near.tested)]
     findings += [flow_xi_probe(F), flow_farthest_time_probe(F)]
     if form.with_closeness:
         findings += [_closeness_finding(F, loops[:2], (1, 10, 1000), xi=CLOSE_XI),
@@ -582,10 +586,10 @@ def _numeric_xi(F, n: int, d: int, L: int) -> float | None:
     least 10^-3), found by bisection where the hypothesis is a conjunction (the corrections add
     a size condition); None where it admits no xi up to 10^40."""
     hyp = _gd_expr(F, "hypothesis")
-    env = _gd_env(n, d, L)
-    admits = lambda x: _holds(hyp, {**env, "xi": sympy.Rational(repr(float(x)))})  # noqa: E731
+    admits = lambda x: _admits(F, n, d, L, sympy.Rational(repr(float(x))))  # noqa: E731
     with mpmath.workdps(30):
-        thr = float(_mp_value(hyp.rhs, {**env, "xi": 1})) if hasattr(hyp, "rhs") else 0.0
+        thr = (float(_mp_value(hyp.rhs, {**_gd_env(n, d, L), "xi": 1})) if hasattr(hyp, "rhs")
+               else 0.0)
     xi = max(1.01 * thr, 1e-3)
     if admits(xi):
         return xi
@@ -610,10 +614,10 @@ def _flow_numeric(ctx: Context, form: FlowForm) -> TierResult:
         C = li.derived_loss(L, isotropic=True, with_u=False)
         for d in _by_budget(ctx, (2,), (1, 2, 3)):
             xi = _numeric_xi(F, n, d, L)
+            if xi is None:  # the hypothesis admits no xi up to 10^40: nothing to compare
+                continue
             for s in range(starts):
                 lam0 = rng.uniform(-1.0, 2.5, d) if s else np.zeros(d)
-                if xi is None:  # the hypothesis admits no xi up to 10^40: nothing to compare
-                    break
                 with mpmath.workdps(30):
                     T = float(_flow_named(F, "time", n, d, L, sympy.Rational(repr(xi))))
                 if not np.isfinite(T):  # solve_ivp never ends on a nan interval
