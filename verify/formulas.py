@@ -2,9 +2,10 @@
 
 A formula is kept as text in the paper's notation (scalars and matrix symbols with symbolic
 shapes, e.g. ``-U*Inverse((n+1)/n*Lambda + trace(Lambda)/n*Identity(d))*U.T``).  ``parse`` reads
-text against the formula's declared symbols only, and checks its type: a scalar formula must be a
-scalar, a matrix formula must have the declared shape.  ``formula_str`` prints an expression so
-that ``sympy.sympify(text, locals=formula.locals())`` reads it back.
+text against the formula's declared symbols only, as data (``formula_parser``: a whitelist over
+Python's ``ast``, never ``eval``/``sympify``), and checks its type: a scalar formula must be a
+scalar, a matrix formula must have the declared shape, a hypothesis must be a condition.
+``formula_str`` prints an expression so that ``parse`` reads it back.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from sympy.matrices.expressions.matexpr import MatrixExpr
 from sympy.printing.str import StrPrinter
 
 from .errors import UsageError
+from .formula_parser import FUNCTIONS, Parsed, read, same_dim, show
 
 SIZE_NAMES = ("n", "d", "k", "L", "m", "N", "K", "H", "C")
 
@@ -93,13 +95,12 @@ def _dim(s: str):
         return int(s)
     if s.isidentifier():
         return size_symbol(s)
-    names = set(re.findall(r"[A-Za-z_]\w*", s))
-    return sympy.sympify(s, locals={n: size_symbol(n) for n in names})
+    names = set(re.findall(r"[A-Za-z_]\w*", s)) - set(FUNCTIONS)
+    return parse_in(s, {n: size_symbol(n) for n in names}, what=f"shape entry {s!r}",
+                    expect="value")
 
 
 WEAKER = ("larger", "smaller", "narrower")
-
-_FORBIDDEN = re.compile(r"__|\bimport\b|\blambda\b|\bexec\b|\beval\b|\bopen\b|;")
 
 
 @dataclass(frozen=True)
@@ -168,70 +169,67 @@ class NamedFormula:
                 raise ValueError(f"{size} is a size name and cannot be a matrix")
         return out
 
+    @property
+    def expects(self) -> str:
+        """What a text for this formula must be: what the paper's text is, a condition (a
+        hypothesis such as n >= 4 k^2 d^2) or a value (a scalar or a matrix)."""
+        paper = self._cache.get(self.text)
+        if paper is None:
+            paper = read(self.text, self.locals(), what=f"formula {self.name}", expect="any")
+        return "condition" if paper.kind == "condition" else "value"
+
     def parse(self, text: str | None = None, strict: bool = False) -> sympy.Basic:
         """Read ``text`` (default: the paper's) in this formula's symbols, type-checked.
 
-        ``strict`` also rejects a text that is not well-typed (the command line's ``--set``
-        and mutants); without it an ill-typed formula is left to the claim's checks, which may
-        report it (a printed formula that does not type-check is an erratum, e.g. yang2024
-        eq. (33))."""
+        The text is data: ``formula_parser.read`` walks its syntax tree with a whitelist and
+        never evaluates it.  Any text other than the paper's (``--set``, a correction, a mutant)
+        and ``strict`` also reject a text whose shapes do not agree on the tree (a sum of a d x 1
+        and a 1 x d matrix); the paper's own text is read leniently, so that an ill-typed
+        printed formula is left to the claim's checks, which report it (yang2024 eq. (33))."""
         text = self.text if text is None else text
-        cached = text in self._cache
-        expr = self._cache[text] if cached else self._read(text)
-        if strict:
-            mismatch = shape_error(expr)
-            if mismatch:
-                raise UsageError(f"formula {self.name}: {text!r} is ill-typed: {mismatch}")
-        if not cached:
-            self._check_type(expr, text)
-            self._cache[text] = expr
-        return expr
+        parsed = self._cache.get(text)
+        fresh = parsed is None
+        if fresh:
+            parsed = read(text, self.locals(), what=f"formula {self.name}",
+                          expect="any" if text == self.text else self.expects)
+        if (strict or text != self.text) and parsed.shape_error:
+            raise UsageError(f"formula {self.name}: {show(text)} is ill-typed: "
+                             f"{parsed.shape_error}")
+        if fresh:
+            self._check_type(parsed, text)
+            self._cache[text] = parsed
+        return parsed.expr
 
-    def _read(self, text: str) -> sympy.Basic:
-        try:
-            return parse_in(text, self.locals(), what=f"formula {self.name}")
-        except UsageError:
-            unknown = [] if _FORBIDDEN.search(text) else _unknown_names(text, self.locals())
-            if not unknown:
-                raise
-            # e.g. a vector the formula does not declare, read as a scalar next to matrices
-            known = ", ".join(s.name for s in self.symbols) or "none"
-            raise UsageError(f"formula {self.name}: {text!r} uses symbols this claim does not "
-                             f"have: {', '.join(unknown)} (allowed: {known})") from None
-
-    def _check_type(self, expr: sympy.Basic, text: str) -> None:
-        allowed = set(self.locals().values())
-        extra = [s for s in _free(expr) if s not in allowed]
-        if extra:
-            names = ", ".join(sorted(str(s) for s in extra))
-            known = ", ".join(s.name for s in self.symbols) or "none"
-            raise UsageError(f"formula {self.name}: {text!r} uses symbols this claim does not have: "
-                             f"{names} (allowed: {known})")
+    def _check_type(self, parsed: Parsed, text: str) -> None:
+        expr = parsed.expr
+        if parsed.kind == "condition" and expr in (sympy.true, sympy.false):
+            raise UsageError(f"formula {self.name}: {show(text)} is the constant "
+                             f"{str(bool(expr)).lower()}, not a condition on the symbols")
         if text != self.text and expr.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo):
-            raise UsageError(f"formula {self.name}: {text!r} is not finite (it contains "
+            raise UsageError(f"formula {self.name}: {show(text)} is not finite (it contains "
                              f"{'nan' if expr.has(sympy.nan) else 'an infinity'})")
         if self.exponents is not None:
             for p in expr.atoms(sympy.MatPow):
                 bad = sorted(str(x) for x in p.exp.free_symbols if str(x) not in self.exponents)
                 if bad:
-                    raise UsageError(f"formula {self.name}: {text!r} raises a matrix to the power "
-                                     f"{p.exp}; exponents here may only use "
+                    raise UsageError(f"formula {self.name}: {show(text)} raises a matrix to the "
+                                     f"power {p.exp}; exponents here may only use "
                                      f"{', '.join(self.exponents)} (the checks expand each power), "
                                      f"not {', '.join(bad)}")
-        is_matrix = isinstance(expr, (MatrixExpr, sympy.MatrixBase))
-        if self.shape is None and is_matrix:
-            raise UsageError(f"formula {self.name} is a scalar, but {text!r} is a matrix")
+        if self.shape is None and parsed.kind == "matrix" and not all(
+                same_dim(x, 1) for x in parsed.shape):  # a 1 x 1 matrix is a scalar
+            raise UsageError(f"formula {self.name} is a scalar, but {show(text)} is a matrix")
         if self.shape is not None:
-            if not is_matrix:
+            if parsed.kind != "matrix":
                 if expr == 0:
                     return
                 raise UsageError(f"formula {self.name} is a {self.shape[0]}x{self.shape[1]} matrix, "
-                                 f"but {text!r} is a scalar")
+                                 f"but {show(text)} is a scalar")
             want = tuple(_dim(s) for s in self.shape)
-            got = tuple(expr.shape)
-            if tuple(sympy.simplify(a - b) for a, b in zip(got, want)) != (0, 0):
+            got = parsed.shape
+            if not all(same_dim(a, b) for a, b in zip(got, want)):
                 raise UsageError(f"formula {self.name} must be {self.shape[0]}x{self.shape[1]}, "
-                                 f"but {text!r} has shape {got[0]}x{got[1]}")
+                                 f"but {show(text)} has shape {got[0]}x{got[1]}")
 
     def as_dict(self) -> dict:
         return {
@@ -248,7 +246,7 @@ class NamedFormula:
 
 
 def _same_dim(a, b) -> bool:
-    return a == b or sympy.simplify(sympy.sympify(a) - sympy.sympify(b)) == 0
+    return same_dim(a, b)
 
 
 def _shape_str(m) -> str:
@@ -294,46 +292,18 @@ def _free(expr: sympy.Basic) -> set:
     return out
 
 
-def parse_in(text: str, local: Mapping[str, Any], what: str = "expression") -> sympy.Basic:
-    """``sympify`` restricted to ``local`` symbols, with one-line errors for malformed input."""
-    if not isinstance(text, str) or not text.strip():
-        raise UsageError(f"{what}: empty expression")
-    if _FORBIDDEN.search(text):
-        raise UsageError(f"{what}: {text!r} is not a plain sympy expression")
-    try:
-        expr = sympy.sympify(text, locals=dict(local))
-    except Exception as exc:  # sympy raises many exception types for ill-formed input
-        cause = exc.__cause__ if isinstance(exc, sympy.SympifyError) and exc.__cause__ else exc
-        detail = str(cause).strip().splitlines()[-1] if str(cause).strip() else ""
-        raise UsageError(f"{what}: cannot read {text!r} ({type(cause).__name__}"
-                         f"{': ' + detail[:100] if detail else ''})") from None
-    if not isinstance(expr, sympy.Basic):
-        raise UsageError(f"{what}: {text!r} is not a sympy expression")
-    return expr
-
-
-def _unknown_names(text: str, local: Mapping[str, Any]) -> list[str]:
-    """Names in ``text`` that are neither the formula's symbols nor sympy's (nor attributes)."""
-    import io
-    import keyword
-    import tokenize
-
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
-    except (tokenize.TokenError, SyntaxError, IndentationError):
-        return []
-    out, previous = [], None
-    for tok in tokens:
-        if (tok.type == tokenize.NAME and tok.string not in local and previous != "."
-                and not keyword.iskeyword(tok.string) and not hasattr(sympy, tok.string)
-                and tok.string not in out):
-            out.append(tok.string)
-        previous = tok.string
-    return out
+def parse_in(text: str, local: Mapping[str, Any], what: str = "expression",
+             expect: str = "any") -> sympy.Basic:
+    """Formula text read as data with ``local`` as its only names (``formula_parser.read``):
+    one-line UsageErrors for anything else, ill-typed shapes included."""
+    parsed = read(text, local, what=what, expect=expect)
+    if parsed.shape_error:
+        raise UsageError(f"{what}: {show(text)} is ill-typed: {parsed.shape_error}")
+    return parsed.expr
 
 
 class FormulaPrinter(StrPrinter):
-    """``str`` for formulas that ``sympify`` reads back (``Identity(d)``, not ``I``)."""
+    """``str`` for formulas that ``NamedFormula.parse`` reads back (``Identity(d)``, not ``I``)."""
 
     def _print_Identity(self, expr):
         return f"Identity({self._print(expr.rows)})"
@@ -352,6 +322,11 @@ class FormulaPrinter(StrPrinter):
 
     def _print_Transpose(self, expr):
         return f"Transpose({self._print(expr.arg)})"
+
+    def _print_BlockMatrix(self, expr):  # not the Matrix([...]) of an explicit matrix
+        rows = ", ".join("[" + ", ".join(self._print(b) for b in row) + "]"
+                         for row in expr.blocks.tolist())
+        return f"BlockMatrix([{rows}])"
 
 
 def formula_str(expr: sympy.Basic) -> str:

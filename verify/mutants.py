@@ -54,7 +54,7 @@ from sympy.matrices.expressions.matexpr import MatrixExpr
 from sympy.matrices.expressions.special import Identity, OneMatrix, ZeroMatrix
 
 from .errors import UsageError
-from .formulas import SIZE_NAMES, FormulaPrinter, NamedFormula, formula_value, parse_in
+from .formulas import SIZE_NAMES, NamedFormula, formula_str, formula_value, parse_in
 
 OPERATORS = ("constant", "swap", "drop_term", "sign", "transpose")
 EQUIVALENCE_KINDS = ("none", "simplification", "identity", "assumptions", "scale", "implied",
@@ -229,20 +229,6 @@ def _exchange(expr: sympy.Basic, mapping: dict) -> sympy.Basic:
         return expr.func(rows, cols, sympy.Tuple(*[_exchange(a, mapping) for a in entries]))
     return expr.func(*[_exchange(a, mapping) if isinstance(a, sympy.Basic) else a
                        for a in expr.args])
-
-
-class _Printer(FormulaPrinter):
-    """Formula text that reads back, block matrices included (``BlockMatrix([[A, B], [C, D]])``
-    rather than the ``Matrix([...])`` that sympify would read as a nested list)."""
-
-    def _print_BlockMatrix(self, expr):
-        rows = ", ".join("[" + ", ".join(self._print(b) for b in row) + "]"
-                         for row in expr.blocks.tolist())
-        return f"BlockMatrix([{rows}])"
-
-
-def formula_str(expr: sympy.Basic) -> str:
-    return _Printer().doprint(expr)
 
 
 def _is_matrix(expr) -> bool:
@@ -469,7 +455,8 @@ def _draw(formula: NamedFormula, sizes: dict, rng: np.random.Generator, assume: 
     related = [s for s in formula.symbols if s.equals is not None] if assume else []
     for _ in related:  # z_k = Z e_k, e_k = e_1: relations the claim assumes, in any order
         for s in related:
-            values[s.name] = sympy.sympify(s.equals, locals=dict(values))
+            values[s.name] = parse_in(s.equals, values, what=f"{s.name} := {s.equals}",
+                                      expect="value")
     return values
 
 
