@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping as MappingABC
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 import sympy
@@ -13,6 +14,7 @@ from .formulas import NamedFormula
 
 TIERS = ("symbolic", "numeric", "train")
 STATUSES = ("pass", "fail", "skipped", "error")
+SUPPORTS = ("checked", "search")
 ID_PATTERN = re.compile(r"^[a-z]+[0-9]{4}\.(thm|lemma|prop|cor|eq|fig)[a-z0-9_]+$")
 
 
@@ -43,13 +45,24 @@ class TierResult:
     reason: str = ""
     seconds: float = 0.0
     steps: list = field(default_factory=list)  # the derivation, as Step dicts (reports typeset it)
+    # the named formulas the tier read (the runner records them; None: not run by the runner)
+    reads: tuple[str, ...] | None = None
+    # "search": every comparison that passed was a search that found no counterexample without
+    # being exhaustive or certified (an optimiser's best ratio), not a check of the statement
+    support: str = "checked"
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
             raise ValueError(f"unknown tier status {self.status!r}")
+        if self.support not in SUPPORTS:
+            raise ValueError(f"unknown tier support {self.support!r}")
 
     def as_dict(self) -> dict:
         out = {"status": self.status, "evidence": self.evidence, "seconds": round(self.seconds, 3)}
+        if self.reads is not None:
+            out["reads"] = list(self.reads)
+        if self.support != "checked":
+            out["support"] = self.support
         if self.reason:
             out["reason"] = self.reason
         if self.counterexample is not None:
@@ -57,6 +70,33 @@ class TierResult:
         if self.steps:
             out["derivation"] = self.steps
         return out
+
+
+class FormulaReads(MappingABC):
+    """A tier's view of the formulas that records which it reads (``read``): a formula a tier
+    never looks up cannot be supported by it (the runner decides from ``read``).  Looking a name
+    up (``F[name]``, ``F.get(name)``, ``items()``) reads it; ``in`` and iterating names do not."""
+
+    def __init__(self, formulas: Mapping[str, Any]) -> None:
+        self._formulas = dict(formulas)
+        self.read: set[str] = set()
+
+    def __getitem__(self, name: str) -> Any:
+        value = self._formulas[name]
+        self.read.add(name)
+        return value
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._formulas
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._formulas)
+
+    def __len__(self) -> int:
+        return len(self._formulas)
+
+    def __repr__(self) -> str:
+        return f"FormulaReads({sorted(self._formulas)}, read={sorted(self.read)})"
 
 
 @dataclass(frozen=True)

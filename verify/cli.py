@@ -76,6 +76,15 @@ def add_run_options(p) -> None:
     p.add_argument("--size", action="append", default=[], metavar="NAME=INT",
                    help="override a size of the setting (n, d, layers, ...)")
     p.add_argument("--sigma", help="covariance: identity, diag:1,1/2, rotated:1,1/2 or [[2,1],[1,2]]")
+    p.add_argument("--timeout", type=_timeout, default=None, metavar="SECONDS",
+                   help="stop a claim still running after this many seconds: it is reported "
+                        "inconclusive (timed out), never a verdict it did not reach")
+
+
+def _timeout(text: str) -> float:
+    from .limits import seconds_option
+
+    return seconds_option(text, "--timeout")
 
 
 def _seed(text: str) -> int:
@@ -132,7 +141,7 @@ def run_options(args) -> dict:
         raise UsageError(str(exc)) from None
     sizes = dict(_size(s) for s in args.size)
     return {"tiers": tiers, "budget": args.budget, "device": args.device, "seed": args.seed,
-            "sizes": sizes, "sigma": parse_sigma(args.sigma)}
+            "sizes": sizes, "sigma": parse_sigma(args.sigma), "timeout": args.timeout}
 
 
 def cmd_list(args) -> int:
@@ -163,7 +172,7 @@ def cmd_show(args) -> int:
 
 def cmd_check(args) -> int:
     from .output import check_table
-    from .runner import check_claim
+    from .runner import check_claim, validate
 
     claims = select_claims(args)
     options = run_options(args)
@@ -176,6 +185,8 @@ def cmd_check(args) -> int:
         for c in claims:  # an ill-typed --set is bad input here (shape errors sympy lets by)
             if name in {f.name for f in c.formulas}:
                 c.formula(name).parse(text, strict=True)
+    for claim in claims:  # every claim's sizes before any work
+        validate(claim, options["sizes"], options["sigma"], options["budget"], options["tiers"])
     verdicts = []
     progress = not args.json and sys.stderr.isatty()
     for claim in claims:

@@ -92,10 +92,90 @@ class Finding:
     reason: str = ""
     margin: Margin | None = None
     tested: bool | None = None
+    # a search that is neither exhaustive nor certified (an optimiser's best ratio): its pass
+    # says "no counterexample found", not that the statement holds
+    search: bool = False
 
     def __post_init__(self) -> None:
         if self.ok is False and self.tested is False:  # a counterexample is a comparison
             self.tested = True
+        if self.ok is not None:  # one rule for every claim: NaN decides nothing
+            where = _nan_in(self.counterexample if self.ok is False else None, self.margin)
+            if where:
+                self.ok, self.counterexample = None, None
+                self.reason = (f"undecided: {where} is NaN, so the comparison says nothing"
+                               + (f" ({self.reason})" if self.reason else ""))
+
+
+def _nan_in(*values: Any, depth: int = 0) -> str:
+    """The first place in ``values`` (a counterexample, a margin) holding a NaN, or ""."""
+    for i, v in enumerate(values):
+        where = _nan_at(v, depth)
+        if where:
+            return where
+    return ""
+
+
+def _nan_at(v: Any, depth: int, path: str = "") -> str:
+    if depth > 6 or v is None or isinstance(v, (str, bool, int)):
+        return ""
+    if isinstance(v, Margin):
+        return _nan_at(v.used, depth + 1, "the margin")
+    if isinstance(v, dict):
+        for k, x in list(v.items())[:200]:
+            where = _nan_at(x, depth + 1, f"{path}.{k}" if path else str(k))
+            if where:
+                return where
+        return ""
+    if isinstance(v, (list, tuple)):
+        for i, x in enumerate(v[:200]):
+            where = _nan_at(x, depth + 1, f"{path}[{i}]")
+            if where:
+                return where
+        return ""
+    try:
+        arr = np.asarray(v.detach().cpu().numpy() if hasattr(v, "detach") else v)
+        if arr.dtype.kind in "fc" and arr.size <= 10**6 and np.isnan(arr).any():
+            return path or "a value"
+    except (TypeError, ValueError):
+        pass
+    if isinstance(v, sympy.Basic) and v.has(sympy.nan):
+        return path or "a value"
+    return ""
+
+
+def resolution(dtype: Any = np.float64) -> float:
+    """The smallest magnitude a float of ``dtype`` resolves to full relative precision: below
+    it (the subnormal range) rounding errors are no longer relative, and a product may have
+    underflowed to 0."""
+    return float(np.finfo(dtype).tiny)
+
+
+def settle_le(lhs: Any, rhs: Any, dtype: Any = np.float64,
+              exact: Any = None) -> tuple[Any, str]:
+    """lhs <= rhs entrywise, decided only where it can be: (ok, why) with ok True, False or None
+    (undecided), the one rule every claim's float comparisons follow.  A comparison whose
+    operands are not finite, or whose allowance ``rhs`` lies below the float's resolution
+    (``resolution``: the numbers underflowed, and 0 <= 0 would pass on nothing), is undecided;
+    a decided failure anywhere is a failure; otherwise any undecided entry leaves it
+    undecided.  ``exact`` (a boolean mask) marks entries whose allowance is exactly what the
+    structure gives (a component with no term at all, where 0 <= 0 is the statement): they are
+    compared as they are."""
+    a = np.asarray(lhs, dtype=float)
+    b = np.broadcast_to(np.asarray(rhs, dtype=float), a.shape)
+    finite = np.isfinite(a) & np.isfinite(b)
+    structural = np.zeros(a.shape, bool) if exact is None else np.broadcast_to(
+        np.asarray(exact, bool), a.shape)
+    resolved = finite & ((np.abs(b) >= resolution(dtype)) | structural)
+    if np.any(resolved & (a > b)):
+        return False, ""
+    if not np.all(finite):
+        return None, f"{int(np.size(a) - finite.sum())} of {np.size(a)} compared numbers are not finite"
+    if not np.all(resolved):
+        return None, (f"{int(np.size(a) - resolved.sum())} of {np.size(a)} comparisons allow less "
+                      f"than the float's resolution {resolution(dtype):.3g} (the numbers "
+                      f"underflowed): they say nothing")
+    return True, ""
 
 
 def step(title: str, latex: str = "", text: str = "") -> dict:
@@ -105,11 +185,17 @@ def step(title: str, latex: str = "", text: str = "") -> dict:
 
 def combine(findings: Iterable[Finding], extra: dict | None = None,
             steps: list | None = None) -> TierResult:
-    """fail if any finding failed, error if any was undecided, skipped if its searches over a
-    hypothesis admitted no instance at all (a vacuous pass is no evidence), pass otherwise."""
+    """fail if any finding failed; skipped if every finding was undecided (no comparison could
+    be made: non-finite or underflowed numbers) or its searches over a hypothesis admitted no
+    instance at all (a vacuous pass is no evidence); error if some were undecided; pass
+    otherwise.  A pass all of whose findings are non-exhaustive searches has support
+    "search"."""
     findings = list(findings)
     result = _combine(findings, extra)
     result.steps = list(steps or [])
+    passed = [f for f in findings if f.ok is True]
+    if result.status == "pass" and passed and all(f.search for f in passed):
+        result.support = "search"
     return result
 
 
@@ -132,8 +218,10 @@ def _combine(findings: list, extra: dict | None) -> TierResult:
         ce.setdefault("check", f.name)
         return TierResult("fail", evidence, ce, reason=f"{f.name}: {f.reason or 'comparison failed'}")
     if undecided:
-        return TierResult("error", evidence,
-                          reason="; ".join(f"{f.name}: {f.reason or 'undecided'}" for f in undecided))
+        why = "; ".join(f"{f.name}: {f.reason or 'undecided'}" for f in undecided)
+        if len(undecided) == len(findings):
+            return TierResult("skipped", evidence, reason=f"no comparison decided: {why}")
+        return TierResult("error", evidence, reason=why)
     if not findings:
         return TierResult("skipped", evidence, reason="nothing to check")
     vacuous = [f.name for f in findings if f.tested is False]

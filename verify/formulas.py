@@ -202,9 +202,9 @@ class NamedFormula:
 
     def _check_type(self, parsed: Parsed, text: str) -> None:
         expr = parsed.expr
-        if parsed.kind == "condition" and expr in (sympy.true, sympy.false):
-            raise UsageError(f"formula {self.name}: {show(text)} is the constant "
-                             f"{str(bool(expr)).lower()}, not a condition on the symbols")
+        if text.strip() in ("True", "False"):  # a relation that folds to one is still read
+            raise UsageError(f"formula {self.name}: {show(text)} is a constant truth value, not "
+                             f"a condition on the symbols")
         if text != self.text and expr.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo):
             raise UsageError(f"formula {self.name}: {show(text)} is not finite (it contains "
                              f"{'nan' if expr.has(sympy.nan) else 'an infinity'})")

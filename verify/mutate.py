@@ -42,15 +42,14 @@ tiers already kill, at a hundred times the cost.  ``--tier`` and ``--budget`` ov
 from __future__ import annotations
 
 import json
-import signal
 import sys
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Callable
 
 from .claim import Claim
 from .evidence import closest_over_tiers, describe_approach, cut as _cut
 from .errors import UsageError
+from .limits import TimedOut, time_limit
 from .mutants import (Equivalence, Invalid, Mutant, claim_domain, equivalence, generate,
                       judged_by_exact)
 
@@ -275,30 +274,6 @@ def tier_order(tiers: list[str], baseline: dict) -> list[str]:
     return sorted(tiers, key=cost)
 
 
-class MutantTimeout(BaseException):
-    """Raised by the alarm of ``--mutant-timeout`` (a BaseException, so that the runner's
-    ``except Exception`` around a tier does not turn it into that tier's error)."""
-
-
-@contextmanager
-def _time_limit(seconds: float | None) -> Iterator[None]:
-    """Raise MutantTimeout in the main thread after ``seconds`` (None: no limit)."""
-    if not seconds or not hasattr(signal, "setitimer"):
-        yield
-        return
-
-    def alarm(signum, frame):
-        raise MutantTimeout()
-
-    previous = signal.signal(signal.SIGALRM, alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 def _check_mutant(claim: Claim, fixed: dict, name: str, m: Mutant, eq: Equivalence,
                   options: dict, every_tier: bool, timeout: float | None = None) -> Outcome:
     """Run the tiers in the order given (``tier_order``); once one refutes the mutant the verdict
@@ -314,7 +289,7 @@ def _check_mutant(claim: Claim, fixed: dict, name: str, m: Mutant, eq: Equivalen
     results: dict = {}
     tier, start = None, time.perf_counter()
     try:
-        with _time_limit(timeout):
+        with time_limit(timeout):
             for tier in options["tiers"]:
                 start = time.perf_counter()
                 last = check_claim(claim, overrides={**fixed, name: m.text},
@@ -322,7 +297,7 @@ def _check_mutant(claim: Claim, fixed: dict, name: str, m: Mutant, eq: Equivalen
                 results.update(last.tiers)
                 if last.verdict == "refuted" and not every_tier:
                     break
-    except MutantTimeout:
+    except TimedOut:
         if tier not in results:  # else the alarm came after the last tier had finished
             results[tier] = TierResult(
                 "error", seconds=time.perf_counter() - start,
@@ -443,9 +418,10 @@ def cmd_mutate(args) -> int:
         if name not in known:
             raise UsageError(f"--formula {name}: no selected claim has a formula {name!r} "
                              f"(formulas: {', '.join(sorted(known)) or 'none'})")
+    from .runner import validate
+
     for c in claims:  # fail on sizes/sigma before spending minutes on mutants
-        if c.setting is not None and hasattr(c.setting, "validate"):
-            c.setting.validate(options["sizes"], options["sigma"])
+        validate(c, options["sizes"], options["sigma"], options["budget"], options["tiers"])
     if args.mutant_timeout is not None and not args.mutant_timeout > 0:
         raise UsageError(f"--mutant-timeout {args.mutant_timeout:g}: must be a positive number of "
                          f"seconds")

@@ -14,7 +14,7 @@ delimiters); every plain string is escaped on output, LaTeX passes only as ``ver
 from __future__ import annotations
 
 import importlib
-import os
+import io
 import shutil
 import subprocess
 import sys
@@ -24,6 +24,7 @@ from typing import Any, Mapping, Sequence
 
 from .claim import TIERS, Claim
 from .errors import UsageError
+from .outdir import locked, prepare_out, write_atomic
 from .latex import (Latex, breakable, code, display, escape, is_matrix, is_scalar, matrix, number,
                     sympy_latex)
 from .verdict import Verdict
@@ -50,40 +51,30 @@ def register(sub) -> None:
 
 def cmd_report(args) -> int:
     from .cli import EXIT_FAILED, EXIT_OK, run_options, select_claims
-    from .runner import check_claim
+    from .runner import check_claim, validate
 
     claims = select_claims(args)
     options = run_options(args)
+    for claim in claims:  # every claim's sizes before any work
+        validate(claim, options["sizes"], options["sigma"], options["budget"], options["tiers"])
     compiler = find_compiler() if args.pdf else None
     out = prepare_out(args.out)
-    progress = sys.stderr.isatty()
-    verdicts = []
-    for claim in claims:
-        if progress:
-            print(f"checking {claim.id} ...", file=sys.stderr, flush=True)
-        verdicts.append(check_claim(claim, progress=progress, **options))
-    try:
-        tex = write_report(claims, verdicts, out, options)
-    except OSError as exc:
-        raise UsageError(f"--out {args.out}: cannot write the report ({exc.strerror or exc})") \
-            from None
-    print(f"wrote {tex}")
-    if compiler is not None:
-        print(f"wrote {compile_pdf(tex, compiler)}")
+    with locked(out):  # one run per directory: a second one exits 2 instead of losing claims
+        progress = sys.stderr.isatty()
+        verdicts = []
+        for claim in claims:
+            if progress:
+                print(f"checking {claim.id} ...", file=sys.stderr, flush=True)
+            verdicts.append(check_claim(claim, progress=progress, **options))
+        try:
+            tex = write_report(claims, verdicts, out, options)
+        except OSError as exc:
+            raise UsageError(f"--out {args.out}: cannot write the report "
+                             f"({exc.strerror or exc})") from None
+        print(f"wrote {tex}")
+        if compiler is not None:
+            print(f"wrote {compile_pdf(tex, compiler)}")
     return EXIT_OK if all(v.passed for v in verdicts) else EXIT_FAILED
-
-
-def prepare_out(path: str | os.PathLike) -> Path:
-    """The output directory, created and checked writable (UsageError otherwise)."""
-    out = Path(path)
-    try:
-        (out / "figures").mkdir(parents=True, exist_ok=True)
-        probe = out / ".icl-verify-write-test"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as exc:
-        raise UsageError(f"--out {path}: cannot write there ({exc.strerror or exc})") from None
-    return out
 
 
 def find_compiler() -> list[str]:
@@ -136,7 +127,7 @@ def write_report(claims: Sequence[Claim], verdicts: Sequence[Verdict], out: Path
     text = render("report.tex.j2", papers=papers, settings=_settings(options, verdicts),
                   tiers=TIERS)
     tex = out / "report.tex"
-    tex.write_text(text)
+    write_atomic(tex, text)
     return tex
 
 
@@ -567,8 +558,10 @@ def training_figure(verdict: Verdict, out: Path) -> dict | None:
                frameon=False)
     fig.tight_layout(rect=(0, 0.1 + 0.04 * (len(groups) > 2), 1, 1))
     name = f"figures/{verdict.claim.replace('.', '-')}-train.pdf"
-    fig.savefig(out / name, format="pdf", metadata={"CreationDate": None, "Creator": None,
-                                                    "Producer": None})
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="pdf", metadata={"CreationDate": None, "Creator": None,
+                                                "Producer": None})
+    write_atomic(out / name, buffer.getvalue())
     caption = ("Train tier: the loss per optimiser step of every run recorded in the evidence "
                "(log step axis)")
     if ref is not None:

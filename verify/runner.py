@@ -3,29 +3,40 @@ from __future__ import annotations
 
 import time
 import traceback
+import warnings
+from dataclasses import replace
 from typing import Mapping, Sequence
 
 from models.device import DeviceUnavailable, cpu_threads
 
-from .claim import BUDGETS, TIERS, Claim, Context, TierResult
+from .claim import BUDGETS, TIERS, Claim, Context, FormulaReads, TierResult
 from .errors import UsageError
-from .verdict import Verdict, decide, first_counterexample
+from .limits import TimedOut, refuse_work, time_limit
+from .verdict import Verdict, decide, first_counterexample, unread, why_undecided
 
 
-def run_tiers(claim: Claim, ctx: Context, tiers: Sequence[str]) -> dict[str, TierResult]:
-    results: dict[str, TierResult] = {}
+def run_tiers(claim: Claim, ctx: Context, tiers: Sequence[str],
+              results: dict | None = None) -> dict[str, TierResult]:
+    """Each tier on its own view of the formulas, which records what it read (``reads``);
+    the results go into ``results`` as each tier ends (a time limit keeps the finished ones)."""
+    results = {} if results is None else results
     for tier in tiers:
         check = claim.checks.get(tier)
         if check is None:
             results[tier] = TierResult("skipped", reason=f"{claim.id} has no {tier} tier")
             continue
         start = time.perf_counter()
+        reads = FormulaReads(ctx.formulas)
+        tier_ctx = replace(ctx, formulas=reads)
+        caught: list = []
         try:
-            if ctx.budget.name == "paper":  # paper sizes: large batches use every thread
-                result = check(ctx)
-            else:
-                with cpu_threads(ctx.device):
-                    result = check(ctx)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                if ctx.budget.name == "paper":  # paper sizes: large batches use every thread
+                    result = check(tier_ctx)
+                else:
+                    with cpu_threads(ctx.device):
+                        result = check(tier_ctx)
         except (UsageError, DeviceUnavailable):
             raise
         except Exception as exc:  # a crash in a check is reported, never a wrong verdict
@@ -35,8 +46,22 @@ def run_tiers(claim: Claim, ctx: Context, tiers: Sequence[str]) -> dict[str, Tie
                 "where": f"{tb.filename.rsplit('/', 1)[-1]}:{tb.lineno}",
             }, reason=f"the {tier} tier raised {type(exc).__name__}: {_first_line(exc)}")
         result.seconds = time.perf_counter() - start
+        result.reads = tuple(sorted(reads.read))
+        if caught:  # evidence, not noise on stderr: numpy's overflow warnings say where
+            result.evidence = {**result.evidence, "warnings": _warning_lines(caught)}
         results[tier] = result
     return results
+
+
+def _warning_lines(caught: list, limit: int = 10) -> list[str]:
+    """The warnings a tier raised, one line per distinct message with its count."""
+    counts: dict[str, int] = {}
+    for w in caught:
+        line = f"{w.category.__name__}: {str(w.message).strip().splitlines()[0][:160]}" \
+            if str(w.message).strip() else w.category.__name__
+        counts[line] = counts.get(line, 0) + 1
+    out = [f"{line} ({n}x)" if n > 1 else line for line, n in counts.items()]
+    return out[:limit] + ([f"... and {len(out) - limit} more"] if len(out) > limit else [])
 
 
 def _first_line(exc: Exception, limit: int = 160) -> str:
@@ -45,46 +70,99 @@ def _first_line(exc: Exception, limit: int = 160) -> str:
     return text if len(text) <= limit else text[:limit] + " ..."
 
 
+def validate(claim: Claim, sizes: Mapping[str, int], sigma, budget: str,
+             tiers: Sequence[str] = TIERS) -> None:
+    """The sizes and Sigma the claim's setting accepts, within the work the budget can finish
+    (UsageError otherwise, before any work)."""
+    if claim.setting is None:
+        return
+    if hasattr(claim.setting, "validate"):
+        claim.setting.validate(dict(sizes), sigma)
+    kind = getattr(sigma, "kind", None)
+    dimension = len(sigma.values) if kind not in (None, "random", "identity") else None
+    refuse_work(claim.setting, sizes, dimension, budget,
+                tuple(t for t in tiers if t in claim.checks))
+
+
 def check_claim(claim: Claim, tiers: Sequence[str] = TIERS, budget: str = "quick",
                 device: str = "auto", seed: int = 0, overrides: Mapping[str, str] | None = None,
                 sizes: Mapping[str, int] | None = None, sigma=None,
-                progress: bool = False) -> Verdict:
-    """Check one claim: run the tiers on the formulas as printed (or as overridden)."""
+                progress: bool = False, timeout: float | None = None) -> Verdict:
+    """Check one claim: run the tiers on the formulas as printed (or as overridden).
+
+    ``timeout`` (seconds, None: none) stops the claim where it is: the tiers that finished keep
+    their results, the one running is an error "timed out after S s", and the verdict is
+    inconclusive (or refuted, where a tier had already refuted the statement)."""
     if budget not in BUDGETS:
         raise UsageError(f"unknown budget {budget!r} (use {', '.join(BUDGETS)})")
     overrides = dict(overrides or {})
     formulas, texts = claim.parsed_formulas(overrides)
-    if claim.setting is not None and hasattr(claim.setting, "validate"):
-        claim.setting.validate(dict(sizes or {}), sigma)
+    validate(claim, sizes or {}, sigma, budget, tiers)
     ctx = Context(claim.id, formulas, texts, BUDGETS[budget], device, seed, dict(sizes or {}),
                   sigma, progress)
-    results = run_tiers(claim, ctx, tiers)
-    verdict = decide(results)
+    names = sorted(overrides)
+    start = time.perf_counter()
+    results: dict[str, TierResult] = {}
+    fixed_results: dict[str, TierResult] = {}
+    timed_out = False
+    limit = None
+    try:
+        with time_limit(timeout) as limit:
+            run_tiers(claim, ctx, tiers, results)
+            verdict = decide(unread(results, names), names)
+            if verdict == "refuted" and claim.correction is not None and not overrides:
+                fixed, fixed_texts = claim.parsed_formulas(claim.correction.formulas)
+                fixed_ctx = Context(claim.id, fixed, fixed_texts, BUDGETS[budget], device, seed,
+                                    dict(sizes or {}), sigma, progress)
+                run_tiers(claim, fixed_ctx, tiers, fixed_results)
+    except TimedOut as exc:
+        if exc.limit is not limit:  # an outer limit (mutate's per mutant): its caller reports
+            raise
+        timed_out = True
+        running = results if len(results) < len(tiers) else fixed_results
+        _stop(running, claim, tiers, timeout, time.perf_counter() - start)
+    results = unread(results, names)
+    verdict = decide(results, names)
     out = Verdict(claim.id, claim.title, claim.paper, verdict, results, seed, budget, device,
                   counterexample=first_counterexample(results), formulas=texts,
-                  overridden=sorted(overrides))
-    if verdict == "refuted" and claim.correction is not None and not overrides:
-        fixed, fixed_texts = claim.parsed_formulas(claim.correction.formulas)
-        fixed_ctx = Context(claim.id, fixed, fixed_texts, BUDGETS[budget], device, seed,
-                            dict(sizes or {}), sigma, progress)
-        fixed_results = run_tiers(claim, fixed_ctx, tiers)
+                  overridden=names)
+    if fixed_results:
+        fixed_names = sorted(claim.correction.formulas)
+        fixed_results = unread(fixed_results, fixed_names)
         out.correction = f"{claim.correction.description} ({claim.correction.reason})"
         out.correction_tiers = fixed_results
-        if decide(fixed_results) == "verified":
+        if decide(fixed_results, fixed_names) == "verified":
             out.verdict = "corrected"
     out.reason = _reason(out)
+    if timed_out:
+        out.reason = f"timed out after {timeout:g} s: {out.reason}"
     return out
+
+
+def _stop(results: dict, claim: Claim, tiers: Sequence[str], timeout: float,
+          elapsed: float) -> None:
+    """The tier the time limit stopped (the first not in ``results``) as an error, and the
+    tiers after it as skipped."""
+    pending = [t for t in tiers if t not in results]
+    for i, tier in enumerate(pending):
+        if i == 0:
+            results[tier] = TierResult("error", seconds=elapsed, reason=(
+                f"timed out after {timeout:g} s (--timeout); a larger limit or a smaller budget "
+                f"would decide"))
+        else:
+            results[tier] = TierResult("skipped", reason=f"not run: the claim timed out after "
+                                                         f"{timeout:g} s")
 
 
 def _reason(v: Verdict) -> str:
     if v.verdict == "verified":
+        if v.overridden:
+            return (f"every tier that ran agrees with the statement with {', '.join(v.overridden)} "
+                    f"as set, and the tiers that passed read it")
         return "every tier that ran agrees with the statement as printed"
     if v.verdict == "corrected":
         return "the statement as printed fails; the documented correction passes every tier"
     if v.verdict == "refuted":
         ce = v.counterexample or {}
         return ce.get("reason", "a tier found a counterexample")
-    bad = [f"{t}: {r.reason or r.status}" for t, r in v.tiers.items() if r.status == "error"]
-    bad = bad or [f"{t}: {r.reason}" for t, r in v.tiers.items()
-                  if r.status == "skipped" and r.reason]
-    return "; ".join(bad) or "no tier could decide"
+    return why_undecided(v.tiers, v.overridden)

@@ -1,8 +1,8 @@
 """Verdicts: verified | corrected | refuted | inconclusive, decided from the tiers' statuses."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Mapping, Sequence
 
 from .claim import TierResult
 
@@ -10,14 +10,49 @@ VERDICTS = ("verified", "corrected", "refuted", "inconclusive")
 PASSING = ("verified", "corrected")
 
 
-def decide(results: Mapping[str, TierResult]) -> str:
-    """refuted if a tier failed; inconclusive if one errored or none ran; else verified."""
+def decide(results: Mapping[str, TierResult], overridden: Sequence[str] = ()) -> str:
+    """refuted if a tier failed; inconclusive if one errored or none passed, or, where formulas
+    were ``overridden``, if every pass is a search's "no counterexample found"; else verified."""
     statuses = [r.status for r in results.values()]
     if "fail" in statuses:
         return "refuted"
     if "error" in statuses or "pass" not in statuses:
         return "inconclusive"
+    if overridden and all(r.support == "search" for r in results.values() if r.status == "pass"):
+        return "inconclusive"
     return "verified"
+
+
+def unread(results: Mapping[str, TierResult], overridden: Sequence[str]) -> dict[str, TierResult]:
+    """The tiers with every pass that read none of the ``overridden`` formulas made ``skipped``:
+    a tier that never looked at a formula cannot support it (it checked the rest of the claim).
+    A failure stands: it refutes the statement with the override, whatever it read."""
+    if not overridden:
+        return dict(results)
+    out = {}
+    for tier, r in results.items():
+        if r.status == "pass" and r.reads is not None and not set(r.reads) & set(overridden):
+            names = ", ".join(overridden)
+            read = ", ".join(r.reads) or "no named formula"
+            r = replace(r, status="skipped", reason=(
+                f"does not read {names} (it read {read}), so its pass cannot support "
+                f"{'them' if len(overridden) > 1 else 'it'}"))
+        out[tier] = r
+    return out
+
+
+def why_undecided(results: Mapping[str, TierResult], overridden: Sequence[str] = ()) -> str:
+    """Why ``decide`` said inconclusive: the errors, else the skipped tiers' reasons, else the
+    searches that found no counterexample."""
+    bad = [f"{t}: {r.reason or r.status}" for t, r in results.items() if r.status == "error"]
+    bad = bad or [f"{t}: {r.reason}" for t, r in results.items()
+                  if r.status == "skipped" and r.reason]
+    searches = [t for t, r in results.items() if r.status == "pass" and r.support == "search"]
+    if overridden and searches and not any(r.status == "error" for r in results.values()):
+        bad.append(f"{', '.join(searches)}: a search found no counterexample to "
+                   f"{', '.join(overridden)}, but it is neither exhaustive nor certified; the "
+                   f"symbolic tier (where the claim has one) would decide")
+    return "; ".join(bad) or "no tier could decide"
 
 
 def first_counterexample(results: Mapping[str, TierResult]) -> dict | None:

@@ -30,7 +30,7 @@ from moments.spectral import LAMBDA, depends_on_traces_of, power_sum, spectral_v
 from moments.tensor import matrix, scalar, vector, zeros
 from moments.wick import canonical, expectation
 from verify.claim import Claim, Context, TierResult
-from verify.evidence import Finding, combine, step
+from verify.evidence import Finding, combine, settle_le, step
 from verify.formulas import FormulaSymbol, NamedFormula, compile_formula, formula_value
 
 from ..linear_icl import LinearICLSetting, make_instance, prompt_law, symbolic_prompt
@@ -146,15 +146,19 @@ def derived_top_block() -> tuple[sympy.Expr | None, sympy.Expr]:
     return (sympy.simplify(sols[0]) if len(sols) == 1 else None), eq
 
 
+N_SHOWN = 7  # the symbolic tier keeps n symbolic; a counterexample shows its values at n = 7
+
+
 def _exact_instances(ctx: Context) -> list:
-    """Exact rational (U, Lambda) instances for the symbolic tier, d = 2 and 3."""
+    """Exact rational (U, Lambda) instances for the symbolic tier, d = 2 and 3 (n stays
+    symbolic; the instance carries N_SHOWN, the n at which a counterexample prints values)."""
     rng = ctx.rng("symbolic-instances")
     insts = []
     spec = ctx.sigma
     if spec is not None and spec.kind in ("identity", "diag", "rotated"):
-        insts.append(make_instance(1, 3, spec, rng))
+        insts.append(make_instance(N_SHOWN, 3, spec, rng))
     for d in (2, 3):
-        insts.append(make_instance(1, d, None, rng))
+        insts.append(make_instance(N_SHOWN, d, None, rng))
     return insts
 
 
@@ -315,7 +319,7 @@ def _compare_top_block(F, g, eq, insts) -> Finding:
         if not ok:
             i, j = where
             return Finding("derived_optimum", False, evidence, {
-                "instance": inst.as_dict(), "n": 7, "entry": [i, j],
+                "instance": inst.as_dict(), "entry": [i, j],
                 "paper_A_top": str(_at_n(named["Q_xx"][i, j])),
                 "derived_A_top": str(_at_n(derived[i, j])),
                 "difference_in_n": str(sympy.factor(diff[i, j]))},
@@ -439,15 +443,20 @@ def _mc_forward(P, Q, inst, samples: int, seed: int, extra=None):
     return streaming_estimate(draw, samples, chunk=20_000)
 
 
-def _lifted_gradient_float(F, inst, b, A, magnitude: bool = False) -> np.ndarray:
+def _lifted_gradient_float(F, inst, b, A, magnitude: bool | str = False) -> np.ndarray:
     """G_{klj} = 2 E[e C_kl x_qj] from the derived polynomial, in float64 (``magnitude``: G~ at
-    |b|, |A|, |Sigma|, the scale of its rounding error)."""
+    |b|, |A|, |Sigma|, the scale of its rounding error; ``"pattern"``: G~ with every non-zero
+    entry of b, A, Sigma set to 1, zero exactly where a component has no term)."""
     G = _magnitude("lifted_gradient") if magnitude else one_layer().lifted_gradient
     d = inst.d
-    if magnitude:
-        b, A = np.abs(b), np.abs(A)
+    sigma = inst.sigma
+    if magnitude == "pattern":
+        b, A, sigma = (np.asarray(x) != 0 for x in (b, A, sigma))
+        b, A, sigma = b.astype(float), A.astype(float), sigma.astype(float)
+    elif magnitude:
+        b, A, sigma = np.abs(b), np.abs(A), np.abs(sigma)
     env, scal = _letters_from_bA(b, A, d)
-    env["Sigma"] = np.abs(inst.sigma) if magnitude else inst.sigma
+    env["Sigma"] = sigma
     out = np.zeros((d + 1, d + 1, d))
     eye = np.eye(d)
     for k in range(d + 1):
@@ -505,29 +514,32 @@ def thm1_numeric(ctx: Context) -> TierResult:
     sym = lambda T: (T + T.transpose(1, 0, 2)) / 2  # noqa: E731 - C is symmetric: only sym(T)
     G = sym(_lifted_gradient_float(F, inst, b, A))  # is identifiable
     G_mag = sym(_lifted_gradient_float(F, inst, b, A, magnitude=True))
+    # components with no term at all (zero entries of b, A, Sigma): 0 <= 0 is exact there; every
+    # other allowance below float64's resolution means the terms underflowed and decides nothing
+    structural = sym(_lifted_gradient_float(F, inst, b, A, magnitude="pattern")) == 0
     k_grad = rounding_factor(one_layer().lifted_gradient, d)
     bound = k_grad * EPS64 * G_mag
-    if not _finite(G, bound):
-        findings.append(Finding("lifted_gradient_float64", None, {"factor_K": k_grad},
-                                reason=_OVERFLOW))
-    else:
+    ok, why = settle_le(np.abs(G), bound, exact=structural)
+    with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(bound > 0, np.abs(G) / np.where(bound > 0, bound, 1.0),
                          np.where(G == 0, 0.0, np.inf))
-        worst = float(ratio.max())
-        ok = worst <= 1.0
-        idx = np.unravel_index(ratio.argmax(), G.shape)
-        findings.append(Finding(
-            "lifted_gradient_float64", ok,
-            {"max_|G|/(K_eps_G~)": worst, "factor_K": k_grad, "eps": EPS64,
-             "max_|G|": float(np.abs(G).max()),
-             "why_tolerance": "float64 evaluation of a polynomial of T terms, each a product "
-                              "of (d+1)-term inner products, errs by at most K eps G~ with "
-                              "K = T + letters (d+1) + 2 (Higham, Sec. 3.1); a zero gradient "
-                              "gives |G| <= K eps G~ in every component"},
-            None if ok else {"instance": inst.as_dict(), "component": [int(i) for i in idx],
-                             "value": float(G[idx]), "rounding_bound": float(bound[idx]),
-                             "ratio": worst},
-            "" if ok else "the gradient in T = b (x) A is not zero at the paper's point"))
+    finite_ratio = np.where(np.isfinite(ratio), ratio, -np.inf) if _finite(G, bound) else ratio
+    worst = float(np.nanmax(finite_ratio)) if np.size(ratio) else 0.0
+    idx = np.unravel_index(int(np.nanargmax(finite_ratio)), G.shape)
+    findings.append(Finding(
+        "lifted_gradient_float64", ok,
+        {"max_|G|/(K_eps_G~)": worst, "factor_K": k_grad, "eps": EPS64,
+         "max_|G|": float(np.abs(G).max()),
+         "why_tolerance": "float64 evaluation of a polynomial of T terms, each a product "
+                          "of (d+1)-term inner products, errs by at most K eps G~ with "
+                          "K = T + letters (d+1) + 2 (Higham, Sec. 3.1); a zero gradient "
+                          "gives |G| <= K eps G~ in every component"},
+        None if ok is not False else {"instance": inst.as_dict(),
+                                      "component": [int(i) for i in idx],
+                                      "value": float(G[idx]), "rounding_bound": float(bound[idx]),
+                                      "ratio": worst},
+        {None: f"{why} ({_OVERFLOW})", True: "",
+         False: "the gradient in T = b (x) A is not zero at the paper's point"}[ok]))
 
     # (c) the same gradient estimated by Monte Carlo of the real forward pass, z-tested entrywise
     Pp, Qp = _full_weights(b, A, rng)
@@ -704,11 +716,23 @@ def thm1_train(ctx: Context) -> TierResult:
     else:
         best = min((r for r in runs if r["status"] != "diverged"),
                    key=lambda r: r["trained_loss"])
-        at_min = abs(best["relative_loss_gap"]) <= loss_tol
-        if at_min:
-            findings.append(Finding("exact_loss_training", True, evidence,
-                                    reason="" if best["lifted_distance"] <= weight_tol else
-                                    "reached the optimal loss at another global minimiser"))
+        at_min = [r for r in runs if r["status"] != "diverged"
+                  and abs(r["relative_loss_gap"]) <= loss_tol]
+        near = [r for r in at_min if r["lifted_distance"] <= weight_tol]
+        if near:
+            findings.append(Finding("exact_loss_training", True, evidence))
+        elif at_min:
+            # f is a positive definite quadratic in sym(T) (Sigma > 0): its minimiser is unique,
+            # so the loss alone decides nothing where the weights land elsewhere
+            closest = min(at_min, key=lambda r: r["lifted_distance"])
+            eig = np.linalg.eigvalsh(inst.sigma)
+            findings.append(Finding("exact_loss_training", None, evidence, reason=(
+                f"training reached the paper's loss (relative gap "
+                f"{closest['relative_loss_gap']:.1e}) but its weights end "
+                f"{closest['lifted_distance']:.3g} from eq. (8) in sym(b (x) A), where the "
+                f"minimiser is unique: either Sigma's conditioning (eigenvalues {eig.min():.3g} "
+                f"to {eig.max():.3g}) hides the difference from the float64 loss within the "
+                f"budget, or eq. (8) is not the minimiser; the symbolic tier decides")))
         else:
             findings.append(Finding("exact_loss_training", None, evidence,
                                     reason=f"no restart reached the paper's loss (best relative "

@@ -90,8 +90,8 @@ def test_the_symbolic_tier_still_decides_where_float64_overflows():
 def test_diverging_training_is_inconclusive_with_the_step_and_reason(claim_id, finding):
     v = check(claim_id, "diag:1e150,1", tiers=("train",))
     assert v.verdict == "inconclusive"
-    r = v.tiers["train"]
-    assert r.status == "error" and finding in r.reason
+    r = v.tiers["train"]  # no comparison decided: the tier is skipped, with the reason
+    assert r.status == "skipped" and finding in r.reason
     assert "at step" in r.reason and ("became inf" in r.reason or "became nan" in r.reason)
 
 
