@@ -93,8 +93,6 @@ MUTANTS = {
     "lemma4 dropped half": ("yang2024.lemma4", ("symbolic",),
                             {"rhs": "(y - Z.T*lam).T*(y - Z.T*lam)/N + tau/2*lam.T*lam"}),
     "lemma5 m tau -> tau": ("yang2024.lemma5", ("symbolic",), {**L5_FIX, "Zbar_sq": "Z.T*Z + tau*Identity(N)"}),
-    "lemma5 dropped transpose": ("yang2024.lemma5", ("symbolic",),
-                                 {**L5_FIX, "delta_prompt": f"Ahat_k - Inverse{G}*(Z*z_k + m*tau*e_k)"}),
     "lemma5 constant": ("yang2024.lemma5", ("numeric",),
                         {**L5_FIX, "c_query": L5_FIX["c_query"].replace("+ m*tau", "+ 2*m*tau")}),
     "eq34 m tau -> tau": ("yang2024.eq34", ("symbolic",),
@@ -106,7 +104,6 @@ MUTANTS = {
                            "L_excess": Y.EQ36_FORMULAS[0].text.replace("/(2*K)", "/K")}),
     "eq27 ridge of (25)": ("yang2024.eq27", ("symbolic", "numeric"),
                            {"lambda_hat": "Inverse(N*tau*Identity(m) + Z*Z.T)*Z*y"}),
-    "eq26 labels": ("yang2024.eq26", ("symbolic",), {**Y.EQ26_CORRECTION.formulas, "labels": "Transpose(Zhat)*y"}),
     "prop1 N - 1 heads": ("yang2024.prop1", ("symbolic", "numeric"), {"H_min": "N - 1"}),
     "lemma6 gamma squared": ("yang2024.lemma6", ("symbolic", "numeric"), {"gamma": "eta_w/eta_Q"}),
     "lemma7 constant": ("yang2024.lemma7", ("numeric",), {"grad_bound": "2*sqrt(2)*gamma*alpha*fbar_max*sqrt(excess)/100"}),
@@ -162,6 +159,24 @@ def test_mutants_are_refuted(name):
     v = run(claim_id, tiers, **overrides)
     assert v.verdict == "refuted", (name, v.as_dict())
     assert v.counterexample
+
+
+# ill-typed mutants: a text other than the paper's is type-checked on its tree before any tier
+# runs (the paper's own ill-typed formulas are left to the checks, which refute them)
+ILL_TYPED = {
+    "lemma5 dropped transpose": ("yang2024.lemma5", ("symbolic",),
+                                 {**L5_FIX, "delta_prompt": f"Ahat_k - Inverse{G}*(Z*z_k + m*tau*e_k)"}),
+    "eq26 labels": ("yang2024.eq26", ("symbolic",), {**Y.EQ26_CORRECTION.formulas, "labels": "Transpose(Zhat)*y"}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ILL_TYPED))
+def test_ill_typed_mutants_are_refused_before_any_tier(name):
+    from verify.errors import UsageError
+
+    claim_id, tiers, overrides = ILL_TYPED[name]
+    with pytest.raises(UsageError, match="is ill-typed: a"):
+        run(claim_id, tiers, **overrides)
 
 
 @pytest.mark.parametrize("claim_id,fix", [
