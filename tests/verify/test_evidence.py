@@ -68,3 +68,43 @@ def test_a_tier_whose_searches_admitted_no_instance_is_skipped_not_passed():
     # a failure is a failure, whatever else compared nothing
     assert combine([*empty, Finding("search_c", False, reason="x")]).status == "fail"
     assert combine([cross_check]).status == "pass"
+
+
+# ---------------------------------------------------------------- floats that decide nothing
+def test_settle_le_decides_only_finite_resolved_comparisons():
+    import numpy as np
+
+    from verify.evidence import settle_le
+
+    assert settle_le([1.0, 2.0], [1.0, 3.0]) == (True, "")
+    assert settle_le([1.0, 4.0], [1.0, 3.0])[0] is False
+    ok, why = settle_le([0.0, 1.0], [float("nan"), 2.0])
+    assert ok is None and "not finite" in why
+    # an allowance in float64's subnormal range: the terms underflowed, 0 <= 1e-320 says nothing
+    ok, why = settle_le([0.0, 0.5], [1e-320, 1.0])
+    assert ok is None and "resolution" in why
+    # ... unless the structure makes the allowance exactly 0 (a component with no term)
+    assert settle_le([0.0, 0.5], [0.0, 1.0], exact=np.array([True, False])) == (True, "")
+    # a decided failure is a failure even beside undecided entries
+    assert settle_le([2.0, 0.0], [1.0, 1e-320])[0] is False
+
+
+def test_a_nan_in_a_counterexample_or_margin_makes_the_finding_undecided():
+    f = Finding("cmp", False, counterexample={"lhs": float("nan"), "rhs": 1.0})
+    assert f.ok is None and f.counterexample is None and "lhs is NaN" in f.reason
+    g = Finding("cmp", True, margin=Margin(float("nan"), "q / b"))
+    assert g.ok is None and "NaN" in g.reason
+    assert Finding("cmp", False, counterexample={"lhs": 2.0, "rhs": 1.0}).ok is False
+
+
+def test_a_tier_whose_comparisons_are_all_undecided_is_skipped_and_a_mix_is_an_error():
+    undecided = Finding("a", None, reason="float64 overflowed")
+    skipped = combine([undecided])
+    assert skipped.status == "skipped" and "no comparison decided" in skipped.reason
+    assert combine([undecided, Finding("b", True)]).status == "error"
+
+
+def test_a_pass_of_searches_only_is_marked_as_such():
+    assert combine([Finding("adam", True, search=True)]).support == "search"
+    assert combine([Finding("adam", True, search=True), Finding("exact", True)]).support == \
+        "checked"

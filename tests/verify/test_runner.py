@@ -35,3 +35,78 @@ def test_paper_budget_keeps_every_thread():
         assert seen == [2]
     finally:
         torch.set_num_threads(before)
+
+
+# ----------------------------------------------------------- what a tier reads decides support
+def _demo_claim(checks):
+    from verify.claim import Claim
+    from verify.formulas import FormulaSymbol, NamedFormula
+
+    x = FormulaSymbol("x", positive=True)
+    return Claim("demo2026.lemma1", "b = 2x", "demo2026", "b = 2x", (),
+                 (NamedFormula("b", "2*x", (x,)), NamedFormula("c", "x", (x,))), checks)
+
+
+def test_a_tier_that_does_not_read_a_set_formula_cannot_support_it():
+    from verify.claim import TierResult
+    from verify.runner import check_claim
+
+    def reads_b(ctx):
+        ctx.formulas["b"]
+        return TierResult("pass")
+
+    def reads_c(ctx):
+        ctx.formulas.get("c")
+        return TierResult("pass")
+
+    claim = _demo_claim({"symbolic": reads_b, "numeric": reads_c})
+    v = check_claim(claim, tiers=("symbolic", "numeric"), overrides={"b": "3*x"})
+    assert v.tiers["symbolic"].status == "pass" and v.tiers["symbolic"].reads == ("b",)
+    assert v.tiers["numeric"].status == "skipped" and "does not read b" in v.tiers["numeric"].reason
+    assert v.verdict == "verified"
+    only = check_claim(claim, tiers=("numeric",), overrides={"b": "3*x"})
+    assert only.verdict == "inconclusive" and "does not read b" in only.reason
+    # as printed, the claim's own statement: a tier that reads no formula still counts
+    assert check_claim(claim, tiers=("numeric",)).verdict == "verified"
+    assert v.as_dict()["tiers"]["numeric"]["reads"] == ["c"]
+
+
+def test_a_search_alone_cannot_verify_a_set_formula_but_its_failure_refutes():
+    from verify.claim import TierResult
+    from verify.evidence import Finding, combine
+    from verify.runner import check_claim
+
+    def search(ctx):
+        bad = ctx.formulas["b"] == 0
+        return combine([Finding("adam", not bad, counterexample={"b": 0} if bad else None,
+                                search=True)])
+
+    claim = _demo_claim({"numeric": search})
+    v = check_claim(claim, tiers=("numeric",), overrides={"b": "3*x"})
+    assert v.verdict == "inconclusive" and "neither exhaustive nor certified" in v.reason
+    assert v.tiers["numeric"].support == "search"
+    assert check_claim(claim, tiers=("numeric",), overrides={"b": "0"}).verdict == "refuted"
+
+
+def test_a_timeout_stops_the_claim_and_keeps_the_finished_tiers():
+    import time
+
+    from verify.claim import TierResult
+    from verify.runner import check_claim
+
+    def quick(ctx):
+        ctx.formulas["b"]
+        return TierResult("pass")
+
+    def slow(ctx):
+        time.sleep(30)
+        return TierResult("pass")
+
+    claim = _demo_claim({"symbolic": quick, "numeric": slow, "train": quick})
+    start = time.perf_counter()
+    v = check_claim(claim, timeout=0.3)
+    assert time.perf_counter() - start < 10
+    assert v.verdict == "inconclusive" and v.reason.startswith("timed out after 0.3 s")
+    assert v.tiers["symbolic"].status == "pass"
+    assert v.tiers["numeric"].status == "error" and "timed out" in v.tiers["numeric"].reason
+    assert v.tiers["train"].status == "skipped"
