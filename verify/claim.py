@@ -50,6 +50,8 @@ class TierResult:
     # "search": every comparison that passed was a search that found no counterexample without
     # being exhaustive or certified (an optimiser's best ratio), not a check of the statement
     support: str = "checked"
+    # the proof findings the tier made (step, finding, ok, what): they never decide its status
+    proof: list = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -63,6 +65,8 @@ class TierResult:
             out["reads"] = list(self.reads)
         if self.support != "checked":
             out["support"] = self.support
+        if self.proof:
+            out["proof"] = list(self.proof)
         if self.reason:
             out["reason"] = self.reason
         if self.counterexample is not None:

@@ -95,6 +95,9 @@ class Finding:
     # a search that is neither exhaustive nor certified (an optimiser's best ratio): its pass
     # says "no counterexample found", not that the statement holds
     search: bool = False
+    # the step of the paper's proof this finding checks ("(59)"), or "": a proof finding says
+    # whether the proof establishes the statement, never whether the statement is true
+    proof_step: str = ""
 
     def __post_init__(self) -> None:
         if self.ok is False and self.tested is False:  # a counterexample is a comparison
@@ -190,17 +193,27 @@ def combine(findings: Iterable[Finding], extra: dict | None = None,
     instance at all (a vacuous pass is no evidence); error if some were undecided; pass
     otherwise.  A pass all of whose findings are non-exhaustive searches has support
     "search"."""
-    findings = list(findings)
+    everything = list(findings)
+    findings = [f for f in everything if not f.proof_step]
+    proofs = [f for f in everything if f.proof_step]
     result = _combine(findings, extra)
     result.steps = list(steps or [])
+    if proofs:  # beside the statement's findings: their evidence, and the proof part
+        result.evidence.update(_entries(proofs))
+        result.proof = [{"step": f.proof_step, "finding": f.name, "ok": f.ok,
+                         "what": f.reason or ("the step holds" if f.ok else "undecided")}
+                        for f in proofs]
+        if not findings:
+            result.reason = f"checks the proof only ({', '.join(f.proof_step for f in proofs)})"
     passed = [f for f in findings if f.ok is True]
     if result.status == "pass" and passed and all(f.search for f in passed):
         result.support = "search"
     return result
 
 
-def _combine(findings: list, extra: dict | None) -> TierResult:
-    evidence = jsonable(dict(extra or {}))  # NaN/inf would print as invalid JSON
+def _entries(findings: list) -> dict:
+    """The findings as evidence entries (JSON-safe), by name."""
+    out = {}
     for f in findings:
         entry = {"ok": f.ok, **jsonable(f.evidence)}
         if f.reason:
@@ -209,7 +222,15 @@ def _combine(findings: list, extra: dict | None) -> TierResult:
             entry["margin"] = f.margin.as_dict()
         if f.tested is False:
             entry["tested"] = False
-        evidence[f.name] = entry
+        if f.proof_step:
+            entry["proof_step"] = f.proof_step
+        out[f.name] = entry
+    return out
+
+
+def _combine(findings: list, extra: dict | None) -> TierResult:
+    evidence = jsonable(dict(extra or {}))  # NaN/inf would print as invalid JSON
+    evidence.update(_entries(findings))
     failed = [f for f in findings if f.ok is False]
     undecided = [f for f in findings if f.ok is None]
     if failed:

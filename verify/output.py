@@ -52,15 +52,20 @@ def check_table(verdicts: list[Verdict]) -> str:
         rows.append(cells)
     out = [_table(rows)]
     for v in verdicts:
+        gap = [f for f in v.proof.get("findings", []) if f["ok"] is False]
         if v.verdict == "verified":
             closest = closest_over_tiers(v.tiers)
             if closest:
                 out.append(f"\n{v.claim}: {describe_approach(closest)}")
+            if gap:
+                out.append(f"\n{v.claim}: {_proof_line(gap)}")
             continue
         out.append(f"\n{v.claim}: {v.verdict}: {v.reason}")
         if v.counterexample:
             ce = {k: val for k, val in v.counterexample.items() if k not in ("reason",)}
             out.append("  counterexample: " + _short(ce))
+        if gap:
+            out.append(f"  {_proof_line(gap)}")
         if v.correction:
             out.append(f"  correction: {v.correction}")
             closest = closest_over_tiers(v.correction_tiers or {})
@@ -68,6 +73,12 @@ def check_table(verdicts: list[Verdict]) -> str:
                 out.append(f"  the correction's {describe_approach(closest)}")
     out.append("\n(--json prints every tier's evidence)")
     return "\n".join(out)
+
+
+def _proof_line(gap: list[dict]) -> str:
+    """The proof's status where it has a gap: the failing steps, and why."""
+    steps = "; ".join(f"{f['step']}: {f['what']}" for f in gap)
+    return f"proof: gap at {steps} (the statement's verdict stands on its own)"
 
 
 def _short(value, limit: int = 400) -> str:

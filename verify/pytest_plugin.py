@@ -10,7 +10,8 @@ pytest's rootdir), one line per claim::
     "ahn2023.thm1" = "verified"
 
 (``[ahn2023]`` tables with ``thm1 = "verified"`` and ``{verdict = "...", note = "..."}`` values
-are read too).  An item fails when the computed verdict differs from the expected one, or when
+are read too; ``{verdict = "verified", proof = "gap"}`` also expects the proof's status:
+supported, gap or not checked).  An item fails when the computed verdict differs from the expected one, or when
 the file has no entry for the claim; the failure shows the verdict's reason, counterexample, each
 tier's status and the command that reproduces it.  Items are named ``FILE::CLAIM_ID``, so ``-k``
 selects claims.  The expected verdicts are those of the tiers you run (``--icl-tier``); a claim
@@ -29,6 +30,7 @@ import pytest
 
 DEFAULT_EXPECTED = "expected_verdicts.toml"
 VERDICT_NAMES = ("verified", "corrected", "refuted", "inconclusive")
+PROOF_NAMES = ("supported", "gap", "not checked")
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,7 @@ class Settings:
     device: str
     expected_path: Path
     expected: dict  # claim id -> verdict; empty when the file does not exist
+    proofs: dict = None  # claim id -> the proof's expected status, where the file gives one
 
 
 _SETTINGS = pytest.StashKey[Settings]()
@@ -101,13 +104,16 @@ def _settings(config) -> Settings:
         if given and not path.is_file():
             raise UsageError(f"--icl-expected {given}: no such file")
         expected = read_expected(path) if path.is_file() else {}
+        proofs = read_expected(path, "proof") if path.is_file() else {}
     except (UsageError, DeviceUnavailable) as exc:
         raise pytest.UsageError(f"icl-verify: {exc}") from None
-    return Settings(papers, budget, tiers, int(seed_text), device, path.resolve(), expected)
+    return Settings(papers, budget, tiers, int(seed_text), device, path.resolve(), expected,
+                    proofs)
 
 
-def read_expected(path: Path) -> dict[str, str]:
-    """claim id -> expected verdict, from the user's TOML file (validated against the registry)."""
+def read_expected(path: Path, part: str = "verdict") -> dict[str, str]:
+    """claim id -> expected verdict (``part="proof"``: the proof's expected status, for the
+    claims that give one), from the user's TOML file (validated against the registry)."""
     import tomllib
 
     from verify import registry
@@ -129,7 +135,14 @@ def read_expected(path: Path) -> dict[str, str]:
             if verdict not in VERDICT_NAMES:
                 raise UsageError(f"{path}: {cid} = {verdict!r} is not a verdict "
                                  f"({', '.join(VERDICT_NAMES)})")
-            out[cid] = verdict
+            proof = value.get("proof") if isinstance(value, dict) else None
+            if proof is not None and proof not in PROOF_NAMES:
+                raise UsageError(f"{path}: {cid}'s proof = {proof!r} is not a proof status "
+                                 f"({', '.join(PROOF_NAMES)})")
+            if part == "verdict":
+                out[cid] = verdict
+            elif proof is not None:
+                out[cid] = proof
 
     walk(data, "")
     known = {c.id for c in registry.all_claims()}
@@ -172,10 +185,13 @@ class ExpectedVerdicts(pytest.File):
 class VerdictChanged(Exception):
     """The computed verdict differs from the expected one (or none is expected)."""
 
-    def __init__(self, verdict, expected: str | None):
-        super().__init__(f"{verdict.claim}: expected {expected}, computed {verdict.verdict}")
+    def __init__(self, verdict, expected: str | None, proof: str | None = None):
+        what = (f"proof {proof}, computed proof {verdict.proof['status']}" if proof else
+                f"{expected}, computed {verdict.verdict}")
+        super().__init__(f"{verdict.claim}: expected {what}")
         self.verdict = verdict
         self.expected = expected
+        self.proof = proof
 
 
 class ClaimItem(pytest.Item):
@@ -199,8 +215,12 @@ class ClaimItem(pytest.Item):
         v = check_claim(self.claim, tiers=s.tiers, budget=s.budget, device=s.device, seed=s.seed)
         self.config.stash[_COMPUTED][self.claim.id] = v.verdict
         self.user_properties.append(("verdict", v.verdict))
+        self.user_properties.append(("proof", v.proof["status"]))
         if v.verdict != self.expected:
             raise VerdictChanged(v, self.expected)
+        proof = (s.proofs or {}).get(self.claim.id)
+        if proof is not None and v.proof["status"] != proof:
+            raise VerdictChanged(v, self.expected, proof)
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, VerdictChanged):
@@ -217,9 +237,15 @@ def describe_change(exc: VerdictChanged, s: Settings) -> str:
     if exc.expected is None:
         head = (f"{v.claim}: computed {v.verdict}, but {s.expected_path.name} has no expected "
                 f"verdict for it; add the line\n    \"{v.claim}\" = \"{v.verdict}\"")
+    elif exc.proof is not None:
+        head = (f"{v.claim}: verdict {v.verdict} as expected, but its proof is "
+                f"{v.proof['status']}, not {exc.proof}")
     else:
         head = f"{v.claim}: expected {exc.expected}, computed {v.verdict}"
     lines = [head, f"reason: {v.reason}"]
+    gap = [f for f in v.proof.get("findings", []) if f["ok"] is False]
+    if gap:
+        lines.append("proof gap: " + "; ".join(f"{f['step']}: {f['what']}" for f in gap))
     if v.counterexample:
         lines.append("counterexample: " + _json(v.counterexample))
     if v.correction:

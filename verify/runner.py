@@ -12,7 +12,7 @@ from models.device import DeviceUnavailable, cpu_threads
 from .claim import BUDGETS, TIERS, Claim, Context, FormulaReads, TierResult
 from .errors import UsageError
 from .limits import TimedOut, refuse_work, time_limit
-from .verdict import Verdict, decide, first_counterexample, unread, why_undecided
+from .verdict import Verdict, decide, first_counterexample, proof_of, unread, why_undecided
 
 
 def run_tiers(claim: Claim, ctx: Context, tiers: Sequence[str],
@@ -125,7 +125,7 @@ def check_claim(claim: Claim, tiers: Sequence[str] = TIERS, budget: str = "quick
     verdict = decide(results, names)
     out = Verdict(claim.id, claim.title, claim.paper, verdict, results, seed, budget, device,
                   counterexample=first_counterexample(results), formulas=texts,
-                  overridden=names)
+                  overridden=names, proof=proof_of(results))
     if fixed_results:
         fixed_names = sorted(claim.correction.formulas)
         fixed_results = unread(fixed_results, fixed_names)

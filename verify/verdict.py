@@ -8,6 +8,22 @@ from .claim import TierResult
 
 VERDICTS = ("verified", "corrected", "refuted", "inconclusive")
 PASSING = ("verified", "corrected")
+PROOF_STATUSES = ("supported", "gap", "not checked")
+
+
+def proof_of(results: Mapping[str, TierResult]) -> dict:
+    """The proof part of a verdict, from the tiers' proof findings: ``gap`` if a step failed,
+    ``supported`` if steps were checked and all held, ``not checked`` otherwise.  It speaks of
+    the paper's argument only: a gap does not make a true statement false."""
+    findings = [{**p, "tier": t} for t, r in results.items() for p in r.proof]
+    decided = [f for f in findings if f["ok"] is not None]
+    if any(f["ok"] is False for f in decided):
+        status = "gap"
+    elif decided:
+        status = "supported"
+    else:
+        status = "not checked"
+    return {"status": status, "findings": findings}
 
 
 def decide(results: Mapping[str, TierResult], overridden: Sequence[str] = ()) -> str:
@@ -83,6 +99,7 @@ class Verdict:
     formulas: dict[str, str] = field(default_factory=dict)
     overridden: list[str] = field(default_factory=list)
     reason: str = ""
+    proof: dict = field(default_factory=lambda: {"status": "not checked", "findings": []})
 
     def as_dict(self) -> dict:
         return {
@@ -91,6 +108,7 @@ class Verdict:
             "paper": self.paper,
             "verdict": self.verdict,
             "reason": self.reason,
+            "proof": self.proof,
             "tiers": {name: r.as_dict() for name, r in self.tiers.items()},
             "counterexample": self.counterexample,
             "correction": self.correction,

@@ -108,3 +108,21 @@ def test_a_pass_of_searches_only_is_marked_as_such():
     assert combine([Finding("adam", True, search=True)]).support == "search"
     assert combine([Finding("adam", True, search=True), Finding("exact", True)]).support == \
         "checked"
+
+
+def test_proof_findings_never_decide_the_statement_and_form_the_proof_part():
+    from verify.verdict import proof_of
+
+    result = combine([Finding("bound_holds", True),
+                      Finding("chain_59", False, {"ratio": 0.5}, reason="(59) drops a square",
+                              proof_step="(59)")])
+    assert result.status == "pass"
+    assert result.proof == [{"step": "(59)", "finding": "chain_59", "ok": False,
+                             "what": "(59) drops a square"}]
+    assert result.evidence["chain_59"]["proof_step"] == "(59)"
+    proof = proof_of({"symbolic": result})
+    assert proof["status"] == "gap" and proof["findings"][0]["tier"] == "symbolic"
+    only = combine([Finding("chain", True, proof_step="(5)-(9)")])
+    assert only.status == "skipped" and "checks the proof only" in only.reason
+    assert proof_of({"symbolic": only})["status"] == "supported"
+    assert proof_of({"numeric": combine([Finding("x", True)])})["status"] == "not checked"
