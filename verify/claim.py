@@ -14,7 +14,7 @@ from .formulas import NamedFormula
 
 TIERS = ("symbolic", "numeric", "train")
 STATUSES = ("pass", "fail", "skipped", "error")
-SUPPORTS = ("checked", "search")
+SUPPORTS = ("checked", "search", "stand-in")
 ID_PATTERN = re.compile(r"^[a-z]+[0-9]{4}\.(thm|lemma|prop|cor|eq|fig)[a-z0-9_]+$")
 
 
@@ -48,7 +48,8 @@ class TierResult:
     # the named formulas the tier read (the runner records them; None: not run by the runner)
     reads: tuple[str, ...] | None = None
     # "search": every comparison that passed was a search that found no counterexample without
-    # being exhaustive or certified (an optimiser's best ratio), not a check of the statement
+    # being exhaustive or certified (an optimiser's best ratio), not a check of the statement;
+    # "stand-in": every comparison that passed was made at a smaller model than the paper's
     support: str = "checked"
     # the proof findings the tier made (step, finding, ok, what): they never decide its status
     proof: list = field(default_factory=list)

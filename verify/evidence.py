@@ -98,10 +98,18 @@ class Finding:
     # the step of the paper's proof this finding checks ("(59)"), or "": a proof finding says
     # whether the proof establishes the statement, never whether the statement is true
     proof_step: str = ""
+    # how the model this finding checked is smaller than the paper's ("two layers for the
+    # paper's three"), or "": such a check neither verifies nor refutes the paper's claim
+    # about its model (its failure is undecided, its pass is support "stand-in")
+    stand_in: str = ""
 
     def __post_init__(self) -> None:
         if self.ok is False and self.tested is False:  # a counterexample is a comparison
             self.tested = True
+        if self.ok is False and self.stand_in:
+            self.ok, self.counterexample = None, None
+            self.reason = (f"undecided for the paper's model: {self.reason or 'it failed'} at a "
+                           f"smaller model ({self.stand_in})")
         if self.ok is not None:  # one rule for every claim: NaN decides nothing
             where = _nan_in(self.counterexample if self.ok is False else None, self.margin)
             if where:
@@ -206,7 +214,11 @@ def combine(findings: Iterable[Finding], extra: dict | None = None,
         if not findings:
             result.reason = f"checks the proof only ({', '.join(f.proof_step for f in proofs)})"
     passed = [f for f in findings if f.ok is True]
-    if result.status == "pass" and passed and all(f.search for f in passed):
+    if result.status == "pass" and passed and all(f.stand_in for f in passed):
+        result.support = "stand-in"
+        result.reason = "checked a smaller model than the paper's: " + "; ".join(
+            dict.fromkeys(f.stand_in for f in passed))
+    elif result.status == "pass" and passed and all(f.search for f in passed):
         result.support = "search"
     return result
 

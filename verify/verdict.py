@@ -34,7 +34,10 @@ def decide(results: Mapping[str, TierResult], overridden: Sequence[str] = ()) ->
         return "refuted"
     if "error" in statuses or "pass" not in statuses:
         return "inconclusive"
-    if overridden and all(r.support == "search" for r in results.values() if r.status == "pass"):
+    passes = [r for r in results.values() if r.status == "pass"]
+    if all(r.support == "stand-in" for r in passes):  # a smaller model says nothing of the paper's
+        return "inconclusive"
+    if overridden and all(r.support in ("search", "stand-in") for r in passes):
         return "inconclusive"
     return "verified"
 
@@ -61,8 +64,12 @@ def why_undecided(results: Mapping[str, TierResult], overridden: Sequence[str] =
     """Why ``decide`` said inconclusive: the errors, else the skipped tiers' reasons, else the
     searches that found no counterexample."""
     bad = [f"{t}: {r.reason or r.status}" for t, r in results.items() if r.status == "error"]
-    bad = bad or [f"{t}: {r.reason}" for t, r in results.items()
-                  if r.status == "skipped" and r.reason]
+    stand_in = [f"{t}: {r.reason}" for t, r in results.items()
+                if r.status == "pass" and r.support == "stand-in"]
+    skipped = [f"{t}: {r.reason}" for t, r in results.items() if r.status == "skipped"
+               and r.reason and not r.reason.endswith(f"has no {t} tier")]
+    bad = bad or (stand_in + skipped) or [f"{t}: {r.reason}" for t, r in results.items()
+                                          if r.status == "skipped" and r.reason]
     searches = [t for t, r in results.items() if r.status == "pass" and r.support == "search"]
     if overridden and searches and not any(r.status == "error" for r in results.values()):
         bad.append(f"{', '.join(searches)}: a search found no counterexample to "
