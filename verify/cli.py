@@ -79,6 +79,28 @@ def add_run_options(p) -> None:
     p.add_argument("--timeout", type=_timeout, default=None, metavar="SECONDS",
                    help="stop a claim still running after this many seconds: it is reported "
                         "inconclusive (timed out), never a verdict it did not reach")
+    p.add_argument("--jobs", type=_jobs, default=1, metavar="N",
+                   help="run the claims (for mutate: the mutants) on N processes (default 1); "
+                        "the results are those of --jobs 1, in the same order")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="run them on the Dask cluster whose scheduler is at ADDRESS "
+                        "(tcp://host:port; needs pip install -e '.[dask]')")
+
+
+def _jobs(text: str) -> int:
+    from .parallel import jobs_option
+
+    return jobs_option(text)
+
+
+def executor_from(args, label: str):
+    """Where the tasks of a command run: --jobs processes, or the --scheduler's cluster."""
+    from .parallel import Executor
+
+    if args.scheduler is not None and not args.scheduler.strip():
+        raise UsageError("--scheduler '': give the scheduler's address, e.g. tcp://127.0.0.1:8786")
+    show = not getattr(args, "json", False) and sys.stderr.isatty()
+    return Executor(args.jobs, args.scheduler, show, label)
 
 
 def _timeout(text: str) -> float:
@@ -172,7 +194,8 @@ def cmd_show(args) -> int:
 
 def cmd_check(args) -> int:
     from .output import check_table
-    from .runner import check_claim, validate
+    from .parallel import check_all
+    from .runner import validate
 
     claims = select_claims(args)
     options = run_options(args)
@@ -187,13 +210,13 @@ def cmd_check(args) -> int:
                 c.formula(name).parse(text, strict=True)
     for claim in claims:  # every claim's sizes before any work
         validate(claim, options["sizes"], options["sigma"], options["budget"], options["tiers"])
-    verdicts = []
-    progress = not args.json and sys.stderr.isatty()
-    for claim in claims:
-        mine = {k: v for k, v in overrides.items() if k in {f.name for f in claim.formulas}}
-        if progress:
-            print(f"checking {claim.id} ...", file=sys.stderr, flush=True)
-        verdicts.append(check_claim(claim, overrides=mine, progress=progress, **options))
+    executor = executor_from(args, "claims")
+    mine = {c.id: {k: v for k, v in overrides.items() if k in {f.name for f in c.formulas}}
+            for c in claims}
+    # training progress bars only where one process runs the claims in order
+    local = executor.jobs == 1 and executor.scheduler is None
+    verdicts = check_all(claims, {**options, "progress": executor.progress and local}, mine,
+                         executor)
     if args.json:
         print(json.dumps([v.as_dict() for v in verdicts], indent=2))
     else:

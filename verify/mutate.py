@@ -42,7 +42,6 @@ tiers already kill, at a hundred times the cost.  ``--tier`` and ``--budget`` ov
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -50,6 +49,7 @@ from .claim import Claim
 from .evidence import closest_over_tiers, describe_approach, cut as _cut
 from .errors import UsageError
 from .limits import TimedOut, time_limit
+from .parallel import Executor
 from .mutants import (Equivalence, Invalid, Mutant, claim_domain, equivalence, generate,
                       judged_by_exact)
 
@@ -209,58 +209,127 @@ def totals(reports: list[ClaimReport]) -> dict:
 def mutate_claim(claim: Claim, options: dict, formulas: list[str] | None = None,
                  progress: bool = False, every_tier: bool = False,
                  mutant_timeout: float | None = None,
-                 on_outcome: Callable[[Outcome], None] | None = None) -> ClaimReport:
+                 on_outcome: Callable[[Outcome], None] | None = None,
+                 executor: Executor | None = None) -> ClaimReport:
     """Check the claim as printed (the baseline), then every mutant of every named formula.
 
     Mutants only say something about the checks of a formula that passes them: a claim that is
     refuted or inconclusive as printed is skipped; for a corrected claim the corrected formulas
     are the base that is mutated (the other formulas as printed)."""
-    from .runner import check_claim
+    report = None if on_outcome is None else (lambda _claim, outcome: on_outcome(outcome))
+    return mutate_claims([claim], options, formulas, progress, every_tier, mutant_timeout,
+                         report, executor)[0]
 
-    def skipped(verdict: str, reason: str, why: str) -> ClaimReport:
-        return ClaimReport(claim.id, verdict, reason, [], skipped=why)
 
-    if not claim.formulas:
-        return skipped("-", "", "it has no named formulas to mutate")
-    if not set(options["tiers"]) & set(claim.tiers):
-        return skipped("-", "", f"it has no {' or '.join(options['tiers'])} tier")
-    base = check_claim(claim, **options)
-    fixed: dict[str, str] = {}
-    if base.verdict == "corrected":
-        fixed = dict(claim.correction.formulas)
-    elif base.verdict != "verified":
-        return skipped(base.verdict, base.reason, f"it is {base.verdict} as printed, so its "
-                       f"mutants say nothing about its checks")
-    reports = []
-    domain = claim_domain(claim.formulas, fixed, claim.exact, claim.ranges)
+@dataclass(frozen=True)
+class MutantTask:
+    """One mutant to check: the claim (itself, or its registry id on another process), the
+    corrected formulas that are its base, the mutant, and how to check it."""
+
+    claim: Claim | str
+    fixed: dict
+    formula: str
+    mutant: Mutant
+    options: dict
+    every_tier: bool
+    timeout: float | None
+    base_compares: bool
+
+
+def run_mutant(task: MutantTask) -> Outcome:
+    """Judge a mutant's equivalence, check it, and judge a survivor by the claim's exact values
+    (on whichever process runs it: everything it needs is in the task or the registry)."""
+    from .registry import find
+
+    claim = find(task.claim) if isinstance(task.claim, str) else task.claim
+    f, m, fixed = claim.formula(task.formula), task.mutant, task.fixed
+    domain = _domain(claim, tuple(sorted(fixed.items())))
     # equivalence and implication are judged over every positive value unless the claim
     # restricts them; exact values are compared on the domain either way
     eq_domain = domain if domain is not None and domain.restricts else None
-    options = {**options, "tiers": tier_order(options["tiers"], base.tiers)}
-    base_compares = closest_over_tiers(base.correction_tiers if fixed else base.tiers) is not None
-    for f in claim.formulas:
-        if formulas and f.name not in formulas:
+    seed = task.options.get("seed", 0)
+    eq = equivalence(f, m.text, seed=seed, base=fixed.get(f.name), domain=eq_domain)
+    outcome = _check_mutant(claim, fixed, f.name, m, eq, task.options, task.every_tier,
+                            task.timeout)
+    if outcome.status == "survived":
+        outcome.equivalence = judged_by_exact(eq, f, m.text, seed, domain)
+        outcome.untested = task.base_compares and outcome.closest is None
+    return outcome
+
+
+_DOMAINS: dict = {}  # per process: (claim id, its identity, fixed) -> (claim, domain)
+
+
+def _domain(claim: Claim, fixed: tuple):
+    """The claim's domain with ``fixed`` formulas, computed once per process (the claim is kept
+    with it, so that its identity is not reused)."""
+    key = (claim.id, id(claim), fixed)
+    if key not in _DOMAINS:
+        _DOMAINS[key] = (claim, claim_domain(claim.formulas, dict(fixed), claim.exact,
+                                             claim.ranges))
+    return _DOMAINS[key][1]
+
+
+def lost_mutant(task: MutantTask, why: str) -> Outcome:
+    """A mutant whose worker died twice: not refuted, and not judged."""
+    return Outcome(task.mutant, "inconclusive", [],
+                   Equivalence("none", "not judged: its worker was lost"), why)
+
+
+def mutate_claims(claims: list[Claim], options: dict, formulas: list[str] | None = None,
+                  progress: bool = False, every_tier: bool = False,
+                  mutant_timeout: float | None = None,
+                  on_outcome: Callable[[str, Outcome], None] | None = None,
+                  executor: Executor | None = None) -> list[ClaimReport]:
+    """``mutate_claim`` for each claim: the baselines one after the other, then every mutant of
+    every claim as one batch of independent tasks on ``executor`` (default: here, in order);
+    ``on_outcome(claim_id, outcome)`` as each mutant is decided."""
+    from .runner import check_claim
+
+    executor = executor or Executor(progress=progress, label="mutants")
+    remote = executor.jobs > 1 or executor.scheduler is not None
+    plans, tasks = [], []
+    for claim in claims:
+        if not claim.formulas:
+            plans.append(ClaimReport(claim.id, "-", "", [],
+                                     skipped="it has no named formulas to mutate"))
             continue
-        mutants, invalid = generate(f, fixed.get(f.name))
-        report = FormulaReport(claim.id, f.name, invalid=invalid)
-        for i, m in enumerate(mutants, 1):
-            if progress:
-                print(f"  {claim.id} {f.name} {i}/{len(mutants)}: {m.text}", file=sys.stderr,
-                      flush=True)
-            eq = equivalence(f, m.text, seed=options.get("seed", 0), base=fixed.get(f.name),
-                             domain=eq_domain)
-            outcome = _check_mutant(claim, fixed, f.name, m, eq, options, every_tier,
-                                    mutant_timeout)
-            if outcome.status == "survived":
-                outcome.equivalence = judged_by_exact(eq, f, m.text, options.get("seed", 0),
-                                                      domain)
-                outcome.untested = base_compares and outcome.closest is None
-            report.outcomes.append(outcome)
-            if on_outcome is not None:
-                on_outcome(outcome)
-        reports.append(report)
-    return ClaimReport(claim.id, base.verdict, base.reason, reports,
-                       mutated="corrected" if fixed else "as printed")
+        if not set(options["tiers"]) & set(claim.tiers):
+            plans.append(ClaimReport(claim.id, "-", "", [], skipped=f"it has no "
+                                     f"{' or '.join(options['tiers'])} tier"))
+            continue
+        base = check_claim(claim, **options)
+        fixed: dict[str, str] = {}
+        if base.verdict == "corrected":
+            fixed = dict(claim.correction.formulas)
+        elif base.verdict != "verified":
+            plans.append(ClaimReport(claim.id, base.verdict, base.reason, [], skipped=(
+                f"it is {base.verdict} as printed, so its mutants say nothing about its "
+                f"checks")))
+            continue
+        mine = {**options, "tiers": tier_order(options["tiers"], base.tiers)}
+        base_compares = closest_over_tiers(base.correction_tiers if fixed else base.tiers) \
+            is not None
+        reports = []
+        for f in claim.formulas:
+            if formulas and f.name not in formulas:
+                continue
+            mutants, invalid = generate(f, fixed.get(f.name))
+            reports.append(FormulaReport(claim.id, f.name, invalid=invalid))
+            tasks += [(reports[-1], MutantTask(claim.id if remote else claim, fixed, f.name, m,
+                                               mine, every_tier, mutant_timeout, base_compares))
+                      for m in mutants]
+        plans.append(ClaimReport(claim.id, base.verdict, base.reason, reports,
+                                 mutated="corrected" if fixed else "as printed"))
+
+    def done(i: int, outcome: Outcome) -> None:
+        if on_outcome is not None:
+            on_outcome(tasks[i][0].claim, outcome)
+
+    outcomes = executor.map(run_mutant, [t for _, t in tasks], lost_mutant, done)
+    for (report, _), outcome in zip(tasks, outcomes):
+        report.outcomes.append(outcome)
+    return plans
 
 
 def tier_order(tiers: list[str], baseline: dict) -> list[str]:
@@ -409,7 +478,7 @@ def register(sub) -> None:
 
 
 def cmd_mutate(args) -> int:
-    from .cli import EXIT_FAILED, EXIT_OK, run_options, select_claims
+    from .cli import EXIT_FAILED, EXIT_OK, executor_from, run_options, select_claims
 
     claims = select_claims(args)
     options = run_options(args)
@@ -425,20 +494,17 @@ def cmd_mutate(args) -> int:
     if args.mutant_timeout is not None and not args.mutant_timeout > 0:
         raise UsageError(f"--mutant-timeout {args.mutant_timeout:g}: must be a positive number of "
                          f"seconds")
+    executor = executor_from(args, "mutants")
     stream = _open_stream(args.jsonl)
-    progress = not args.json and sys.stderr.isatty()
-    reports = []
     try:
-        for c in claims:
-            if progress:
-                print(f"mutating {c.id} ...", file=sys.stderr, flush=True)
-            write = None if stream is None else _writer(stream, c.id)
-            report = mutate_claim(c, options, args.formula or None, progress, args.every_tier,
-                                  args.mutant_timeout, write)
-            if stream is not None and report.skipped:
-                _line(stream, {"claim": c.id, "skipped": report.skipped})
-            reports.append(report)
+        write = None if stream is None else (
+            lambda cid, o: _line(stream, {"claim": cid, **o.as_dict()}))
+        reports = mutate_claims(claims, options, args.formula or None, executor.progress,
+                                args.every_tier, args.mutant_timeout, write, executor)
         if stream is not None:
+            for report in reports:
+                if report.skipped:
+                    _line(stream, {"claim": report.claim, "skipped": report.skipped})
             _line(stream, {"totals": totals(reports)})
     finally:
         if stream is not None:
@@ -469,5 +535,4 @@ def _line(stream, record: dict) -> None:
     stream.write(json.dumps(record) + "\n")
 
 
-def _writer(stream, claim_id: str) -> Callable[[Outcome], None]:
-    return lambda o: _line(stream, {"claim": claim_id, **o.as_dict()})
+

@@ -17,7 +17,6 @@ import importlib
 import io
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -50,8 +49,9 @@ def register(sub) -> None:
 
 
 def cmd_report(args) -> int:
-    from .cli import EXIT_FAILED, EXIT_OK, run_options, select_claims
-    from .runner import check_claim, validate
+    from .cli import EXIT_FAILED, EXIT_OK, executor_from, run_options, select_claims
+    from .parallel import check_all
+    from .runner import validate
 
     claims = select_claims(args)
     options = run_options(args)
@@ -59,13 +59,11 @@ def cmd_report(args) -> int:
         validate(claim, options["sizes"], options["sigma"], options["budget"], options["tiers"])
     compiler = find_compiler() if args.pdf else None
     out = prepare_out(args.out)
+    executor = executor_from(args, "claims")
     with locked(out):  # one run per directory: a second one exits 2 instead of losing claims
-        progress = sys.stderr.isatty()
-        verdicts = []
-        for claim in claims:
-            if progress:
-                print(f"checking {claim.id} ...", file=sys.stderr, flush=True)
-            verdicts.append(check_claim(claim, progress=progress, **options))
+        local = executor.jobs == 1 and executor.scheduler is None
+        verdicts = check_all(claims, {**options, "progress": executor.progress and local}, {},
+                             executor)
         try:
             tex = write_report(claims, verdicts, out, options)
         except OSError as exc:
