@@ -4,7 +4,8 @@ cluster (``--scheduler ADDRESS``), with the results in the order of the tasks.
 A task is a picklable value and a module-level function of it, so a worker (a fresh process, or
 a Dask worker that has the package installed) computes exactly what the sequential run computes:
 each check draws from its own seeds, so the verdicts are those of ``--jobs 1`` but for timings.
-``--jobs`` uses ``concurrent.futures`` with fresh (spawned) processes; ``--scheduler`` uses
+``--jobs`` uses ``concurrent.futures`` with fresh (spawned) processes, each on one BLAS thread;
+``--scheduler`` uses
 ``dask.distributed.Client`` (the optional extra ``pip install -e '.[dask]'``).
 
 A worker that dies mid-task: the task runs once more, and if that fails too it is reported by the
@@ -13,12 +14,14 @@ reach.  Progress (tasks done / total) is a tqdm bar on stderr where stderr is a 
 """
 from __future__ import annotations
 
+import os
 import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from multiprocessing import get_context
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from .errors import UsageError
 
@@ -74,7 +77,8 @@ def _pool_map(jobs: int, fn, tasks: list, lost, done, bar) -> list:
         for i in pending:
             attempts[i] += 1
         broken = ""
-        with ProcessPoolExecutor(jobs, mp_context=get_context("spawn")) as pool:
+        with _one_thread_each(), ProcessPoolExecutor(jobs, mp_context=get_context("spawn")) \
+                as pool:
             futures = {pool.submit(fn, tasks[i]): i for i in pending}
             for future in as_completed(futures):
                 i = futures[future]
@@ -94,6 +98,23 @@ def _pool_map(jobs: int, fn, tasks: list, lost, done, bar) -> list:
                 done(i, results[i])
             bar.update()
     return results
+
+
+@contextmanager
+def _one_thread_each() -> Iterator[None]:
+    """Workers spawned inside the block run BLAS and OpenMP on one thread each: N workers on N
+    cores, not N x N threads contending (they read these variables when they import numpy)."""
+    names = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+    saved = {k: os.environ.get(k) for k in names}
+    os.environ.update({k: "1" for k in names})
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def _dask_map(address: str, fn, tasks: list, lost, done, bar) -> list:
