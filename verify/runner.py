@@ -119,7 +119,8 @@ def check_claim(claim: Claim, tiers: Sequence[str] = TIERS, budget: str = "quick
         if exc.limit is not limit:  # an outer limit (mutate's per mutant): its caller reports
             raise
         timed_out = True
-        running = results if len(results) < len(tiers) else fixed_results
+        printed_done = len(results) == len(tiers) and claim.correction is not None
+        running = fixed_results if printed_done else results
         _stop(running, claim, tiers, timeout, time.perf_counter() - start)
     results = unread(results, names)
     verdict = decide(results, names)

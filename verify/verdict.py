@@ -27,8 +27,9 @@ def proof_of(results: Mapping[str, TierResult]) -> dict:
 
 
 def decide(results: Mapping[str, TierResult], overridden: Sequence[str] = ()) -> str:
-    """refuted if a tier failed; inconclusive if one errored or none passed, or, where formulas
-    were ``overridden``, if every pass is a search's "no counterexample found"; else verified."""
+    """refuted if a tier failed; inconclusive if one errored or none passed, if every pass was
+    made at a smaller model than the paper's (a stand-in), or, where formulas were
+    ``overridden``, if every pass is a search's "no counterexample found"; else verified."""
     statuses = [r.status for r in results.values()]
     if "fail" in statuses:
         return "refuted"
