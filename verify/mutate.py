@@ -49,7 +49,7 @@ from .claim import Claim
 from .evidence import closest_over_tiers, describe_approach, cut as _cut
 from .errors import UsageError
 from .limits import TimedOut, time_limit
-from .parallel import Executor
+from .parallel import Executor, check_all
 from .mutants import (Equivalence, Invalid, Mutant, claim_domain, equivalence, generate,
                       judged_by_exact)
 
@@ -288,6 +288,10 @@ def mutate_claims(claims: list[Claim], options: dict, formulas: list[str] | None
 
     executor = executor or Executor(progress=progress, label="mutants")
     remote = executor.jobs > 1 or executor.scheduler is not None
+    eligible = [c for c in claims if c.formulas and set(options["tiers"]) & set(c.tiers)]
+    # the baselines are independent tasks too (on another process, claims go by registry id)
+    bases = dict(zip((c.id for c in eligible), check_all(eligible, options, {}, executor)
+                     if remote else [check_claim(c, **options) for c in eligible]))
     plans, tasks = [], []
     for claim in claims:
         if not claim.formulas:
@@ -298,7 +302,7 @@ def mutate_claims(claims: list[Claim], options: dict, formulas: list[str] | None
             plans.append(ClaimReport(claim.id, "-", "", [], skipped=f"it has no "
                                      f"{' or '.join(options['tiers'])} tier"))
             continue
-        base = check_claim(claim, **options)
+        base = bases[claim.id]
         fixed: dict[str, str] = {}
         if base.verdict == "corrected":
             fixed = dict(claim.correction.formulas)
