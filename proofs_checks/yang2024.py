@@ -1684,7 +1684,8 @@ def _worst_margin(measure: str, used, at: Mapping | None) -> Margin | None:
     return near.margin
 
 
-def _proof_margin(ratio: sympy.Expr, rng: np.random.Generator, smallest: dict | None = None) -> Margin | None:
+def _proof_margin(ratio: sympy.Expr, rng: np.random.Generator, smallest: dict | None = None,
+                  admits: "Admits | None" = None) -> Margin | None:
     """How near a printed bound comes to the bound its proof gives: ratio = printed / proof, and
     the margin is proof / printed at the smallest ratio (exact when the ratio is a constant, else
     the smallest of _smallest_ratio's probes, or ``smallest`` where the caller has it)."""
@@ -1693,7 +1694,7 @@ def _proof_margin(ratio: sympy.Expr, rng: np.random.Generator, smallest: dict | 
     if not ratio.free_symbols:
         value = sympy.N(ratio, 30)
         return _worst_margin(measure, 1 / value, {}) if value.is_positive else None
-    found = smallest if smallest is not None else _smallest_ratio(ratio, rng)
+    found = smallest if smallest is not None else _smallest_ratio(ratio, rng, admits=admits)
     low = found.get("ratio_float")
     return _worst_margin(measure, 1 / low, found.get("at")) if low and low > 0 else None
 
@@ -2367,7 +2368,8 @@ def lemma7_symbolic(ctx: Context) -> TierResult:
                             None if ok else {"derived_bound": str(derived), "paper_bound": str(paper),
                                              **(ce or {})},
                             "" if ok else "(42) is below the bound the proof (82)-(84) gives",
-                            _proof_margin(paper / derived, ctx.rng("lemma7-symbolic-margin")))],
+                            _proof_margin(paper / derived, ctx.rng("lemma7-symbolic-margin")),
+                            proof_step="(82)-(84)")],
                    steps=steps)
 
 
@@ -2395,7 +2397,8 @@ def lemma7_numeric(ctx: Context) -> TierResult:
                                                  "worst_point": where},
                             None if ok else {"instance": inst.as_dict(), **where, "seed": ctx.seed},
                             "" if ok else f"a gradient exceeds (42) by a factor {worst:.3g}",
-                            _worst_margin("||d l / d Q_h||_F over (42)", worst, where))],
+                            _worst_margin("||d l / d Q_h||_F over (42)", worst, where),
+                            search=True)],
                    {"instance": inst.as_dict()})
 
 
@@ -2494,7 +2497,8 @@ def _bounds_numeric(ctx: Context, which: str) -> TierResult:
                                            "points": points},
                                 None if ok else {"instance": inst.as_dict(), **where[name], "seed": ctx.seed},
                                 "" if ok else f"{name} is exceeded by a factor {r:.3g}",
-                                _worst_margin(f"the norm {name} bounds over {name}", r, where[name])))
+                                _worst_margin(f"the norm {name} bounds over {name}", r, where[name]),
+                                search=True))
     return combine(findings, {"instance": inst.as_dict()})
 
 
@@ -2581,31 +2585,35 @@ def lemma8_chain() -> dict:
 
 
 def _chain_findings(ctx: Context, derived: Mapping[str, sympy.Expr], names: Sequence[str],
-                    tag: str, where: Mapping[str, str]) -> list[Finding]:
-    """One finding per formula: is the printed bound >= the chain's bound at every positive point?"""
+                    tag: str, where: Mapping[str, str], admits: Admits | None = None
+                    ) -> list[Finding]:
+    """One proof finding per formula: is the printed bound >= the chain's bound at every positive
+    point?  It says whether the proof (the step ``where[name]``) establishes the printed bound,
+    not whether the bound is true (the numeric tiers test that)."""
     rng = ctx.rng(tag)
     findings = []
     for name in names:
         paper = sympy.sympify(ctx.formulas[name])
-        ok, ce = _ratio_at_least_one(paper / derived[name], rng)
+        ok, ce = _ratio_at_least_one(paper / derived[name], rng, admits)
         ev = {"derived_bound": str(derived[name]), "paper_bound": str(paper)}
         if not ok and ce and "at" in ce:   # the first point found may be barely below; show the worst
-            ce = {**ce, "smallest_ratio_found": _smallest_ratio(paper / derived[name], rng)}
+            ce = {**ce, "smallest_ratio_found": _smallest_ratio(paper / derived[name], rng,
+                                                                admits=admits)}
         low = (ce or {}).get("smallest_ratio_found", {}).get("ratio_float", (ce or {}).get("ratio_float"))
         margin = _proof_margin(paper / derived[name], ctx.rng(tag + "-margin"),
-                               (ce or {}).get("smallest_ratio_found"))
+                               (ce or {}).get("smallest_ratio_found"), admits)
         findings.append(Finding(name, ok, ev, None if ok else {**ev, **(ce or {})},
                                 "" if ok else f"{name} is below the bound the proof {where[name]} gives "
                                               f"at a positive point" + (f" (paper / proof = {low:.3g})"
                                                                         if low is not None else ""),
-                                margin))
+                                margin, proof_step=where[name]))
     return findings
 
 
 def lemma8_symbolic(ctx: Context) -> TierResult:
     ch = lemma8_chain()
     findings = _chain_findings(ctx, ch, ("b_lip", "delta_lip"), "lemma8-symbolic",
-                               {"b_lip": "(46)", "delta_lip": "of (51)"})
+                               {"b_lip": "(46)", "delta_lip": "(51)"})
     c = ch["constants"]
     lx = sympy.latex
     steps = [
@@ -2782,7 +2790,8 @@ def lemma10_numeric(ctx: Context) -> TierResult:
                                       f"gradient changes {worst['ratio_over_L']:.3g} times faster than L "
                                       f"of (61) allows",
                         _worst_margin("the largest |Hessian eigenvalue| found over L of (61)", top["ratio"],
-                                      {"gamma": top["gamma"], "alpha": top["alpha"]}))]
+                                      {"gamma": top["gamma"], "alpha": top["alpha"]}),
+                        search=True)]
     return combine(findings, {"instance": inst.as_dict()})
 
 
@@ -2917,7 +2926,8 @@ def _simplified(ratio: sympy.Expr) -> sympy.Expr:
     return sympy.simplify(ratio)
 
 
-def _ratio_at_least_one(ratio: sympy.Expr, rng: np.random.Generator) -> tuple[bool, dict | None]:
+def _ratio_at_least_one(ratio: sympy.Expr, rng: np.random.Generator,
+                        admits: Admits | None = None) -> tuple[bool, dict | None]:
     """Is ratio >= 1 for all positive values of its symbols?  Exact when constant, else probed at
     200 points spread over 12 orders of magnitude; a point with ratio < 1 is confirmed at the same
     rational point in 60-digit arithmetic (ratio < 1 - 10^-40)."""
@@ -2929,7 +2939,9 @@ def _ratio_at_least_one(ratio: sympy.Expr, rng: np.random.Generator) -> tuple[bo
     syms = sorted(ratio.free_symbols, key=str)
     f = sympy.lambdify(syms, ratio, "math")
     for _ in range(200):
-        point = _probe_point(syms, rng)
+        point = _probe_point(syms, rng, admits)
+        if point is None:
+            break
         try:
             val = f(*[point[s] for s in syms])
         except (OverflowError, ZeroDivisionError):
@@ -2948,13 +2960,21 @@ def _ratio_at_least_one(ratio: sympy.Expr, rng: np.random.Generator) -> tuple[bo
     return True, None
 
 
-def _probe_point(syms: list, rng: np.random.Generator) -> dict:
+Admits = Callable[[dict], bool]  # a claim's hypotheses on a probe point ({name: value})
+
+
+def _probe_point(syms: list, rng: np.random.Generator, admits: Admits | None = None,
+                 tries: int = 100) -> dict | None:
     """A point of the probe grid: each symbol 10^{-6, -2, 0, 2, 6} times a factor in [0.5, 2],
-    integer symbols rounded (at least 1)."""
-    point = {s: float(rng.choice([1e-6, 1e-2, 1.0, 1e2, 1e6])) * float(rng.uniform(0.5, 2.0))
-             for s in syms}
-    point.update({s: float(max(1, round(point[s]))) for s in syms if s.is_integer})
-    return point
+    integer symbols rounded (at least 1); with ``admits``, a point that meets the claim's
+    hypotheses (None if ``tries`` draws found none: a bound is never probed outside them)."""
+    for _ in range(tries):
+        point = {s: float(rng.choice([1e-6, 1e-2, 1.0, 1e2, 1e6])) * float(rng.uniform(0.5, 2.0))
+                 for s in syms}
+        point.update({s: float(max(1, round(point[s]))) for s in syms if s.is_integer})
+        if admits is None or admits({str(k): v for k, v in point.items()}):
+            return point
+    return None
 
 
 def _at_60_digits(ratio: sympy.Expr, syms: list, point: dict) -> tuple[dict, Any]:
@@ -2968,13 +2988,17 @@ def _at_60_digits(ratio: sympy.Expr, syms: list, point: dict) -> tuple[dict, Any
         return exact, g(*[mpmath.mpf(exact[s].p) / exact[s].q for s in syms])
 
 
-def _smallest_ratio(ratio: sympy.Expr, rng: np.random.Generator, count: int = 400) -> dict:
-    """The smallest value of ratio found at count points of _ratio_at_least_one's grid (60 digits)."""
+def _smallest_ratio(ratio: sympy.Expr, rng: np.random.Generator, count: int = 400,
+                    admits: Admits | None = None) -> dict:
+    """The smallest value of ratio found at count points of _ratio_at_least_one's grid (60
+    digits), among the points the claim's hypotheses ``admits``."""
     syms = sorted(ratio.free_symbols, key=str)
     f = sympy.lambdify(syms, ratio, "math")
     best = None
     for _ in range(count):
-        point = _probe_point(syms, rng)
+        point = _probe_point(syms, rng, admits)
+        if point is None:
+            break
         try:
             val = f(*[point[s] for s in syms])
         except (OverflowError, ZeroDivisionError, ValueError):
@@ -3014,6 +3038,27 @@ def thm1_L_sq_chain() -> sympy.Expr:
     return lemma10_chain()["L_sq"].subs({a: _alpha44(g, z0, Zb, D0), An: 1 + ZZ / (m * tau), fb: Zb})
 
 
+def _thm1_hypotheses(gamma_min: sympy.Expr) -> Admits:
+    """Theorem 1's hypotheses on a probe point: N <= K (a prompt holds N of the K tokens), H >= N
+    (Assumption 2 needs it, Prop. 1) and gamma >= (15), where the point fixes these symbols."""
+    names = sorted(str(x) for x in gamma_min.free_symbols)
+    g_min = sympy.lambdify([sympy.Symbol(n) for n in names],
+                           gamma_min.xreplace({x: sympy.Symbol(str(x)) for x in gamma_min.free_symbols}),
+                           "math")
+
+    def admits(point: dict) -> bool:
+        if "N" in point and ("K" in point and point["N"] > point["K"]
+                             or "H" in point and point["H"] < point["N"]):
+            return False
+        if "gamma" in point and all(n in point for n in names):
+            try:
+                return point["gamma"] >= g_min(*[point[n] for n in names])
+            except (ValueError, OverflowError, ZeroDivisionError):
+                return False
+        return True
+    return admits
+
+
 def thm1_symbolic(ctx: Context) -> TierResult:
     F = ctx.formulas
     g, eta, z0, D0, Zb, fb, a, sig, x = sympy.symbols("gamma eta_Q zeta_0 Delta_0 Zbar_norm fbar_max "
@@ -3041,18 +3086,21 @@ def thm1_symbolic(ctx: Context) -> TierResult:
         "geometric_sum_bound_4_over_eta_sigma": geo_ok},
         None if ok_g else {"derived": str(gamma_derived), "paper": ctx.formula_texts["gamma_min"], **(ce_g or {})},
         "" if ok_g else "(15) is smaller than what (48) needs: the drift of B_k is not controlled",
-        _proof_margin(ours(F["gamma_min"]) / gamma_derived, ctx.rng("thm1-symbolic-margin")))]
+        _proof_margin(ours(F["gamma_min"]) / gamma_derived, ctx.rng("thm1-symbolic-margin")),
+        proof_step="(47)-(48)")]
     # (17): at least L^2 of Lemma 10 at alpha of (44), as the proofs build it
     paper_L = sympy.sympify(F["L_sq"])
     findings += _chain_findings(ctx, {"L_sq": _in_symbols_of(thm1_L_sq_chain(), paper_L)}, ("L_sq",),
-                                "thm1-L", {"L_sq": "of Lemma 10 ((54)-(59)) at alpha of (44)"})
+                                "thm1-L", {"L_sq": "(54)-(59) of Lemma 10, at alpha of (44)"},
+                                _thm1_hypotheses(F["gamma_min"]))
     # (16): eta_w = gamma^2 eta_Q from Lemma 6's gamma = sqrt(eta_w / eta_Q)
     ew = sympy.Symbol("eta_w", positive=True)
     eta_w_derived = sympy.solve(sympy.Eq(g, sympy.sqrt(ew / eta)), ew)[0]
     ok_e = sympy.simplify(ours(F["eta_w"]) - eta_w_derived) == 0
     findings.append(Finding("eta_w", ok_e, {"derived": str(eta_w_derived)},
                             None if ok_e else {"derived": str(eta_w_derived), "paper": ctx.formula_texts["eta_w"]},
-                            "" if ok_e else "(16) is not gamma^2 eta_Q (Lemma 6)"))
+                            "" if ok_e else "(16) is not gamma^2 eta_Q (Lemma 6)",
+                            proof_step="(16), Lemma 6"))
     # (18): 1 - eta_Q sigma / 2 with sigma of (44), in terms of eta_w
     rate_derived = sympy.simplify((1 - eta * sigma44 / 2).subs(eta, ew / g ** 2))
     diff = sympy.simplify(ours(F["rate"]) - rate_derived)
@@ -3062,7 +3110,8 @@ def thm1_symbolic(ctx: Context) -> TierResult:
     findings.append(Finding("rate_from_the_proof", bool(ok_r), {"derived_rate": str(rate_derived),
                                                                 "paper_minus_derived": str(diff)},
                             None if ok_r else {"derived": str(rate_derived), "paper": ctx.formula_texts["rate"]},
-                            "" if ok_r else "(18) contracts faster than (43c) proves"))
+                            "" if ok_r else "(18) contracts faster than (43c) proves",
+                            proof_step="(43c)"))
     steps = [
         step("Constants (44)", r"\sigma = \frac{\zeta_0\gamma^2}{K},\quad \alpha = \sqrt{2K}\frac{4\|\bar Z\|_2}"
              r"{\gamma\zeta_0}\sqrt{\Delta^{(0)}}", "as defined in the proof."),
@@ -3212,7 +3261,7 @@ def thm1_numeric(ctx: Context) -> TierResult:
     findings.append(Finding("bounds_used_by_17", ok17, {"instances": bounds17},
                             None if ok17 else {"instances": [b for b in bounds17 if not b["holds"]]},
                             "" if ok17 else "||A||_2 <= 1 + ||Z^T Zhat||_2/(m tau) or fbar_max <= ||Zbar||_2 "
-                                            "fails at an instance"))
+                                            "fails at an instance", proof_step="the bounds in (17)"))
     findings.append(Finding("practical_rates", True, {
         "runs": practical, "all_hold": all(p["holds"] for p in practical),
         "note": "evidence only: Thm. 1 promises nothing at these rates; (18) is evaluated with "

@@ -22,13 +22,14 @@ def table(budget: str) -> tuple[str, Counter]:
     from verify.registry import all_claims
     from verify.runner import check_claim
 
-    rows = ["| claim | title | verdict | symbolic | numeric | train | why |",
-            "| --- | --- | --- | --- | --- | --- | --- |"]
+    rows = ["| claim | title | verdict | proof | symbolic | numeric | train | why |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     counts: Counter = Counter()
     for claim in all_claims():
         v = check_claim(claim, budget=budget, device="cpu", seed=0)
         counts[v.verdict] += 1
-        cells = [f"`{v.claim}`", claim.title.replace("|", "\\|"), f"**{v.verdict}**"]
+        cells = [f"`{v.claim}`", claim.title.replace("|", "\\|"), f"**{v.verdict}**",
+                 v.proof["status"] if v.proof["status"] != "not checked" else "-"]
         cells += [v.tiers[t].status if t in v.tiers else "-" for t in ("symbolic", "numeric", "train")]
         cells.append(v.reason.replace("|", "\\|"))
         rows.append("| " + " | ".join(cells) + " |")

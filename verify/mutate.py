@@ -50,6 +50,7 @@ from .evidence import closest_over_tiers, describe_approach, cut as _cut
 from .errors import UsageError
 from .limits import TimedOut, time_limit
 from .parallel import Executor, check_all
+from .verdict import proof_of
 from .mutants import (Equivalence, Invalid, Mutant, claim_domain, equivalence, generate,
                       judged_by_exact)
 
@@ -71,10 +72,13 @@ class Outcome:
     seconds: float = 0.0
     closest: dict | None = None  # the bound comparison nearest to failing (closest_approach)
     untested: bool = False  # its checks compared no bound, where the original's did
+    # the proof steps that fail for the mutant where the original's proof is supported: the
+    # checks tell it from the original (a kill) although no tier refutes it as a statement
+    proof_gap: list = field(default_factory=list)
 
     @property
     def killed(self) -> bool:
-        return self.verdict == "refuted"
+        return self.verdict == "refuted" or bool(self.proof_gap)
 
     @property
     def status(self) -> str:
@@ -138,6 +142,7 @@ class Outcome:
                 "equivalence": self.equivalence.as_dict(),
                 "reason": self.reason if self.status == "killed" else self.explanation(),
                 "seconds": round(self.seconds, 3),
+                **({"proof_gap": self.proof_gap} if self.proof_gap else {}),
                 **({"closest_approach": self.closest}
                    if self.closest and self.status == "survived" else {}),
                 **({"untested": True} if self.untested and self.status == "survived" else {})}
@@ -234,6 +239,7 @@ class MutantTask:
     every_tier: bool
     timeout: float | None
     base_compares: bool
+    base_proof: str = "not checked"  # the proof status of the formulas mutated
 
 
 def run_mutant(task: MutantTask) -> Outcome:
@@ -250,7 +256,7 @@ def run_mutant(task: MutantTask) -> Outcome:
     seed = task.options.get("seed", 0)
     eq = equivalence(f, m.text, seed=seed, base=fixed.get(f.name), domain=eq_domain)
     outcome = _check_mutant(claim, fixed, f.name, m, eq, task.options, task.every_tier,
-                            task.timeout)
+                            task.timeout, task.base_proof)
     if outcome.status == "survived":
         outcome.equivalence = judged_by_exact(eq, f, m.text, seed, domain)
         outcome.untested = task.base_compares and outcome.closest is None
@@ -304,16 +310,24 @@ def mutate_claims(claims: list[Claim], options: dict, formulas: list[str] | None
             continue
         base = bases[claim.id]
         fixed: dict[str, str] = {}
+        base_tiers = base.tiers
         if base.verdict == "corrected":
             fixed = dict(claim.correction.formulas)
+            base_tiers = base.correction_tiers
         elif base.verdict != "verified":
             plans.append(ClaimReport(claim.id, base.verdict, base.reason, [], skipped=(
                 f"it is {base.verdict} as printed, so its mutants say nothing about its "
                 f"checks")))
             continue
+        elif base.proof["status"] == "gap" and claim.correction is not None:
+            # a true statement whose proof has a gap: its mutants would share the gap, so the
+            # documented correction, whose proof holds, is the base its proof checks can test
+            fixed_base = check_claim(claim, **{**options, "overrides": claim.correction.formulas})
+            if fixed_base.verdict == "verified" and fixed_base.proof["status"] == "supported":
+                fixed, base_tiers = dict(claim.correction.formulas), fixed_base.tiers
         mine = {**options, "tiers": tier_order(options["tiers"], base.tiers)}
-        base_compares = closest_over_tiers(base.correction_tiers if fixed else base.tiers) \
-            is not None
+        base_compares = closest_over_tiers(base_tiers) is not None
+        base_proof = proof_of(base_tiers)["status"]
         reports = []
         for f in claim.formulas:
             if formulas and f.name not in formulas:
@@ -321,7 +335,8 @@ def mutate_claims(claims: list[Claim], options: dict, formulas: list[str] | None
             mutants, invalid = generate(f, fixed.get(f.name))
             reports.append(FormulaReport(claim.id, f.name, invalid=invalid))
             tasks += [(reports[-1], MutantTask(claim.id if remote else claim, fixed, f.name, m,
-                                               mine, every_tier, mutant_timeout, base_compares))
+                                               mine, every_tier, mutant_timeout, base_compares,
+                                               base_proof))
                       for m in mutants]
         plans.append(ClaimReport(claim.id, base.verdict, base.reason, reports,
                                  mutated="corrected" if fixed else "as printed"))
@@ -348,11 +363,14 @@ def tier_order(tiers: list[str], baseline: dict) -> list[str]:
 
 
 def _check_mutant(claim: Claim, fixed: dict, name: str, m: Mutant, eq: Equivalence,
-                  options: dict, every_tier: bool, timeout: float | None = None) -> Outcome:
+                  options: dict, every_tier: bool, timeout: float | None = None,
+                  base_proof: str = "not checked") -> Outcome:
     """Run the tiers in the order given (``tier_order``); once one refutes the mutant the verdict
-    is ``refuted`` whatever the others say, so the rest are skipped unless ``every_tier``.  A
-    tier still running after ``timeout`` seconds (all tiers together) is stopped and counted as
-    an error, so the mutant is not refuted by it."""
+    is ``refuted`` whatever the others say, so the rest are skipped unless ``every_tier``; the
+    same once a proof step fails for the mutant where ``base_proof`` (the original's) is
+    supported: the checks tell it from the original.  A tier still running after ``timeout``
+    seconds (all tiers together) is stopped and counted as an error, so the mutant is not
+    refuted by it."""
     import time
 
     from .claim import TierResult
@@ -368,7 +386,8 @@ def _check_mutant(claim: Claim, fixed: dict, name: str, m: Mutant, eq: Equivalen
                 last = check_claim(claim, overrides={**fixed, name: m.text},
                                    **{**options, "tiers": [tier]})
                 results.update(last.tiers)
-                if last.verdict == "refuted" and not every_tier:
+                gap = _proof_gap(results, base_proof)
+                if (last.verdict == "refuted" or gap) and not every_tier:
                     break
     except TimedOut:
         if tier not in results:  # else the alarm came after the last tier had finished
@@ -378,12 +397,26 @@ def _check_mutant(claim: Claim, fixed: dict, name: str, m: Mutant, eq: Equivalen
     verdict = decide(results)
     failed = [t for t, r in results.items() if r.status == "fail"]
     seconds = sum(r.seconds for r in results.values())
+    gap = _proof_gap(results, base_proof)
     if verdict == "refuted":
         first = results[failed[0]]
         reason = f"{failed[0]}: {first.reason}"
+    elif gap:
+        reason = "proof gap: " + "; ".join(f"{g['tier']} {g['step']}: {g['what']}" for g in gap)
     else:
         reason = _not_refuted(verdict, results)
-    return Outcome(m, verdict, failed, eq, reason, seconds, closest_over_tiers(results))
+    killed_by = failed + [f"{g['tier']} (proof {g['step']})" for g in gap]
+    return Outcome(m, verdict, killed_by, eq, reason, seconds, closest_over_tiers(results),
+                   proof_gap=[{"step": g["step"], "tier": g["tier"], "what": g["what"]}
+                              for g in gap])
+
+
+def _proof_gap(results: dict, base_proof: str) -> list[dict]:
+    """The failing proof steps of a mutant whose original's proof is supported (else none: a
+    gap the original shares says nothing about the mutant)."""
+    if base_proof != "supported":
+        return []
+    return [f for f in proof_of(results)["findings"] if f["ok"] is False]
 
 
 def _not_refuted(verdict: str, results: dict) -> str:

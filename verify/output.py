@@ -77,7 +77,10 @@ def check_table(verdicts: list[Verdict]) -> str:
 
 def _proof_line(gap: list[dict]) -> str:
     """The proof's status where it has a gap: the failing steps, and why."""
-    steps = "; ".join(f"{f['step']}: {f['what']}" for f in gap)
+    first: dict[str, str] = {}
+    for f in gap:  # one line per step: the first failure says why
+        first.setdefault(f["step"], f["what"])
+    steps = "; ".join(f"{step}: {what}" for step, what in first.items())
     return f"proof: gap at {steps} (the statement's verdict stands on its own)"
 
 

@@ -29,7 +29,8 @@ def proof_of(results: Mapping[str, TierResult]) -> dict:
 def decide(results: Mapping[str, TierResult], overridden: Sequence[str] = ()) -> str:
     """refuted if a tier failed; inconclusive if one errored or none passed, if every pass was
     made at a smaller model than the paper's (a stand-in), or, where formulas were
-    ``overridden``, if every pass is a search's "no counterexample found"; else verified."""
+    ``overridden``, if every pass is a search's "no counterexample found" and no proof the
+    tiers rebuilt supports the statement; else verified."""
     statuses = [r.status for r in results.values()]
     if "fail" in statuses:
         return "refuted"
@@ -38,7 +39,8 @@ def decide(results: Mapping[str, TierResult], overridden: Sequence[str] = ()) ->
     passes = [r for r in results.values() if r.status == "pass"]
     if all(r.support == "stand-in" for r in passes):  # a smaller model says nothing of the paper's
         return "inconclusive"
-    if overridden and all(r.support in ("search", "stand-in") for r in passes):
+    if overridden and all(r.support in ("search", "stand-in") for r in passes) and \
+            proof_of(results)["status"] != "supported":  # a proof the engine rebuilt certifies
         return "inconclusive"
     return "verified"
 

@@ -652,8 +652,9 @@ def _prop31_prompt(d: int, n: int, rng: np.random.Generator | None):
     return X, y, xq
 
 
-def _prop31_compare(F, X, y, xq, A, T: int) -> list:
-    """[(t, model rows, model query, GD rows, GD query, top rows unchanged)] for t = 1..T."""
+def _prop31_compare(F, X, y, xq, A, T: int, scale=1) -> list:
+    """[(t, model rows, model query, GD rows, GD query, top rows unchanged)] for t = 1..T, the
+    transformer's Q being [[scale A, 0], [0, 0]] (eq. (5) at scale 1)."""
     d, n = X.shape
     vals = {"X": X, "y": y, "x_q": xq, "A": A, "n": n, "d": d}
     Z = sympy.zeros(d + 1, n + 1)
@@ -663,7 +664,7 @@ def _prop31_compare(F, X, y, xq, A, T: int) -> list:
     P = sympy.zeros(d + 1, d + 1)
     P[d, d] = 1
     Q = sympy.zeros(d + 1, d + 1)
-    Q[:d, :d] = A
+    Q[:d, :d] = scale * A
     Zs = lsa_forward(Z, [(P, Q)] * T, M, n, step=-1, keep_all=True)
     ws = _prop31_iterates(F, vals, T)
     out = []
@@ -673,6 +674,34 @@ def _prop31_compare(F, X, y, xq, A, T: int) -> list:
         q = q[0, 0] if isinstance(q, sympy.MatrixBase) else q
         out.append((t, Zs[t][d, :n], Zs[t][d, n], rows, q, Zs[t][:d, :] == Z[:d, :]))
     return out
+
+
+def _prop31_some_p_q(F, A, prompt) -> Finding:
+    """The proposition itself: *some* P, Q make the looped transformer run the named
+    preconditioned GD on the named loss.  With Q = [[c A, 0], [0, 0]] and P of (5), the first
+    loop fixes c (the transformer is linear in c); the statement holds if that c makes three
+    loops agree with three GD steps, exactly, at a random rational prompt and a symbolic A."""
+    X, y, xq = prompt
+    c = sympy.Symbol("c")
+    (_, m_rows, m_q, rows, q, top), = _prop31_compare(F, X, y, xq, A, 1, scale=c)
+    eqs = [e for e in (list(sympy.expand(m_rows - rows)) + [sympy.expand(m_q - q)]) if e != 0]
+    sols = sympy.solve(eqs, c, dict=True) if eqs else [{c: sympy.Integer(1)}]
+    found = [sol[c] for sol in sols if sol.get(c, 0) != 0]
+    if not found:
+        return Finding("some_P_Q_run_the_named_GD", False, {"equations_in_c": [str(e) for e in eqs[:3]]},
+                       {"loop": 1, "why": "no scaling c of A in Q = [[c A, 0], [0, 0]] makes one loop "
+                                          "of the transformer one step of the named GD"},
+                       "no P, Q of the form (5) run the named preconditioned GD")
+    scale = found[0]
+    T = 3
+    ok = all(sympy.expand(mr - r) == sympy.zeros(*r.shape) and sympy.expand(mq - qq) == 0 and tp
+             for _, mr, mq, r, qq, tp in _prop31_compare(F, X, y, xq, A, T, scale=scale))
+    return Finding("some_P_Q_run_the_named_GD", ok, {
+        "Q": f"[[{scale} A, 0], [0, 0]]", "P": "eq. (5)", "loops_checked": T,
+        "prompt": "random rational X, y, x_q; symbolic symmetric A"},
+        None if ok else {"scale_from_loop_1": str(scale), "loops": T,
+                         "why": "the scaling that makes loop 1 a GD step fails a later loop"},
+        "" if ok else "no P, Q of the form (5) run the named preconditioned GD for three loops")
 
 
 def prop31_symbolic(ctx: Context) -> TierResult:
@@ -688,7 +717,7 @@ def prop31_symbolic(ctx: Context) -> TierResult:
                     + list(_prop31_prompt(d, n, None)[2]),
                     list(subs_prompt[0]) + list(subs_prompt[1]) + list(subs_prompt[2])))
     subs.update({ai: sympy.Rational(int(rng.integers(-3, 4)), 2) for ai in a})
-    findings = []
+    findings = [_prop31_some_p_q(F, A, _prop31_prompt(d, n, ctx.rng("prop31-prompt")))]
     cases = [("symbolic prompt", _prop31_prompt(d, n, None), 2),
              ("rational prompt", _prop31_prompt(d, n, ctx.rng("prop31-prompt")), 3)]
     for label, (X, y, xq), T in cases:
@@ -708,7 +737,8 @@ def prop31_symbolic(ctx: Context) -> TierResult:
             findings.append(Finding(f"loop_{t}_{label.split()[0]}", ok, {"loops": t,
                                                                          "prompt": label}, ce,
                                     "" if ok else f"after {t} loops the prompt's last row is not "
-                                                  f"eq. (9) at the GD iterate"))
+                                                  f"eq. (9) at the GD iterate with P, Q of (5)",
+                                    proof_step="(5)-(9)"))
     # the value the paper gives for grad l(0), against the derivative of the named loss
     X, y, xq = _prop31_prompt(d, n, None)
     vals = {"X": X, "y": y, "x_q": xq, "n": n, "d": d}
@@ -723,7 +753,8 @@ def prop31_symbolic(ctx: Context) -> TierResult:
                             None if ok else {"instance": {str(k): str(v) for k, v in subs.items()},
                                              "derivative": str(g0.subs(subs).T),
                                              "paper": str(named.subs(subs).T)},
-                            "" if ok else "grad l(0) is not the printed value"))
+                            "" if ok else "grad l(0) is not the printed value",
+                            proof_step="Sec. 3.4, grad l(0)"))
     steps = [step("Forward pass, P and Q of eq. (5)",
                   r"[Z^{(t)}]_{d+1,:} = [Z^{(t-1)}]_{d+1,:} - \tfrac1n\, y^{(t-1)\top}X^\top A"
                   r"\begin{bmatrix}X & x_q\end{bmatrix}",
@@ -740,11 +771,13 @@ PROP3_1 = Claim(
     id="gatmiry2024.prop3_1",
     title="Expressivity: the looped transformer with (5) runs preconditioned gradient descent",
     paper=PAPER,
-    statement=r"With $Q=\begin{bmatrix}A&0\\0&0\end{bmatrix}$, $P=\begin{bmatrix}0&0\\0&1"
-              r"\end{bmatrix}$ (eq. (5)), $[Z^{(t)}]_{d+1,1:n}=y^\top-w_t^\top X$ and "
-              r"$[Z^{(t)}]_{d+1,n+1}=-w_t^\top x_q$ (eq. (9)) where $w_{t}=w_{t-1}-\frac1n A"
-              r"\nabla_w\ell_2^2(w_{t-1})$, $w_0=0$, $\ell_2^2(w)=\|X^\top w-y\|^2$ and "
-              r"$\nabla_w\ell_2^2(0)=Xy$.",
+    statement=r"For appropriate choices of $P$ and $Q$, the linear looped Transformer (4) "
+              r"implements multiple steps of preconditioned gradient descent "
+              r"$w_{t}=w_{t-1}-\frac1n A\nabla_w\ell_2^2(w_{t-1})$, $w_0=0$, on "
+              r"$\ell_2^2(w)=\|X^\top w-y\|^2$.  The proof takes "
+              r"$Q=\begin{bmatrix}A&0\\0&0\end{bmatrix}$, $P=\begin{bmatrix}0&0\\0&1"
+              r"\end{bmatrix}$ (eq. (5)) and states $[Z^{(t)}]_{d+1,1:n}=y^\top-w_t^\top X$, "
+              r"$[Z^{(t)}]_{d+1,n+1}=-w_t^\top x_q$ (eq. (9)) with $\nabla_w\ell_2^2(0)=Xy$.",
     assumptions=("any prompt Z_0 = [[X, x_q], [y^T, 0]]", "A symmetric"),
     formulas=PROP31_FORMULAS,
     checks={"symbolic": prop31_symbolic},

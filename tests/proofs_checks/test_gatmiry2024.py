@@ -22,7 +22,7 @@ def corrected(claim_id, **extra):
 
 # ---------------------------------------------------------------------- verdicts as computed
 AS_COMPUTED = {
-    "gatmiry2024.prop3_1": "corrected", "gatmiry2024.lemma4_1": "corrected",
+    "gatmiry2024.prop3_1": "verified", "gatmiry2024.lemma4_1": "corrected",
     "gatmiry2024.cor_a4": "corrected", "gatmiry2024.lemma_a3": "corrected",
     "gatmiry2024.lemma_a6": "verified", "gatmiry2024.thm_a1": "corrected",
     "gatmiry2024.lemma_a2": "verified", "gatmiry2024.lemma4_2": "corrected",
@@ -115,10 +115,22 @@ def test_isotropic_exact_loss_at_a_star_is_the_scalar_loss():
 
 
 # ---------------------------------------------------------------------- corrections pass, mutants fail
-def test_prop3_1_correction_passes_and_a_doubled_step_is_refuted():
+def test_prop3_1_holds_with_a_proof_gap_and_the_correction_closes_the_gap():
+    """Prop. 3.1 only claims that *some* P, Q run preconditioned GD: true (Q = [[2A, 0], [0, 0]]
+    with the printed loss); the proof's P, Q of (5) with (9) and grad l(0) = Xy are slips: a gap.
+    The documented correction (half the loss, grad l(0) = -Xy) makes (5)-(9) hold."""
     cid = "gatmiry2024.prop3_1"
-    assert verdict(cid, **corrected(cid)).verdict == "verified"
-    assert verdict(cid, **corrected(cid, update="w - 2*A*grad/n")).verdict == "refuted"
+    printed = verdict(cid)
+    assert printed.verdict == "verified" and printed.proof["status"] == "gap"
+    steps = {f["step"] for f in printed.proof["findings"] if f["ok"] is False}
+    assert steps == {"(5)-(9)", "Sec. 3.4, grad l(0)"}
+    fixed = verdict(cid, **corrected(cid))
+    assert fixed.verdict == "verified" and fixed.proof["status"] == "supported"
+    # a doubled step is still *some* preconditioned GD (Q = [[4A, 0], [0, 0]]), but not (5)-(9)
+    doubled = verdict(cid, **corrected(cid, update="w - 2*A*grad/n"))
+    assert doubled.verdict == "verified" and doubled.proof["status"] == "gap"
+    # ridge regression: its GD shrinks w, which no P, Q of the form (5) do
+    assert verdict(cid, ell="(X.T*w - y).T*(X.T*w - y) + w.T*w").verdict == "refuted"
 
 
 def test_lemma_a6_wrong_covariance_is_refuted():
