@@ -5,6 +5,9 @@
 #        paper  - the train tier at --budget paper on cuda (the papers' experiment sizes);
 #                 PER_CLAIM=1 runs one process per claim, all at once
 #        bench  - bench/train.py --device cuda, default and paper sizes
+#        gpu    - bench/gpu.py: every train tier at --budget paper on cuda, one at a time per lane
+#                 (LANES processes at once, CLAIM_LIMIT s each), then the cuda determinism test
+#                 (same seed: identical JSON; cpu vs cuda: the same verdicts) and tests/models
 #        tests  - the default test suite under this machine's python/torch (auto device = cuda),
 #                 SHARDS processes side by side (not run on a device yet)
 # Each stage writes its logs into OUTDIR; the caller tars OUTDIR into one file (the device tool
@@ -43,6 +46,17 @@ case $stage in
     timeout "${LIMIT:-500}" python3 bench/train.py --device cuda --seconds "${SECONDS_PER_METHOD:-20}" \
       ${PAPER_SIZES:+--paper-sizes} ${DTYPE:+--dtype $DTYPE} >"$out/bench${TAG:-}.txt" 2>&1
     echo "rc $?" >>"$out/bench${TAG:-}.txt" ;;
+  gpu)
+    timeout "${LIMIT:-420}" python3 bench/gpu.py --budget "${BUDGET:-paper}" --device "${DEVICE:-cuda}" \
+      --limit "${CLAIM_LIMIT:-60}" --lanes "${LANES:-1}" --deadline "${DEADLINE:-0}" --json "$out/gpu.json" \
+      >"$out/gpu.txt" 2>"$out/gpu.err"
+    echo "rc $?" >>"$out/gpu.txt"
+    # same seed, same device: identical JSON; cpu vs cuda: the same verdicts (and the
+    # device-agnostic unit tests of the samplers and trainers, here on cuda)
+    timeout 200 python3 -m pytest -p verify.pytest_plugin -q -p no:cacheprovider \
+      tests/verify/test_determinism.py::test_cuda_runs_repeat_and_agree_with_cpu \
+      tests/models >"$out/same.txt" 2>&1
+    echo "rc $?" >>"$out/same.txt" ;;
   tests)
     # pytest-xdist may be missing there: the collected node ids go round-robin into SHARDS processes. The
     # image is said to hold torch, sympy, scipy, mpmath, hypothesis, matplotlib (no pytest, jsonschema,

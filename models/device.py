@@ -48,6 +48,16 @@ class Runtime:
         verdict than on cpu.)  Bulk sampling for speed (bench/train.py) makes its own."""
         return torch.Generator().manual_seed(int(seed))
 
+    def data_generator(self, seed: int) -> torch.Generator:
+        """A generator on the runtime's own device, for bulk data (prompts, tasks, Monte Carlo
+        draws): drawn where the model runs, with no host copy.  On cpu it is ``generator`` (the
+        same numbers); on cuda it is another stream, so a seed gives other prompts there than on
+        cpu (the verdicts agree, the draws do not: tests/models/test_device.py).  Starts and
+        anything a verdict depends on draw by draw stay on ``generator``."""
+        if self.device.type == "cpu":
+            return self.generator(seed)
+        return torch.Generator(device=self.device).manual_seed(int(seed))
+
     def describe(self) -> dict:
         out = {"device": str(self.device), "dtype": str(self.dtype).replace("torch.", "")}
         if self.device.type == "cuda":
@@ -76,6 +86,80 @@ def runtime(name: str = "auto", dtype: torch.dtype | None = None) -> Runtime:
     figures), so float32 is left to the benchmarks (``bench/train.py --dtype``); code that takes
     a lower precision derives its tolerances from ``Runtime.eps``."""
     return Runtime(resolve_device(name), torch.float64 if dtype is None else dtype)
+
+
+class gpu_monitor:
+    """Samples the GPU's utilisation (percent busy, from NVML through ``torch.cuda.utilization``
+    or else ``nvidia-smi``) every ``interval`` seconds while the block runs, on cuda only;
+    ``summary()`` gives the mean, the maximum, the sample count and the peak memory torch held.
+    On cpu (or where neither source answers) it records nothing."""
+
+    def __init__(self, device: str, interval: float = 0.2) -> None:
+        try:
+            self.device = runtime(device).device
+        except DeviceUnavailable:
+            self.device = torch.device("cpu")
+        self.active = self.device.type == "cuda"
+        self.interval = interval
+        self.samples: list[float] = []
+        self.source = ""
+
+    def _read(self) -> float | None:
+        import subprocess
+
+        if self.source in ("", "nvml"):
+            try:
+                value = float(torch.cuda.utilization(self.device))
+                self.source = "nvml"
+                return value
+            except Exception:  # noqa: BLE001 - pynvml missing: fall back to nvidia-smi
+                if self.source == "nvml":
+                    return None
+        index = self.device.index if self.device.index is not None else torch.cuda.current_device()
+        try:
+            out = subprocess.run(["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,"
+                                  "noheader,nounits", "-i", str(index)], capture_output=True,
+                                 text=True, timeout=5)
+            value = float(out.stdout.strip().splitlines()[0])
+        except Exception:  # noqa: BLE001 - no source: nothing recorded
+            self.source = "none"
+            return None
+        self.source = "nvidia-smi"
+        return value
+
+    def _poll(self) -> None:
+        while not self._stop.wait(self.interval):
+            value = self._read()
+            if value is None:
+                return
+            self.samples.append(value)
+
+    def __enter__(self) -> "gpu_monitor":
+        if self.active:
+            import threading
+
+            torch.cuda.reset_peak_memory_stats(self.device)
+            self._stop = threading.Event()
+            self._thread = threading.Thread(target=self._poll, daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.active:
+            self._stop.set()
+            self._thread.join(timeout=10)
+
+    def summary(self) -> dict:
+        """The utilisation figures, for a tier's evidence (``{}`` off cuda)."""
+        if not self.active:
+            return {}
+        out = {"gpu": torch.cuda.get_device_name(self.device), "source": self.source,
+               "samples": len(self.samples), "interval_s": self.interval,
+               "peak_memory_mib": round(torch.cuda.max_memory_allocated(self.device) / 2**20, 1)}
+        if self.samples:
+            out["utilisation_mean_percent"] = round(sum(self.samples) / len(self.samples), 1)
+            out["utilisation_max_percent"] = max(self.samples)
+        return out
 
 
 class cpu_threads:

@@ -52,11 +52,15 @@ class _Diverged(Exception):
 def optimise(loss_fn: Callable[[], torch.Tensor], params: Sequence[torch.Tensor],
              method: str = "lbfgs", steps: int = 200, lr: float = 1.0,
              grad_tol: float = 1e-12, loss_tol: float | None = None,
-             progress: Callable[[int, float], None] | None = None) -> TrainResult:
+             progress: Callable[[int, float], None] | None = None,
+             sync_every: int | None = None) -> TrainResult:
     """Minimise ``loss_fn()`` over ``params`` in place.
 
     ``steps`` counts optimiser iterations (L-BFGS: outer iterations of up to 20 evaluations each).
     Stops early when the gradient norm falls below ``grad_tol`` or the loss below ``loss_tol``.
+    Adam and GD read the loss and gradient norm back to the host once every ``sync_every``
+    steps (None: every step on cpu, every 64 on a GPU, where each read-back stalls the device);
+    the stopping rules then apply to each step of the window, as if read step by step.
     """
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; use one of {METHODS}")
@@ -101,29 +105,72 @@ def optimise(loss_fn: Callable[[], torch.Tensor], params: Sequence[torch.Tensor]
                     result.reason = "loss stopped changing"
                     break
         else:
-            opt = (torch.optim.Adam(params, lr=lr) if method == "adam"
-                   else torch.optim.SGD(params, lr=lr))
-            for step in range(steps):
-                opt.zero_grad()
-                loss = evaluate()
-                loss.backward()
-                gnorm = _grad_norm(params)
-                if not math.isfinite(gnorm):
-                    raise _Diverged(f"gradient became {gnorm} at step {step + 1}")
-                opt.step()
-                result.steps = step + 1
-                value = float(loss.detach())
-                result.losses.append(value)
-                if progress:
-                    progress(result.steps, value)
-                if gnorm <= grad_tol or (loss_tol is not None and value <= loss_tol):
-                    result.status = "converged"
-                    break
+            _first_order(loss_fn, params, method, steps, lr, grad_tol, loss_tol, progress,
+                         result, _sync_every(params, sync_every))
     except _Diverged as exc:
         result.status = "diverged"
         result.reason = str(exc)
     result.seconds = time.perf_counter() - start
     return result
+
+
+def _sync_every(params: Sequence[torch.Tensor], sync_every: int | None) -> int:
+    if sync_every is not None:
+        return max(1, int(sync_every))
+    return 1 if params[0].device.type == "cpu" else 64
+
+
+def _first_order(loss_fn, params, method, steps, lr, grad_tol, loss_tol, progress,
+                 result: TrainResult, window: int) -> None:
+    """Adam or GD, with the losses and squared gradient norms kept on the device and read back
+    once per ``window`` steps.  A non-finite loss or gradient at step k stops the run as
+    diverged at k (with the weights of the last window that was finite throughout); a
+    gradient below ``grad_tol`` or a loss below ``loss_tol`` at step k stops it as converged
+    at k (the weights are those at the window's end: at most window - 1 further steps)."""
+    opt = torch.optim.Adam(params, lr=lr) if method == "adam" else torch.optim.SGD(params, lr=lr)
+    like = params[0]
+    losses = torch.empty(window, dtype=like.dtype, device=like.device)
+    gsq = torch.empty(window, dtype=like.dtype, device=like.device)
+    saved = [p.detach().clone() for p in params] if window > 1 else None
+    done = 0
+    while done < steps:
+        count = min(window, steps - done)
+        for i in range(count):
+            opt.zero_grad()
+            loss = loss_fn()
+            if window == 1:  # read at once: a non-finite loss stops before the backward pass
+                losses[0] = loss.detach()
+                if not math.isfinite(float(losses[0])):
+                    raise _Diverged(f"loss became {float(losses[0])} at step {done}")
+            loss.backward()
+            losses[i] = loss.detach()
+            gsq[i] = sum(torch.sum(p.grad.detach() ** 2) for p in params if p.grad is not None)
+            if window == 1 and not math.isfinite(float(gsq[0])):
+                raise _Diverged(f"gradient became {math.sqrt(float(gsq[0]))} at step {done + 1}")
+            opt.step()
+        values, norms = losses[:count].tolist(), gsq[:count].sqrt().tolist()
+        for i, (value, gnorm) in enumerate(zip(values, norms)):
+            step = done + i
+            if not math.isfinite(value) or not math.isfinite(gnorm):
+                if saved is not None:
+                    with torch.no_grad():
+                        for p, old in zip(params, saved):
+                            p.copy_(old)
+                what = (f"loss became {value} at step {step}" if not math.isfinite(value)
+                        else f"gradient became {gnorm} at step {step + 1}")
+                raise _Diverged(what)
+            result.steps = step + 1
+            result.losses.append(value)
+            if progress and (window == 1 or i == count - 1):
+                progress(result.steps, value)
+            if gnorm <= grad_tol or (loss_tol is not None and value <= loss_tol):
+                result.status = "converged"
+                return
+        done += count
+        if saved is not None:
+            with torch.no_grad():
+                for p, old in zip(params, saved):
+                    old.copy_(p)
 
 
 def _grad_norm(params: Sequence[torch.Tensor]) -> float:

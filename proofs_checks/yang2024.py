@@ -4072,6 +4072,7 @@ def fig5_train(ctx: Context) -> TierResult:
     rt = runtime(ctx.device)
     dtype = torch.float32
     D = inst.dictionary.to(dtype=dtype, device=rt.device)
+    D64 = inst.dictionary.to(dtype=torch.float64, device=rt.device)
     law = TaskLaw(inst.tau)
     fq = float_quadratic(inst)
     test = sample_tasks(law, inst.dictionary, 1000 if ctx.budget.name == "paper" else 4000,
@@ -4084,12 +4085,13 @@ def fig5_train(ctx: Context) -> TierResult:
         cfg = DeepConfig(inst.d, inst.K, inst.N, H, layers=4, d_model=fb["d_model"], d_ff=fb["d_ff"])
         model = DeepICL(cfg, generator=torch.Generator().manual_seed(ctx.seed_for("fig5-model", H)),
                         dtype=dtype, device=rt.device)
-        data_gen = torch.Generator().manual_seed(ctx.seed_for("fig5-data", H))
+        # drawn in float64 where the model runs (cpu: the same draws as a cpu generator)
+        data_gen = rt.data_generator(ctx.seed_for("fig5-data", H))
 
         def loss_fn():
-            tasks = sample_tasks(law, inst.dictionary, fb["batch"], data_gen)
-            y = tasks.prompt_labels.to(dtype=dtype, device=rt.device)
-            return (0.5 * (model(D.V_all, y) - tasks.y.to(dtype=dtype, device=rt.device)) ** 2).mean()
+            tasks = sample_tasks(law, D64, fb["batch"], data_gen)
+            y = tasks.prompt_labels.to(dtype=dtype)
+            return (0.5 * (model(D.V_all, y) - tasks.y.to(dtype=dtype)) ** 2).mean()
 
         start = time.perf_counter()
         res = optimise(loss_fn, model.parameters(), method="adam", steps=fb["steps"], lr=1e-3, grad_tol=0.0)

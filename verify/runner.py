@@ -7,7 +7,7 @@ import warnings
 from dataclasses import replace
 from typing import Mapping, Sequence
 
-from models.device import DeviceUnavailable, cpu_threads
+from models.device import DeviceUnavailable, cpu_threads, gpu_monitor
 
 from .claim import BUDGETS, TIERS, Claim, Context, FormulaReads, TierResult
 from .errors import UsageError
@@ -29,8 +29,9 @@ def run_tiers(claim: Claim, ctx: Context, tiers: Sequence[str],
         reads = FormulaReads(ctx.formulas)
         tier_ctx = replace(ctx, formulas=reads)
         caught: list = []
+        monitor = gpu_monitor(ctx.device)
         try:
-            with warnings.catch_warnings(record=True) as caught:
+            with warnings.catch_warnings(record=True) as caught, monitor:
                 warnings.simplefilter("always")
                 if ctx.budget.name == "paper":  # paper sizes: large batches use every thread
                     result = check(tier_ctx)
@@ -49,6 +50,8 @@ def run_tiers(claim: Claim, ctx: Context, tiers: Sequence[str],
         result.reads = tuple(sorted(reads.read))
         if caught:  # evidence, not noise on stderr: numpy's overflow warnings say where
             result.evidence = {**result.evidence, "warnings": _warning_lines(caught)}
+        if monitor.active:  # how busy the GPU was while the tier ran
+            result.evidence = {**result.evidence, "gpu_use": monitor.summary()}
         results[tier] = result
     return results
 

@@ -747,7 +747,7 @@ def thm1_train(ctx: Context) -> TierResult:
                               generator=gen, dtype=rt.dtype, device=rt.device)
     law = prompt_law(inst, "identity")
     steps, batch = _sampled_budget(ctx)
-    data_gen = rt.generator(ctx.seed_for("train-data"))
+    data_gen = rt.data_generator(ctx.seed_for("train-data"))
 
     def sampled_loss():
         pr = sample_prompts(law, batch, data_gen, dtype=rt.dtype, device=rt.device)
@@ -998,7 +998,7 @@ def lemma2_train(ctx: Context) -> TierResult:
     model = LinearTransformer(LSAConfig(d=inst.d, layers=k, parametrisation="eq9"),
                               init_scale=0.1, generator=gen, dtype=rt.dtype, device=rt.device)
     law = prompt_law(inst, "identity")
-    data = rt.generator(ctx.seed_for("lemma2-data"))
+    data = rt.data_generator(ctx.seed_for("lemma2-data"))
     steps, batch = _sampled_budget(ctx)
 
     def loss():

@@ -98,7 +98,7 @@ def _fig1_sampled(ctx: Context, L: int, n: int = 3, d: int = 5) -> Finding:
     model.u.requires_grad_(False)
     law = PromptLaw(sigma=torch.eye(d, dtype=torch.float64), n=n,
                     w_cov=torch.eye(d, dtype=torch.float64))
-    data = rt.generator(ctx.seed_for("fig1-data"))
+    data = rt.data_generator(ctx.seed_for("fig1-data"))
     steps, batch = _by_budget(ctx, (300, 1024), (1000, 2048), (4000, 8192))
 
     def sampled():

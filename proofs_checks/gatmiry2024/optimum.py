@@ -589,7 +589,7 @@ def thm32_train(ctx: Context) -> TierResult:
                                         step=-1), init_scale=0.1, generator=gen, dtype=rt.dtype,
                               device=rt.device)
     law = PromptLaw(sigma=torch.tensor(S), n=n, w_cov=torch.linalg.inv(torch.tensor(S)))
-    data = rt.generator(ctx.seed_for("thm32-data"))
+    data = rt.data_generator(ctx.seed_for("thm32-data"))
     steps, batch = _by_budget(ctx, (150, 1024), (400, 2048), (2000, 8192))
 
     def sampled():

@@ -120,7 +120,7 @@ def train_sampled(inst: Instance, heads: int, budget: str, seed: int, device: st
     gen = rt.generator(seed)
     model = MultiHeadLSA(inst.d, heads, init_scale=INIT_SCALE, generator=gen, dtype=rt.dtype,
                          device=rt.device)
-    data = rt.generator(seed + 1)
+    data = rt.data_generator(seed + 1)
     w_star = inst.w_star_torch(rt.dtype, rt.device)
 
     def loss():
@@ -145,7 +145,7 @@ def train_yq_sampled(inst: Instance, budget: str, seed: int, device: str = "auto
     C = C or inst.C
     model = YqLSA(inst.d, init_scale=INIT_SCALE, generator=rt.generator(seed), dtype=rt.dtype,
                   device=rt.device)
-    data = rt.generator(seed + 1)
+    data = rt.data_generator(seed + 1)
     w_star = inst.w_star_torch(rt.dtype, rt.device)
 
     def loss():

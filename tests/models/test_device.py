@@ -59,3 +59,20 @@ def test_no_seeded_draw_bypasses_the_helpers():
                                     for k in node.keywords)):
                     found.append(f"{path.relative_to(root)}:{node.lineno}")
     assert not found, found
+
+
+def test_bulk_data_draws_where_the_model_runs():
+    """``data_generator`` is the cpu generator on cpu (a seed is the same prompts as before) and
+    a generator of the runtime's own device elsewhere (no host copy of the prompts)."""
+    from models.device import gpu_monitor
+
+    rt = runtime("cpu")
+    a = randn(5, generator=rt.data_generator(3), dtype=torch.float64)
+    assert torch.equal(a, randn(5, generator=rt.generator(3), dtype=torch.float64))
+    if torch.cuda.is_available():
+        g = runtime("cuda").data_generator(3)
+        assert g.device.type == "cuda"
+        assert randn(5, generator=g, dtype=torch.float64, device="cuda").device.type == "cuda"
+    with gpu_monitor("cpu") as mon:
+        pass
+    assert not mon.active and mon.summary() == {}

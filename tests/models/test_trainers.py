@@ -34,3 +34,34 @@ def test_cuda_request_without_gpu_is_an_error():
             assert "no CUDA GPU" in str(exc)
         else:
             raise AssertionError("expected DeviceUnavailable")
+
+
+def _adam_run(sync_every, steps=40, lr=0.05, loss=None):
+    torch.manual_seed(0)
+    x = torch.randn(4, dtype=torch.float64).requires_grad_()
+    target = torch.arange(4, dtype=torch.float64)
+    fn = loss or (lambda: ((x - target) ** 2).sum() + 0.1 * (x ** 4).sum())
+    res = optimise(fn if loss is None else (lambda: loss(x)), [x], method="adam", lr=lr,
+                   steps=steps, sync_every=sync_every)
+    return res, x.detach().clone()
+
+
+def test_reading_back_once_per_window_changes_nothing_but_the_read_backs():
+    """Adam with the losses kept on the device and read every 7 steps: the same curve, steps
+    and weights as reading every step (40 steps: five full windows and a partial one)."""
+    one, x1 = _adam_run(1)
+    seven, x7 = _adam_run(7)
+    assert one.losses == seven.losses and one.steps == seven.steps == 40
+    assert torch.equal(x1, x7)
+
+
+def test_a_window_reports_the_step_that_diverged_and_keeps_finite_weights():
+    def blows_up(x):
+        return (x ** 4).sum() * 10.0 ** 300 * 10.0 ** 300 if float(x.detach().abs().max()) > 50 else \
+            ((x - 100.0) ** 2).sum()
+
+    one, _ = _adam_run(1, steps=200, lr=5.0, loss=blows_up)
+    seven, x7 = _adam_run(7, steps=200, lr=5.0, loss=blows_up)
+    assert one.status == seven.status == "diverged"
+    assert one.reason == seven.reason and one.losses == seven.losses
+    assert torch.isfinite(x7).all()

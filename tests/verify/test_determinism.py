@@ -117,3 +117,18 @@ def test_a_different_seed_changes_the_instance():
     ia = a.tiers["numeric"].evidence["instance"]
     ib = b.tiers["numeric"].evidence["instance"]
     assert ia != ib
+
+
+# train tiers whose prompts are drawn on the device (``Runtime.data_generator``)
+DEVICE_DRAWN = ["ahn2023.thm1", "gatmiry2024.thm3_2", "xie2025.thm4", "yang2024.fig2"]
+
+
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA GPU")
+def test_cuda_runs_repeat_and_agree_with_cpu():
+    """On cuda a seed draws other prompts than on cpu (a cuda generator): the same seed on the
+    same device prints the same JSON, and cpu and cuda reach the same verdicts."""
+    base = ["check", *DEVICE_DRAWN, "--tier", "train", "--budget", "quick", "--seed", "0", "--json"]
+    cuda = assert_deterministic([base + ["--device", "cuda"]])[0]
+    cpu = run_json([base + ["--device", "cpu"]], (1,))[0][0]
+    summary = [(v["claim"], v["verdict"], v["tiers"]["train"]["status"]) for v in cuda]
+    assert summary == [(v["claim"], v["verdict"], v["tiers"]["train"]["status"]) for v in cpu]

@@ -1,0 +1,30 @@
+"""bench/gpu.py runs a claim's train tier and reports its row (here on cpu, at --budget quick)."""
+import importlib.util
+import json
+import pathlib
+
+
+def _bench():
+    path = pathlib.Path(__file__).resolve().parents[2] / "bench" / "gpu.py"
+    spec = importlib.util.spec_from_file_location("bench_gpu", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_row_per_train_tier_with_its_time_and_verdict(tmp_path, capsys):
+    out = tmp_path / "rows.json"
+    assert _bench().main(["--device", "cpu", "--budget", "quick", "--claims", "gatmiry2024.fig2",
+                          "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["claim"] for r in rows] == ["gatmiry2024.fig2"]
+    assert rows[0]["tier"] == "pass" and rows[0]["seconds"] > 0
+    assert rows[0]["utilisation_mean"] is None  # no GPU: nothing sampled
+    assert "gatmiry2024.fig2" in capsys.readouterr().out
+
+
+def test_only_claims_with_a_train_tier():
+    import pytest
+
+    with pytest.raises(SystemExit, match="no train tier"):
+        _bench().train_claims(["ahn2023.lemma1"])
