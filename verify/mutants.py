@@ -306,13 +306,57 @@ def _transpose(expr: sympy.Basic) -> Iterator[Candidate]:
                    lambda p=path, n=node: _replace(expr, p, sympy.Transpose(n)))
 
 
-def generate(formula: NamedFormula, base: str | None = None) -> tuple[list[Mutant], list[Invalid]]:
+def _factors(expr: sympy.Basic, symbols: list[sympy.Basic]) -> Iterator[Candidate]:
+    """One factor dropped from a product, or one matrix symbol (or its transpose) multiplied
+    onto a matrix-valued subterm, on either side: the neighbourhood a correction searches
+    (``verify/corrections.py``) beyond the mutation operators."""
+    for path, node in _positions(expr):
+        if isinstance(node, (sympy.Mul, sympy.MatMul)) and len(node.args) >= 2:
+            for i, factor in enumerate(node.args):
+                rest = node.args[:i] + node.args[i + 1:]
+                yield ("drop_factor", f"drop {_short(factor)} from {_short(node)}",
+                       lambda p=path, r=rest, n=node: _replace(expr, p, n.func(*r)))
+    matrices = [s for s in symbols if isinstance(s, sympy.MatrixSymbol)]
+    for path, node in _positions(expr):
+        if not _is_matrix(node) or isinstance(node, (Identity, ZeroMatrix, OneMatrix)):
+            continue
+        for m in matrices:
+            for factor in (m, sympy.Transpose(m)):
+                yield ("insert_factor", f"{_short(node)} -> {_short(factor)}*{_short(node)}",
+                       lambda p=path, n=node, f=factor: _replace(expr, p, sympy.MatMul(f, n)))
+                yield ("insert_factor", f"{_short(node)} -> {_short(node)}*{_short(factor)}",
+                       lambda p=path, n=node, f=factor: _replace(expr, p, sympy.MatMul(n, f)))
+
+
+def _signs(expr: sympy.Basic, symbols: list[sympy.Basic], most: int = 6) -> Iterator[Candidate]:
+    """The signs of two or more terms of one sum flipped at once (a sign on a group the paper
+    writes as one sum), smallest groups first, for sums of at most ``most`` terms."""
+    from itertools import combinations
+
+    for path, node in _positions(expr):
+        if isinstance(node, (sympy.Add, sympy.MatAdd)) and 3 <= len(node.args) <= most:
+            for size in range(2, len(node.args)):
+                for group in combinations(range(len(node.args)), size):
+                    shown = ", ".join(_short(node.args[i], 30) for i in group)
+                    yield ("signs", f"negate {shown} in {_short(node)}",
+                           lambda p=path, g=group, n=node: _replace(expr, p, n.func(
+                               *[(-a if j in g else a) for j, a in enumerate(n.args)])))
+
+
+CORRECTION_OPERATORS = {"factors": _factors, "signs": _signs}
+
+
+def generate(formula: NamedFormula, base: str | None = None, extra: tuple[str, ...] = ()
+             ) -> tuple[list[Mutant], list[Invalid]]:
     """Every distinct mutant of ``formula`` (of the text ``base``, default the paper's) that
-    reads back, and the ill-typed ones."""
+    reads back, and the ill-typed ones; ``extra`` names operators of ``CORRECTION_OPERATORS``
+    to apply after the mutation operators (not used by ``mutate``)."""
     original = formula.parse(base)
     symbols = [s.sympy() for s in formula.symbols]
     candidates = [*_constant(original), *_swap(original, symbols), *_terms(original),
                   *_transpose(original)]
+    for name in extra:
+        candidates += list(CORRECTION_OPERATORS[name](original, symbols))
     seen = {formula_str(original)}
     mutants, invalid = [], []
     for operator, change, build in candidates:

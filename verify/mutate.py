@@ -311,8 +311,8 @@ def mutate_claims(claims: list[Claim], options: dict, formulas: list[str] | None
         base = bases[claim.id]
         fixed: dict[str, str] = {}
         base_tiers = base.tiers
-        if base.verdict == "corrected":
-            fixed = dict(claim.correction.formulas)
+        if base.verdict == "corrected":  # the correction the check verified (derived or not)
+            fixed = dict(base.correction["formulas"])
             base_tiers = base.correction_tiers
         elif base.verdict != "verified":
             plans.append(ClaimReport(claim.id, base.verdict, base.reason, [], skipped=(

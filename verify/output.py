@@ -67,7 +67,8 @@ def check_table(verdicts: list[Verdict]) -> str:
         if gap:
             out.append(f"  {_proof_line(gap)}")
         if v.correction:
-            out.append(f"  correction: {v.correction}")
+            out.append(f"  correction ({v.correction['source']}): {v.correction['description']}")
+            out += [f"    --set '{name}={text}'" for name, text in v.correction["formulas"].items()]
             closest = closest_over_tiers(v.correction_tiers or {})
             if closest:
                 out.append(f"  the correction's {describe_approach(closest)}")

@@ -249,7 +249,8 @@ def describe_change(exc: VerdictChanged, s: Settings) -> str:
     if v.counterexample:
         lines.append("counterexample: " + _json(v.counterexample))
     if v.correction:
-        lines.append(f"correction: {v.correction}")
+        lines.append(f"correction ({v.correction['source']}): {v.correction['description']}: "
+                     + "; ".join(f"{n} = {t}" for n, t in v.correction["formulas"].items()))
     lines.append("tiers:")
     for tier, r in v.tiers.items():
         lines.append(f"  {tier}: {r.status}" + (f" ({r.reason})" if r.reason else ""))

@@ -248,11 +248,14 @@ def _symbol(name: str) -> str:
 
 
 def correction_view(claim: Claim, verdict: Verdict) -> dict | None:
-    if claim.correction is None or verdict.correction is None:
+    if verdict.correction is None:
         return None
-    c = claim.correction
-    return {"description": c.description, "reason": c.reason,
-            "formulas": [formula_view(claim, name, text) for name, text in c.formulas.items()],
+    c = verdict.correction
+    source = ("derived by the engine" if c["source"] == "derived" else
+              "documented (no closed form derived)")
+    return {"description": f"{c['description']} [{source}]", "reason": c["reason"],
+            "source": c["source"],
+            "formulas": [formula_view(claim, name, text) for name, text in c["formulas"].items()],
             "tiers": [{"name": t, "status": r.status, "reason": r.reason}
                       for t, r in (verdict.correction_tiers or {}).items()]}
 

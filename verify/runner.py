@@ -10,6 +10,7 @@ from typing import Mapping, Sequence
 from models.device import DeviceUnavailable, cpu_threads, gpu_monitor
 
 from .claim import BUDGETS, TIERS, Claim, Context, FormulaReads, TierResult
+from .corrections import chosen
 from .errors import UsageError
 from .limits import TimedOut, refuse_work, time_limit
 from .verdict import Verdict, decide, first_counterexample, proof_of, unread, why_undecided
@@ -109,12 +110,14 @@ def check_claim(claim: Claim, tiers: Sequence[str] = TIERS, budget: str = "quick
     fixed_results: dict[str, TierResult] = {}
     timed_out = False
     limit = None
+    fix = None
     try:
         with time_limit(timeout) as limit:
             run_tiers(claim, ctx, tiers, results)
             verdict = decide(unread(results, names), names)
-            if verdict == "refuted" and claim.correction is not None and not overrides:
-                fixed, fixed_texts = claim.parsed_formulas(claim.correction.formulas)
+            fix = chosen(claim) if verdict == "refuted" and not overrides else None
+            if fix is not None:
+                fixed, fixed_texts = claim.parsed_formulas(fix.formulas)
                 fixed_ctx = Context(claim.id, fixed, fixed_texts, BUDGETS[budget], device, seed,
                                     dict(sizes or {}), sigma, progress)
                 run_tiers(claim, fixed_ctx, tiers, fixed_results)
@@ -122,7 +125,7 @@ def check_claim(claim: Claim, tiers: Sequence[str] = TIERS, budget: str = "quick
         if exc.limit is not limit:  # an outer limit (mutate's per mutant): its caller reports
             raise
         timed_out = True
-        printed_done = len(results) == len(tiers) and claim.correction is not None
+        printed_done = len(results) == len(tiers) and fix is not None
         running = fixed_results if printed_done else results
         _stop(running, claim, tiers, timeout, time.perf_counter() - start)
     results = unread(results, names)
@@ -131,9 +134,9 @@ def check_claim(claim: Claim, tiers: Sequence[str] = TIERS, budget: str = "quick
                   counterexample=first_counterexample(results), formulas=texts,
                   overridden=names, proof=proof_of(results))
     if fixed_results:
-        fixed_names = sorted(claim.correction.formulas)
+        fixed_names = sorted(fix.formulas)
         fixed_results = unread(fixed_results, fixed_names)
-        out.correction = f"{claim.correction.description} ({claim.correction.reason})"
+        out.correction = fix.as_json(claim, {t: r.status for t, r in fixed_results.items()})
         out.correction_tiers = fixed_results
         if decide(fixed_results, fixed_names) == "verified":
             out.verdict = "corrected"
@@ -165,7 +168,10 @@ def _reason(v: Verdict) -> str:
                     f"as set, and the tiers that passed read it")
         return "every tier that ran agrees with the statement as printed"
     if v.verdict == "corrected":
-        return "the statement as printed fails; the documented correction passes every tier"
+        how = ("the correction the engine derived (the smallest change to the printed formula "
+               "that the derivation proves)" if v.correction["source"] == "derived"
+               else "the documented correction")
+        return f"the statement as printed fails; {how} passes every tier"
     if v.verdict == "refuted":
         ce = v.counterexample or {}
         return ce.get("reason", "a tier found a counterexample")

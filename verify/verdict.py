@@ -104,7 +104,7 @@ class Verdict:
     budget: str
     device: str
     counterexample: dict | None = None
-    correction: str | None = None
+    correction: dict | None = None  # verify.corrections.Chosen.as_json
     correction_tiers: dict[str, TierResult] | None = None
     formulas: dict[str, str] = field(default_factory=dict)
     overridden: list[str] = field(default_factory=list)

@@ -1078,4 +1078,4 @@ def test_lemma_a3_is_false_with_the_papers_sigma_and_corrected_by_sigma_star():
     v = verdict("gatmiry2024.lemma_a3")
     assert v.verdict == "corrected"
     assert v.counterexample["check"] == "two_layer_loss"
-    assert "Sigma*" in v.correction and v.correction_tiers["symbolic"].status == "pass"
+    assert "Sigma*" in v.correction["description"] and v.correction_tiers["symbolic"].status == "pass"
