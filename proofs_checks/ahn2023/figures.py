@@ -7,17 +7,20 @@ L-BFGS from i.i.d. Gaussian initialisations, 5 seeds at the paper budget.
 Training modes.  Model (9): the exact population loss derived by the moment kernel
 (``sparse.full_loss``, compiled, one problem per seed in one batch) and, beside it, L-BFGS on one
 fixed batch of sampled prompts through the real forward pass (as the paper trains).  Model (13):
-with three layers the error has degree 27 in X, beyond Isserlis, so the exact-loss run uses two
-layers (the full-matrix loss, evaluated through whitening, ``eq13_loss``); at --budget default
-and paper the paper's three layers are also trained on a fixed sampled batch.  The trained
-weights are compared with the critical points of the exactly derived loss on S
+with three layers the error has degree 27 in X, beyond Isserlis.  At --budget quick the
+exact-loss run uses two layers (the full-matrix loss, evaluated through whitening,
+``eq13_loss``), a stand-in; at default and paper the paper's three layers are trained on a
+population-accurate objective (``eq13_population``: E[e^2 | X] exact over w*, x_q, fresh
+tail-stretched draws of X, the S-part exact from Wishart moments) and decide; at paper the
+three layers are also trained on one fixed batch, as the paper does, for comparison.  The
+trained weights are compared with the critical points of the exactly derived loss on S
 (``sparse.restricted_value_torch``, ``sparse.newton_mp``).
 
 Metrics (``models.metrics.dist_to_identity``): Dist(Sigma^{1/2} A_i Sigma^{1/2}, I) (-> 0 on S),
 Dist(A_i, I) (stays at Dist(Sigma^{-1}, I) on S), Dist(B_i, I), the loss against g* = min_S f.
 Thresholds: a figure's "-> 0" is read as <= DIST_EXACT after exact-loss L-BFGS and <=
-DIST_SAMPLED after fixed-batch L-BFGS (a finite batch moves the empirical minimiser by
-O(batch^{-1/2})).
+DIST_SAMPLED after fixed-batch or sampled training (a finite batch moves the empirical minimiser
+by O(batch^{-1/2})); a population loss is compared within max(3 standard errors, LOSS_REL_TOL).
 """
 from __future__ import annotations
 
@@ -36,8 +39,9 @@ from models.trainers import optimise, optimise_batched
 from verify.claim import Claim, Context, TierResult
 from verify.evidence import Finding, combine
 
+from . import eq13_population as eqp
 from . import sparse
-from .multilayer import D_EXPERIMENT, THM4_SETTING, THM5_SETTING, conditional_loss, cpu_threads
+from .multilayer import D_EXPERIMENT, THM4_SETTING, THM5_SETTING, cpu_threads
 from .one_layer import PAPER
 
 DIST_EXACT = 1e-2
@@ -268,21 +272,41 @@ def _stand_in_eq9(out: dict) -> str:
 
 
 # model (13): the exact-loss run has two layers (three are beyond the moment kernel, degree 54)
-STAND_IN_EQ13 = ("two layers of (13) on the exact loss for the paper's three (Sec. 6.1): three "
-                 "layers need a population-accurate objective (fresh prompts each step), which "
-                 "is not implemented yet")
+STAND_IN_EQ13 = ("two layers of (13) on the exact loss for the paper's three (Sec. 6.1); "
+                 "--budget default and paper train three layers on a population-accurate "
+                 "objective")
+
+# the three-layer population runs: "the loss converges to a critical value" within
+# max(3 standard errors, LOSS_REL_TOL).  Theorem 5 makes S critical in the off-S directions, so
+# a trained point at whitened distance delta from S lies O(delta^2) above g at its projection
+# (about 1% at the delta ~ 0.04 the final sample leaves, measured), and the estimate's own
+# Wishart-tail error is a few 1e-3 relative (``eq13_population.draw_covariates``); 2% is still
+# below the gaps between the critical values of g the restarts find (0.0393, 0.0552, 0.0585:
+# 40% and 6%), so it says which critical value the run reached.
+LOSS_REL_TOL = 0.02
 
 
 # ------------------------------------------------------------------------------------------------
-# Model (13): exact-loss training (two layers) and fixed-batch training (three layers)
+# Model (13): exact-loss training (two layers), population training (three layers), and the
+# paper's fixed-batch training (three layers)
 # ------------------------------------------------------------------------------------------------
-# budget -> exact-loss run (layers, seeds, L-BFGS steps) and the three-layer fixed-batch run
+# budget -> the exact-loss run (quick: two layers, seeds, L-BFGS steps), the three-layer
+# population run (default, paper: ``_train_eq13_population``) and the fixed-batch run (paper)
 EQ13_BUDGETS = {
-    "quick": dict(exact_layers=2, seeds=3, steps=400, dist=DIST_SAMPLED, sampled=None),
-    "default": dict(exact_layers=2, seeds=3, steps=1200, dist=DIST_EXACT,
-                    sampled=dict(seeds=2, batch=6000, steps=200)),
-    "paper": dict(exact_layers=2, seeds=5, steps=3000, dist=DIST_EXACT,
-                  sampled=dict(seeds=5, batch=20000, steps=1000)),
+    "quick": dict(exact_layers=2, seeds=3, steps=400, dist=DIST_SAMPLED, sampled=None,
+                  population=None),
+    # 77 s wall for Figs. 3 and 4 together on one core of a shared 2-core cpu (61 s training)
+    "default": dict(dist=DIST_SAMPLED, sampled=None,
+                    population=dict(seeds=3, stages=3, steps=300, batch=500, final_batch=4000,
+                                    polish=dict(steps=400, batch=1000, lr=2e-3, lr_final=1e-4),
+                                    eval_draws=120_000)),
+    # for a GPU: 5 seeds x 64000 draws per L-BFGS evaluation in the last stage, 5 x 32000 per
+    # Adam step (a few GB in float64); 234 s on an H200 (L-BFGS 44 s, Adam 180 s), hours on a
+    # cpu.  The fixed-batch run costs ~0.3 s per L-BFGS step per seed there (H200).
+    "paper": dict(dist=DIST_SAMPLED, sampled=dict(seeds=2, batch=20000, steps=200),
+                  population=dict(seeds=5, stages=4, steps=1600, batch=1000, final_batch=64000,
+                                  polish=dict(steps=4000, batch=32000, lr=2e-3, lr_final=1e-5),
+                                  eval_draws=4_000_000)),
 }
 
 
@@ -315,8 +339,17 @@ def train_eq13(budget: str, seed: int, device: str, progress: bool) -> dict:
 
 def _train_eq13(budget: str, seed: int, device: str, progress: bool) -> dict:
     b = EQ13_BUDGETS[budget]
-    n, d, L = 10, 5, b["exact_layers"]
     rt = runtime(device)
+    out = (_train_eq13_exact(b, seed, rt, progress) if b["population"] is None else
+           _train_eq13_population(b, seed, rt, progress))
+    out["fixed_batch_three_layers"] = ([] if b["sampled"] is None else
+                                       _train_eq13_sampled(b["sampled"], seed, rt, progress))
+    return out
+
+
+def _train_eq13_exact(b: dict, seed: int, rt, progress: bool) -> dict:
+    """L-BFGS on the exact population loss of two layers (``eq13_population_loss``)."""
+    n, d, L = 10, 5, b["exact_layers"]
     K = b["seeds"]
     S = sigmas(seed + 7, K, d)
     R = torch.tensor(np.array([_sqrt(s) for s in S]), dtype=rt.dtype, device=rt.device)
@@ -361,25 +394,102 @@ def _train_eq13(budget: str, seed: int, device: str, progress: bool) -> dict:
         runs.append(r)
     return {"runs": runs, "curves": curves, "g_star": restricted_star(n, d, L, "eq13"),
             "n": n, "d": d, "layers": L, "seeds": K, "steps": b["steps"],
-            "dist_threshold": b["dist"], "runtime": rt.describe(),
-            "dist_sigma_inv": [dist_to_identity(torch.tensor(np.linalg.inv(s))) for s in S],
-            "fixed_batch_three_layers": ([] if b["sampled"] is None else
-                                         _train_eq13_sampled(b["sampled"], seed, rt, progress))}
+            "dist_threshold": b["dist"], "runtime": rt.describe(), "objective": "exact",
+            "dist_sigma_inv": [dist_to_identity(torch.tensor(np.linalg.inv(s))) for s in S]}
+
+
+def _train_eq13_population(b: dict, seed: int, rt, progress: bool) -> dict:
+    """Three layers of (13) (A_i symmetric, B_i free), K seeds at once, trained on f_Sigma by
+    ``eq13_population.train_population`` (L-BFGS stages on fresh tail-stretched samples, then
+    Adam on fresh draws every step with the S-part of the loss exact), then scored by an
+    independent Monte Carlo of eval_draws fresh draws (``population_loss``: mean, standard
+    error), the metrics of Fig. 3 and Newton on grad g = 0 (``_nearest_critical_point``).
+
+    The init is the paper's: INIT_SCALE * Gaussian (A_i, B_i) from ``rt.generator(seed + 11)``
+    (cpu, as ``_train_eq13_exact``).  The optimiser runs in the whitened coordinates (R A_i R,
+    R^{-1} B_i R), R = Sigma^{1/2}, the same function of the same weights (``eq13_loss``):
+    L-BFGS is not invariant under that linear change of variables, and in the paper's
+    coordinates A_2 = a_2 Sigma^{-1} has entries up to 16 |a_2| ~ 190, which 300 iterations do
+    not reach (measured: loss 0.127 against 0.055 whitened).  Timing: default 61 s training,
+    77 s for the check (one thread of a shared 2-core cpu); paper 234 s on an H200."""
+    p = b["population"]
+    n, d, L, K = 10, 5, PAPER_LAYERS, p["seeds"]
+    S = sigmas(seed + 7, K, d)
+    R = torch.tensor(np.array([_sqrt(s) for s in S]), dtype=rt.dtype, device=rt.device)
+    Ri = torch.linalg.inv(R).unsqueeze(1)
+    gen = rt.generator(seed + 11)
+    A0 = INIT_SCALE * randn(K, L, d, d, generator=gen, dtype=rt.dtype, device=rt.device)
+    B0 = INIT_SCALE * randn(K, L, d, d, generator=gen, dtype=rt.dtype, device=rt.device)
+    At, Bt = (t.detach().clone().requires_grad_() for t in eqp.whiten(R, eqp.sym(A0), B0))
+    data = rt.data_generator(seed + 13)
+
+    def paper_coordinates():
+        with torch.no_grad():
+            A = Ri @ eqp.sym(At) @ Ri
+            B = R.unsqueeze(1) @ Bt @ Ri
+        return A.cpu().double().numpy(), B.cpu().double().numpy()
+
+    curves: list = []
+
+    def snapshot(step: int) -> None:
+        As, Bs = paper_coordinates()
+        ms = [_metrics(S[k], As[k], Bs[k][:L - 1]) for k in range(K)]
+        curves.append({"step": step, **{key: [m[key] for m in ms]
+                                        for key in ("dist_whitened", "dist_B")}})
+
+    snapshot(0)
+    total = p["steps"] + p["polish"]["steps"]
+    with Progress(total, "ahn2023 Fig. 3/4 three-layer population training", progress) as bar:
+        trained = eqp.train_population(At, Bt, n, p["stages"], p["steps"], p["batch"],
+                                       p["final_batch"], data, polish=p["polish"],
+                                       progress=bar.callback(), snapshot=snapshot)
+    mean, se = eqp.population_loss(eqp.sym(At).detach(), Bt.detach(), n, p["eval_draws"], data)
+    mean, se = mean.cpu().double().numpy(), se.cpu().double().numpy()
+    As, Bs = paper_coordinates()
+    runs = []
+    for k in range(K):
+        m = _metrics(S[k], As[k], Bs[k][:L - 1])
+        runs.append({"seed_index": k, "final_loss": float(mean[k]),
+                     "final_loss_se": float(se[k]), "status": trained["status"][k],
+                     "reason": trained["reason"][k], "steps": total, **m,
+                     "training_stages": [{key: st[key][k] if isinstance(st[key], list) else
+                                          st[key] for key in st} for st in trained["stages"]],
+                     "critical_point_of_g": _nearest_critical_point(L, n, d, m)})
+    return {"runs": runs, "curves": curves, "g_star": restricted_star(n, d, L, "eq13"),
+            "n": n, "d": d, "layers": L, "seeds": K, "steps": total,
+            "dist_threshold": b["dist"], "runtime": rt.describe(), "objective": "population",
+            "population": {**p, "seconds_training": trained["seconds"],
+                           "batches": eqp.stage_sizes(p["stages"], p["batch"],
+                                                      p["final_batch"]),
+                           "loss_rel_tol": LOSS_REL_TOL},
+            "dist_sigma_inv": [dist_to_identity(torch.tensor(np.linalg.inv(s))) for s in S]}
 
 
 def _nearest_critical_point(layers: int, n: int, d: int, metrics: dict) -> dict:
-    """Newton on grad g = 0 (g = f restricted to S) from the trained scales (a_i, b_i)."""
+    """Newton on grad g = 0 (g = f restricted to S) from the trained scales (a_i, b_i).  Where
+    Newton leaves (moves by more than DIST_SAMPLED relative, or fails: g has a valley of
+    curvature ~1e-3 at three layers), descent on g from the same start and then Newton."""
     x0 = list(metrics["scale_whitened"]) + list(metrics["scale_B"])
-    try:
-        cp = sparse.newton_mp(layers, "eq13", n, d, x0, digits=20)
-    except Exception as exc:  # noqa: BLE001 - Newton may leave the basin; reported, not raised
-        return {"start": x0, "error": f"{type(exc).__name__}: {exc}"}
-    end = cp.floats()
-    return {"start": x0, "point": end.tolist(), "value": float(cp.value),
-            "grad_norm": float(cp.grad_norm),
-            "hessian_eigenvalues": [float(e) for e in cp.hessian_eigenvalues],
-            "relative_distance_from_start": float(np.linalg.norm(end - x0)
-                                                  / np.linalg.norm(end))}
+
+    def newton(start, method):
+        try:
+            cp = sparse.newton_mp(layers, "eq13", n, d, start, digits=20)
+        except Exception as exc:  # noqa: BLE001 - Newton may leave the basin; reported
+            return {"start": x0, "method": method, "error": f"{type(exc).__name__}: {exc}"}
+        end = cp.floats()
+        return {"start": x0, "method": method, "point": end.tolist(), "value": float(cp.value),
+                "grad_norm": float(cp.grad_norm),
+                "hessian_eigenvalues": [float(e) for e in cp.hessian_eigenvalues],
+                "relative_distance_from_start": float(np.linalg.norm(end - x0)
+                                                      / np.linalg.norm(end))}
+
+    first = newton(x0, "newton")
+    if first.get("relative_distance_from_start", float("inf")) <= DIST_SAMPLED:
+        return first
+    descent = sparse.numeric_optimum(n, d, layers, "eq13", [x0])[0]["end"]
+    second = newton(descent, "descent on g, then newton")
+    second["newton_alone"] = first
+    return second
 
 
 def _train_eq13_sampled(b: dict, seed: int, rt, progress: bool) -> list:
@@ -389,22 +499,17 @@ def _train_eq13_sampled(b: dict, seed: int, rt, progress: bool) -> list:
     S = sigmas(seed + 7, b["seeds"], d)
     out = []
     for k in range(b["seeds"]):
-        sig = torch.tensor(S[k])
-        model, law, res = _fit_fixed_batch(S[k], n, L, "eq13", b["batch"], b["steps"], rt,
+        model, _, res = _fit_fixed_batch(S[k], n, L, "eq13", b["batch"], b["steps"], rt,
                                            seed + 300 + k, seed + 400 + k, "ahn2023 Fig. 3/4",
                                            progress)
         As = ((model.A + model.A.transpose(-1, -2)) / 2).detach().cpu().double().numpy()
         Bs = model.B.detach().cpu().double().numpy()
-        cpu_model = model.to("cpu", torch.float64)
-        Lx = torch.linalg.cholesky(sig)
-        Lw = torch.linalg.cholesky(law.w_cov)
-        g = torch.Generator().manual_seed(seed + 500 + k)
-        with torch.no_grad():
-            vals = torch.cat([conditional_loss(cpu_model, Lx @ randn(
-                200, d, n, generator=g, dtype=torch.float64), Lx, Lw) for _ in range(5)])
+        Rk = torch.tensor(_sqrt(S[k]), dtype=rt.dtype, device=rt.device).unsqueeze(0)
+        At, Bt = eqp.whiten(Rk, torch.tensor(As, dtype=rt.dtype, device=rt.device)[None],
+                            torch.tensor(Bs, dtype=rt.dtype, device=rt.device)[None])
+        mean, se = eqp.population_loss(At, Bt, n, 100_000, rt.data_generator(seed + 500 + k))
         out.append({"seed_index": k, "batch": b["batch"], "layers": L,
-                    "population_loss_mc": float(vals.mean()),
-                    "population_loss_se": float(vals.std() / np.sqrt(len(vals))),
+                    "population_loss_mc": float(mean[0]), "population_loss_se": float(se[0]),
                     **_metrics(S[k], As, Bs[:L - 1]), **res.summary(curve_points=20)})
     return out
 
@@ -419,13 +524,28 @@ def _eq13_undecided(out: dict, name: str) -> TierResult | None:
 
 
 def _eq13_setting(out: dict, seed: int) -> dict:
-    return {"n": out["n"], "d": out["d"], "layers": out["layers"], "seeds": out["seeds"],
-            "lbfgs_steps": out["steps"], "seed": seed,
+    base = {"n": out["n"], "d": out["d"], "layers": out["layers"], "seeds": out["seeds"],
+            "seed": seed}
+    if out.get("objective") == "population":
+        p = out["population"]
+        return {**base, "population": p, "lbfgs_steps": p.get("steps"),
+                "adam_steps": (p.get("polish") or {}).get("steps"),
+                "objective": "f(A, B) of three layers of (13), sampled: E[e^2 | X] exact over "
+                             "(w*, x_q), X drawn fresh (tail-stretched, weighted) at each L-BFGS "
+                             "stage and at each Adam step, the S-part g exact from Wishart "
+                             "moments in the Adam phase and the evaluation (eq13_population)",
+                "note": "the plain Monte Carlo mean of E[e^2 | X] misses a Wishart tail "
+                        "(lambda_max(XX^T/n) ~ 9-13, probability ~1e-10) that carries 2.5% of "
+                        "g*: 10^6 plain draws give 0.0383 +- 0.00007 at the minimiser, g* = "
+                        "0.039259; L-BFGS on one fixed batch of plain prompts (the paper's "
+                        "training, 'fixed_batch_three_layers' at --budget paper) ends at sample "
+                        "loss 0.05 with population loss > 1"}
+    return {**base, "lbfgs_steps": out["steps"],
             "objective": "the exact population loss f(A, B) derived by the moment kernel",
             "note": "three layers of (13) have an error of degree 27 in X (degree 54 in the loss), "
                     "beyond Isserlis, so the exact-loss run uses two layers (Theorem 5 holds for "
-                    "every k); the three-layer fixed-batch run of the paper is in "
-                    "'fixed_batch_three_layers' at --budget default and paper"}
+                    "every k); --budget default and paper train three layers on a "
+                    "population-accurate objective"}
 
 
 def fig3_train(ctx: Context) -> TierResult:
@@ -451,12 +571,15 @@ def fig3_decide(out: dict, seed: int) -> TierResult:
     dB0 = float(np.mean([max(v) for v in first["dist_B"]]))
     dw0 = float(np.mean([max(v) for v in first["dist_whitened"]]))
     # the trained loss is a critical value of g = f|_S: Newton on grad g = 0 from the trained
-    # scales (a_i, b_i) lands next to them, at the same loss
+    # scales (a_i, b_i) lands next to them, at the same loss (within the Monte Carlo error and
+    # LOSS_REL_TOL for a population run, within thr for an exact-loss run)
     crit = [r["critical_point_of_g"] for r in ok_runs]
     gaps = [abs(r["final_loss"] / c["value"] - 1) if "value" in c else float("inf")
             for r, c in zip(ok_runs, crit)]
+    allowed = [max(3 * r["final_loss_se"] / abs(c["value"]), LOSS_REL_TOL)
+               if "final_loss_se" in r and "value" in c else thr for r, c in zip(ok_runs, crit)]
     moved = [c.get("relative_distance_from_start", float("inf")) for c in crit]
-    loss_ok = max(gaps) <= thr and max(moved) <= thr
+    loss_ok = all(g <= a for g, a in zip(gaps, allowed)) and max(moved) <= thr
     g_star = out["g_star"]["g_star"]
     findings = [
         Finding("B_distance_to_identity", dB <= thr,
@@ -475,10 +598,14 @@ def fig3_decide(out: dict, seed: int) -> TierResult:
                 {"final_losses": [r["final_loss"] for r in ok_runs],
                  "critical_values_of_g_next_to_the_trained_scales":
                      [c.get("value") for c in crit],
-                 "relative_gaps": gaps, "relative_newton_moves": moved, "threshold": thr,
+                 "final_loss_standard_errors": [r.get("final_loss_se") for r in ok_runs],
+                 "relative_gaps": gaps, "allowed_relative_gaps": allowed,
+                 "relative_newton_moves": moved, "threshold": thr,
                  "g_star_min_over_S": g_star, "loss_at_0": out["d"],
-                 "global_minimum_on_S_reached": [abs(r["final_loss"] / g_star - 1) <= 1e-3
-                                                 for r in ok_runs],
+                 "relative_gaps_to_g_star": [r["final_loss"] / g_star - 1 for r in ok_runs],
+                 "global_minimum_on_S_reached": [
+                     abs(r["final_loss"] / g_star - 1) <= (a if "final_loss_se" in r else 1e-3)
+                     for r, a in zip(ok_runs, allowed)],
                  "note": "the paper reads Fig. 3c as convergence to the global minimum; the "
                          "loss does not reach 0 (g* > 0 at n = 10), and a run that stops at a "
                          "local minimum of g on S is still a point of S"},
@@ -488,8 +615,10 @@ def fig3_decide(out: dict, seed: int) -> TierResult:
     if not all(r["status"] == "converged" for r in ok_runs):
         findings = [f if f.ok is not False else Finding(
             f.name, None, f.evidence,
-            reason=f"{f.reason} within {out['steps']} L-BFGS steps, and the runs had not "
-                   f"converged (a larger --budget decides)") for f in findings]
+            reason=f"{f.reason} within {out['steps']} training steps, and the runs had not "
+                   f"converged (a larger --budget decides"
+                   + ("; --budget paper is sized for a GPU)" if out.get("objective") ==
+                      "population" else ")")) for f in findings]
     findings = [replace(f, stand_in=STAND_IN_EQ13) if out["layers"] < PAPER_LAYERS else f
                 for f in findings]
     return combine(findings, {"setting": _eq13_setting(out, seed), "runs": out["runs"],
