@@ -6,7 +6,8 @@
 #                 PER_CLAIM=1 runs one process per claim, all at once
 #        bench  - bench/train.py --device cuda, default and paper sizes
 #        gpu    - bench/gpu.py: every train tier at --budget paper on cuda, one at a time per lane
-#                 (LANES processes at once, CLAIM_LIMIT s each), then the cuda determinism test
+#                 (LANES processes at once, CLAIM_LIMIT s each; WITH=ID,ID beside them, with
+#                 WITH_TIMEOUT s), then the cuda determinism test
 #                 (same seed: identical JSON; cpu vs cuda: the same verdicts) and tests/models
 #        tests  - the default test suite under this machine's python/torch (auto device = cuda),
 #                 SHARDS processes side by side (not run on a device yet)
@@ -47,10 +48,16 @@ case $stage in
       ${PAPER_SIZES:+--paper-sizes} ${DTYPE:+--dtype $DTYPE} >"$out/bench${TAG:-}.txt" 2>&1
     echo "rc $?" >>"$out/bench${TAG:-}.txt" ;;
   gpu)
+    if [ -n "${WITH:-}" ]; then  # WITH: claims (comma-separated) run beside the lanes, longer
+      timeout "${WITH_LIMIT:-330}" python3 -m verify check ${WITH//,/ } --tier train \
+        --budget "${BUDGET:-paper}" --device "${DEVICE:-cuda}" --seed 0 --json \
+        --timeout "${WITH_TIMEOUT:-300}" >"$out/with.json" 2>"$out/with.err" &
+    fi
     timeout "${LIMIT:-420}" python3 bench/gpu.py --budget "${BUDGET:-paper}" --device "${DEVICE:-cuda}" \
-      --limit "${CLAIM_LIMIT:-60}" --lanes "${LANES:-1}" --deadline "${DEADLINE:-0}" --json "$out/gpu.json" \
-      >"$out/gpu.txt" 2>"$out/gpu.err"
+      --limit "${CLAIM_LIMIT:-60}" --lanes "${LANES:-1}" --deadline "${DEADLINE:-0}" \
+      --skip "${WITH:-}" --json "$out/gpu.json" >"$out/gpu.txt" 2>"$out/gpu.err"
     echo "rc $?" >>"$out/gpu.txt"
+    wait
     # same seed, same device: identical JSON; cpu vs cuda: the same verdicts (and the
     # device-agnostic unit tests of the samplers and trainers, here on cuda)
     timeout 200 python3 -m pytest -p verify.pytest_plugin -q -p no:cacheprovider \

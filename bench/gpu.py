@@ -39,6 +39,18 @@ def train_claims(ids: list[str] | None) -> list[str]:
     return ids
 
 
+def interleave(ids: list[str]) -> list[str]:
+    """The first claim of each paper, then the second of each, ... (registry order within)."""
+    place: dict[str, int] = {}
+    keyed = []
+    for i in ids:
+        paper = i.split(".")[0]
+        keyed.append((place.get(paper, 0), len(place) if paper not in place else
+                      list(place).index(paper), i))
+        place[paper] = place.get(paper, 0) + 1
+    return [i for *_, i in sorted(keyed)]
+
+
 def run_one(claim_id: str, budget: str, device: str, limit: float, seed: int) -> dict:
     """One claim's train tier under a time limit: the row of the table."""
     from verify.registry import find
@@ -134,6 +146,7 @@ def main(argv=None) -> int:
     p.add_argument("--limit", type=float, default=60.0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--claims", default="")
+    p.add_argument("--skip", default="", help="claims left out (run elsewhere)")
     p.add_argument("--lanes", type=int, default=1)
     p.add_argument("--json", default="")
     p.add_argument("--quiet", action="store_true")
@@ -144,7 +157,10 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.deadline and not args.stop_at:
         args.stop_at = time.time() + args.deadline
-    ids = train_claims([c for c in args.claims.split(",") if c])
+    ids = [i for i in train_claims([c for c in args.claims.split(",") if c])
+           if i not in args.skip.split(",")]
+    if not args.claims:  # papers in turn: a deadline then cuts every paper, not the last ones
+        ids = interleave(ids)
     if not args.quiet:
         print(header(args), flush=True)
     start = time.perf_counter()

@@ -28,3 +28,8 @@ def test_only_claims_with_a_train_tier():
 
     with pytest.raises(SystemExit, match="no train tier"):
         _bench().train_claims(["ahn2023.lemma1"])
+
+
+def test_papers_take_turns_so_a_deadline_cuts_each_paper():
+    assert _bench().interleave(["a.1", "a.2", "a.3", "b.1", "c.1", "c.2"]) == \
+        ["a.1", "b.1", "c.1", "a.2", "c.2", "a.3"]
