@@ -15,6 +15,8 @@ import re
 import sys
 from collections import Counter
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
 START, END = "<!-- claims:start -->", "<!-- claims:end -->"
 
 

@@ -283,16 +283,23 @@ def _swap(expr: sympy.Basic, symbols: list[sympy.Basic]) -> Iterator[Candidate]:
                        lambda a=a, b=b: _exchange(expr, {a: b, b: a}))
 
 
-def _terms(expr: sympy.Basic) -> Iterator[Candidate]:
+def _each_argument(expr: sympy.Basic, kinds: tuple) -> Iterator[tuple]:
+    """(path, node, i, argument, build without it) for every argument of every node of
+    ``kinds`` with two arguments or more."""
     for path, node in _positions(expr):
-        if isinstance(node, (sympy.Add, sympy.MatAdd)) and len(node.args) >= 2:
-            for i, term in enumerate(node.args):
+        if isinstance(node, kinds) and len(node.args) >= 2:
+            for i, arg in enumerate(node.args):
                 rest = node.args[:i] + node.args[i + 1:]
-                yield ("drop_term", f"drop {_short(term)} from {_short(node)}",
-                       lambda p=path, r=rest, n=node: _replace(expr, p, n.func(*r)))
-                yield ("sign", f"negate {_short(term)} in {_short(node)}",
-                       lambda p=path, i=i, n=node: _replace(
-                           expr, p, n.func(*[(-a if j == i else a) for j, a in enumerate(n.args)])))
+                yield path, node, i, arg, (lambda p=path, r=rest, n=node:
+                                           _replace(expr, p, n.func(*r)))
+
+
+def _terms(expr: sympy.Basic) -> Iterator[Candidate]:
+    for path, node, i, term, dropped in _each_argument(expr, (sympy.Add, sympy.MatAdd)):
+        yield ("drop_term", f"drop {_short(term)} from {_short(node)}", dropped)
+        yield ("sign", f"negate {_short(term)} in {_short(node)}",
+               lambda p=path, i=i, n=node: _replace(
+                   expr, p, n.func(*[(-a if j == i else a) for j, a in enumerate(n.args)])))
     yield ("sign", "negate the whole formula", lambda: -expr)
 
 
@@ -310,12 +317,8 @@ def _factors(expr: sympy.Basic, symbols: list[sympy.Basic]) -> Iterator[Candidat
     """One factor dropped from a product, or one matrix symbol (or its transpose) multiplied
     onto a matrix-valued subterm, on either side: the neighbourhood a correction searches
     (``verify/corrections.py``) beyond the mutation operators."""
-    for path, node in _positions(expr):
-        if isinstance(node, (sympy.Mul, sympy.MatMul)) and len(node.args) >= 2:
-            for i, factor in enumerate(node.args):
-                rest = node.args[:i] + node.args[i + 1:]
-                yield ("drop_factor", f"drop {_short(factor)} from {_short(node)}",
-                       lambda p=path, r=rest, n=node: _replace(expr, p, n.func(*r)))
+    for _, node, _, factor, dropped in _each_argument(expr, (sympy.Mul, sympy.MatMul)):
+        yield ("drop_factor", f"drop {_short(factor)} from {_short(node)}", dropped)
     matrices = [s for s in symbols if isinstance(s, sympy.MatrixSymbol)]
     for path, node in _positions(expr):
         if not _is_matrix(node) or isinstance(node, (Identity, ZeroMatrix, OneMatrix)):
