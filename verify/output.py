@@ -59,6 +59,9 @@ def check_table(verdicts: list[Verdict]) -> str:
                 out.append(f"\n{v.claim}: {describe_approach(closest)}")
             if gap:
                 out.append(f"\n{v.claim}: {_proof_line(gap)}")
+            out += [f"\n{v.claim}: derived: the least {name} that holds is {s['value']} "
+                    f"(printed: {s['printed']})" for name, s in v.sharp.items()
+                    if s["value"] != s["printed"]]
             continue
         out.append(f"\n{v.claim}: {v.verdict}: {v.reason}")
         if v.counterexample:

@@ -141,6 +141,7 @@ def check_claim(claim: Claim, tiers: Sequence[str] = TIERS, budget: str = "quick
         if decide(fixed_results, fixed_names) == "verified":
             out.verdict = "corrected"
     out.reason = _reason(out)
+    out.sharp = _sharp(claim, texts, names) if out.verdict in ("verified", "corrected") else {}
     if timed_out:
         out.reason = f"timed out after {timeout:g} s: {out.reason}"
     return out
@@ -159,6 +160,16 @@ def _stop(results: dict, claim: Claim, tiers: Sequence[str], timeout: float,
         else:
             results[tier] = TierResult("skipped", reason=f"not run: the claim timed out after "
                                                          f"{timeout:g} s")
+
+
+def _sharp(claim: Claim, texts: Mapping[str, str], overridden: Sequence[str]) -> dict:
+    """The least value of each printed bound that holds, where the claim derives it
+    (``NamedFormula.sharp``, e.g. yang2024 Lemma 2: C = 1, printed 2)."""
+    out = {}
+    for f in claim.formulas:
+        if f.sharp is not None and f.name not in overridden:
+            out[f.name] = {"value": str(f.sharp()), "printed": texts.get(f.name, f.text)}
+    return out
 
 
 def _reason(v: Verdict) -> str:

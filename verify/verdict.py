@@ -110,6 +110,7 @@ class Verdict:
     overridden: list[str] = field(default_factory=list)
     reason: str = ""
     proof: dict = field(default_factory=lambda: {"status": "not checked", "findings": []})
+    sharp: dict = field(default_factory=dict)  # {formula: {value, printed}}: derived least bounds
 
     def as_dict(self) -> dict:
         return {
@@ -124,6 +125,7 @@ class Verdict:
             "correction": self.correction,
             "correction_tiers": None if self.correction_tiers is None else
             {name: r.as_dict() for name, r in self.correction_tiers.items()},
+            "sharp": self.sharp,
             "formulas": self.formulas,
             "overridden": self.overridden,
             "seed": self.seed,

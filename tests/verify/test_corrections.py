@@ -71,3 +71,13 @@ def test_check_reports_the_derived_correction_with_its_source():
     assert c["latex"]["W_P"] == r"- \eta I"
     assert c["checked"]["symbolic"] == c["checked"]["numeric"] == "pass"
     assert "1/C" in c["changes"]["W_P"]
+
+
+def test_a_sharp_constant_the_derivation_computes_is_reported_beside_the_verdict():
+    """yang2024 Lemma 2: the printed C = 2 holds; the least C that holds is 1 (a limit the
+    claim derives), reported as a derived finding, and not with C set by --set."""
+    v = check_claim(find("yang2024.lemma2"), tiers=("symbolic",), budget="quick", device="cpu")
+    assert v.verdict == "verified" and v.sharp == {"C": {"value": "1", "printed": "2"}}
+    w = check_claim(find("yang2024.lemma2"), tiers=("symbolic",), budget="quick", device="cpu",
+                    overrides={"C": "3"})
+    assert w.sharp == {}
