@@ -233,14 +233,18 @@ def optimise_batched(loss_fn: Callable[[], torch.Tensor], params: Sequence[torch
 
     def record(step, losses, g):
         finite = torch.isfinite(losses) & torch.isfinite(g).all(dim=1)
-        for b in torch.nonzero(active & ~finite).flatten().tolist():
-            results[b].status = "diverged"
-            results[b].reason = f"loss or gradient became non-finite at step {step}"
+        # one read-back per step (a float per problem would stall a GPU B times)
+        ok, live, values = finite.tolist(), active.tolist(), losses.tolist()
+        for b in range(B):
+            if not live[b]:
+                continue
             results[b].steps = step
-            active[b] = False
-        for b in torch.nonzero(active).flatten().tolist():
-            results[b].losses.append(float(losses[b]))
-            results[b].steps = step
+            if ok[b]:
+                results[b].losses.append(values[b])
+            else:
+                results[b].status = "diverged"
+                results[b].reason = f"loss or gradient became non-finite at step {step}"
+                active[b] = False
         return finite
 
     if method == "lbfgs":
