@@ -3320,6 +3320,8 @@ THM1 = Claim(
     assumptions=("Assumption 2 via Prop. 1 (H >= N, Gaussian Q^(0))", "plain GD (10) on the exact loss"),
     formulas=THM1_FORMULAS,
     checks={"symbolic": thm1_symbolic, "numeric": small_threads(thm1_numeric)},
+    # a prompt holds N of the K tokens; Assumption 2 needs H >= N (Prop. 1)
+    ranges=("N <= K", "H >= N"),
     setting=SETTING,
     correction=Correction(
         description="L^2 of (17) as Lemma 10's proof gives it at alpha of (44): "
