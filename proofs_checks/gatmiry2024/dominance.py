@@ -347,6 +347,44 @@ def _gradient_cross_check(ctx: Context) -> Finding:
                    else {"rows": rows}, "" if ok else "the gradient at a I is not (f'(a)/d) I")
 
 
+HOELDER_STEP = "Hoelder step, proof of Lemma A.10"
+
+
+def hoelder_step() -> Finding:
+    """The proof of Lemma A.10 (used by Thm. 3.4 / A.11): sum_i x_i^{4L-2} >= d^{-e} (sum_i
+    x_i^{2L})^{(2L-1)/L}, printed with e = 1/(2L) - 1/(4L-2) and then "= (L-1)/(2L-1)".  With
+    p = 4L-2, q = 2L the least ratio sum x^p / (sum x^q)^{p/q} over x != 0 is d^{1-p/q}
+    (power means; equality at equal entries), so e = p/q - 1, derived here: (L-1)/L.  A proof
+    finding: it says whether the proof's step holds, not whether the lemma is true."""
+    L, d = sympy.symbols("L d", positive=True)
+    p, q = 4 * L - 2, 2 * L
+    derived = sympy.factor(sympy.simplify(p / q - 1))
+    first, second = 1 / (2 * L) - 1 / (4 * L - 2), (L - 1) / (2 * L - 1)
+    rewrite_holds = sympy.simplify(first - second) == 0
+    # equal entries x = (1, ..., 1): sum x^p = d against d^{-e} d^{p/q}: exponents 1 vs p/q - e
+    rows, witness = [], None
+    for Lv, dv in ((2, 2), (2, 3), (3, 2)):
+        lhs_exp = sympy.Integer(1)
+        for name, e in (("as first printed", first), ("as simplified", second),
+                        ("derived", derived)):
+            rhs_exp = (p / q - e).subs(L, Lv)
+            holds = bool(lhs_exp >= rhs_exp)  # d >= 2: d^a >= d^b iff a >= b
+            rows.append({"L": Lv, "d": dv, "x": f"({', '.join(['1'] * dv)})", "exponent": name,
+                         "lhs": f"{dv}^1", "rhs": f"{dv}^({rhs_exp})", "holds": holds})
+            if not holds and witness is None and name != "derived":
+                witness = {"L": Lv, "d": dv, "x": rows[-1]["x"], "step": name,
+                           "lhs": dv, "rhs": f"{dv}^({rhs_exp}) = {float(dv ** rhs_exp):.4f}"}
+    ok = witness is None and rewrite_holds
+    return Finding("hoelder_step", ok, {
+        "derived_exponent": str(derived), "printed_exponent": str(first),
+        "printed_simplification": f"{first} = {second}", "simplification_holds": rewrite_holds,
+        "at_equal_entries": rows}, None if ok else witness,
+        "" if ok else f"the Hoelder step needs d^-({derived}), the proof writes "
+                      f"d^-({sympy.factor(first)}) and simplifies it to d^-({second}) (neither "
+                      f"equal); at x = (1, 1), L = 2, d = 2 its inequality fails",
+        proof_step=HOELDER_STEP)
+
+
 def _gd_symbolic(ctx: Context, form: GDForm) -> TierResult:
     F = ctx.formulas
     loops = _by_budget(ctx, (1, 2, 3, 4, 5, 6), (1, 2, 3, 4, 5, 6, 8), (1, 2, 3, 4, 5, 6, 8, 10))
@@ -380,6 +418,7 @@ def _gd_symbolic(ctx: Context, form: GDForm) -> TierResult:
         "" if min_first is None else
         f"the hypothesis admits the minimiser a* I (zero gradient) at L = {min_first['L']}, "
         f"d = {min_first['d']}, n = {min_first['n']}", min_near.margin))
+    findings.append(hoelder_step())
     steps = [step("Gradient at a I",
                   r"\nabla_A L(aI,0) = \frac{f'(a)}{d} I,\quad \|\nabla_A L\|_F^2"
                   r" = \frac{f'(a)^2}{d}",

@@ -1079,3 +1079,20 @@ def test_lemma_a3_is_false_with_the_papers_sigma_and_corrected_by_sigma_star():
     assert v.verdict == "corrected"
     assert v.counterexample["check"] == "two_layer_loss"
     assert "Sigma*" in v.correction["description"] and v.correction_tiers["symbolic"].status == "pass"
+
+
+def test_the_hoelder_step_of_lemma_a10s_proof_is_a_proof_gap_with_the_derived_exponent():
+    """Sum x^{4L-2} >= d^{-e} (sum x^{2L})^{(2L-1)/L} needs e = (L-1)/L (power means, equal
+    entries); the proof writes 1/(2L) - 1/(4L-2) and "= (L-1)/(2L-1)": a gap in the proof,
+    reported as such, while the statement's verdict (corrected) stands on its own."""
+    from proofs_checks.gatmiry2024.dominance import HOELDER_STEP, hoelder_step
+
+    f = hoelder_step()
+    assert f.ok is False and f.proof_step == HOELDER_STEP
+    assert f.evidence["derived_exponent"] == "(L - 1)/L"
+    assert f.evidence["simplification_holds"] is False
+    assert f.counterexample["L"] == 2 and f.counterexample["d"] == 2
+    assert all(r["holds"] for r in f.evidence["at_equal_entries"] if r["exponent"] == "derived")
+    v = verdict("gatmiry2024.lemma_a10")
+    assert v.verdict == "corrected" and v.proof["status"] == "gap"
+    assert [g["step"] for g in v.proof["findings"] if g["ok"] is False] == [HOELDER_STEP]
