@@ -3756,8 +3756,33 @@ def _spearman(a: Sequence[float], b: Sequence[float]) -> float:
     return float(np.corrcoef(ra, rb)[0, 1])
 
 
+# Sec. 4's experiments: K = 200, d = 100, m = 20, N = 30 (Figs. 2, 4, 5), H = 64 (Fig. 2), a
+# 4-layer encoder with d_model = 256, d_ff = 512 (Figs. 2, 5); Fig. 3: m = 100, tau = 0.01,
+# N = 50..150
+PAPER_FIG_SIZES = {"K": 200, "d": 100, "m": 20, "N": 30}
+
+
+def _fig_stand_in(inst: "Instance", figure: str, extra: str = "", **paper) -> str:
+    """How a trained instance is smaller than Sec. 4's experiment for ``figure``, or ""."""
+    want = {**PAPER_FIG_SIZES, **paper}
+    small = {k: getattr(inst, k) for k in want if getattr(inst, k) < want[k]}
+    if not small and not extra:
+        return ""
+    have = ", ".join(f"{k} = {getattr(inst, k)}" for k in want)
+    return (f"{have}{extra} for the paper's {', '.join(f'{k} = {v}' for k, v in want.items())} "
+            f"(Sec. 4, {figure}); --budget paper trains the paper's sizes")
+
+
+def _combine_at(tag: str, findings: list, *args, **kwargs) -> TierResult:
+    """``combine`` with every finding a stand-in when ``tag`` says how the model is smaller."""
+    if tag:
+        findings = [dataclasses.replace(f, stand_in=tag) for f in findings]
+    return combine(findings, *args, **kwargs)
+
+
 def fig2_train(ctx: Context) -> TierResult:
     inst = _fig_instance(ctx, "fig2")
+    tag = _fig_stand_in(inst, "Fig. 2", H=64)
     tb = TRAIN_BUDGET[ctx.budget.name]
     rt = runtime(ctx.device)
     sets = inference_sets(inst, ctx.seed_for("fig2-test"), dtype=rt.dtype, device=rt.device)
@@ -3773,7 +3798,7 @@ def fig2_train(ctx: Context) -> TierResult:
     tr = train_exact(inst, inst.H, tb["steps"], tb["lr"], ctx.seed_for("fig2-model"), ctx.device,
                      checkpoints=marks, on_checkpoint=check)
     if tr.result.status == "diverged":
-        return combine([Finding("curves", None, tr.result.summary(), reason=tr.result.reason)])
+        return _combine_at(tag, [Finding("curves", None, tr.result.summary(), reason=tr.result.reason)])
     cps = tr.checkpoints
     curves = {k: [c[k] for c in cps] for k in ("train_excess", "in_domain", "out_of_domain")}
     drop = {k: v[-1] / v[0] for k, v in curves.items()}
@@ -3802,7 +3827,7 @@ def fig2_train(ctx: Context) -> TierResult:
                 None if f_ood else {"fraction": frac}, "" if f_ood else "the out-of-domain inference loss "
                                                                         "is not the higher one"),
     ]
-    return combine(findings, ev)
+    return _combine_at(tag, findings, ev)
 
 
 FIG2 = Claim(
@@ -3922,6 +3947,8 @@ def fig3_numeric(ctx: Context) -> TierResult:
 
 def fig3_train(ctx: Context) -> TierResult:
     """CPU sizes (m = 10, m tau = 1 as in the paper): trained models at N = m/2, m, 3m/2."""
+    tag = ("m = 10, K = 30, N in {5, 10, 15} (m tau = 1) for the paper's m = 100, N = 50..150, "
+           "tau = 0.01 (Sec. 4, Fig. 3); the numeric tier computes the paper's grid")
     m = 10
     tau = 0.1
     K = 30
@@ -3934,7 +3961,7 @@ def fig3_train(ctx: Context) -> TierResult:
                          tb["lr"] if ctx.budget.name != "paper" else 1e-2, ctx.seed_for("fig3-model", N),
                          ctx.device)
         if tr.result.status == "diverged":
-            return combine([Finding("trained_gap", None, tr.result.summary(), reason=tr.result.reason)])
+            return _combine_at(tag, [Finding("trained_gap", None, tr.result.summary(), reason=tr.result.reason)])
         with torch.no_grad():
             Ah = tr.model.coefficients(inst.dictionary.V_all.to(tr.model.Q)).double().cpu().numpy()
         Zn = inst.dictionary.Z.numpy()
@@ -3949,7 +3976,7 @@ def fig3_train(ctx: Context) -> TierResult:
                      "training_excess": tr.result.final_loss})
     g = {r["N"]: r["trained_gap"] for r in rows}
     ok = g[10] < g[5] and g[10] < g[15]
-    return combine([Finding("trained_gap_minimal_at_N_equals_m", ok, {"rows": rows, "m": m, "tau": tau, "K": K},
+    return _combine_at(tag, [Finding("trained_gap_minimal_at_N_equals_m", ok, {"rows": rows, "m": m, "tau": tau, "K": K},
                             None if ok else {"rows": rows}, "" if ok else "the trained gap is not smallest "
                                                                           "at N = m")])
 
@@ -4011,10 +4038,11 @@ def fig4_train(ctx: Context) -> TierResult:
     lr = 0.01 if ctx.budget.name != "paper" else 1e-3
     Hs = sorted({max(1, N // 2), N - 1, N, 2 * N})
     inst = make_instance(ctx, "fig4", {**base, "H": N}, FIG_TAU[ctx.budget.name])
+    tag = _fig_stand_in(inst, "Fig. 4")
     runs = [_fig4_run(inst, H, s, steps, lr, ctx) for H in Hs for s in range(FIG4_STARTS[ctx.budget.name])]
     diverged = [r for r in runs if r.get("status") == "diverged"]
     if diverged:  # a diverged run neither stalls nor descends: nothing is decided
-        return combine([Finding("training", None, {"runs": runs}, reason=f"training diverged at H = "
+        return _combine_at(tag, [Finding("training", None, {"runs": runs}, reason=f"training diverged at H = "
                                 f"{diverged[0]['H']}, start {diverged[0]['start']}: {diverged[0]['reason']}")])
     per_H = {H: [r for r in runs if r["H"] == H] for H in Hs}
     stalled = {H: f"{sum(map(_stalled, rs))} of {len(rs)} starts" for H, rs in per_H.items()}
@@ -4040,7 +4068,7 @@ def fig4_train(ctx: Context) -> TierResult:
                 None if f_N else {"runs": flat_N}, "" if f_N else
                 f"H = N stops descending from {len(flat_N)} of {len(at_N)} starts"),
     ]
-    return combine(findings, {"runs": runs, "instance": inst.as_dict(), "protocol": protocol})
+    return _combine_at(tag, findings, {"runs": runs, "instance": inst.as_dict(), "protocol": protocol})
 
 
 FIG4 = Claim(
@@ -4071,6 +4099,10 @@ def fig5_train(ctx: Context) -> TierResult:
 
     fb = FIG5_BUDGET[ctx.budget.name]
     inst = _fig_instance(ctx, "fig5")
+    paper_fb = FIG5_BUDGET["paper"]
+    tag = _fig_stand_in(inst, "Fig. 5", extra="" if fb["d_model"] >= paper_fb["d_model"] else
+                        f", a 4-layer encoder with d_model = {fb['d_model']}, d_ff = {fb['d_ff']} "
+                        f"(the paper's 256, 512)")
     rt = runtime(ctx.device)
     dtype = torch.float32
     D = inst.dictionary.to(dtype=dtype, device=rt.device)
@@ -4107,7 +4139,7 @@ def fig5_train(ctx: Context) -> TierResult:
                      "seconds": seconds, "curve": res.summary(10)["curve"]})
     small = [r for r in rows if r["H"] < inst.N]
     ok = bool(small) and all(r["status"] != "diverged" and r["excess_over_trivial_excess"] <= 0.25 for r in small)
-    return combine([Finding("few_heads_converge", ok, {
+    return _combine_at(tag, [Finding("few_heads_converge", ok, {
         "rows": rows, "L_star_one_layer_optimum": fq.L_star, "trivial_predictor_loss": trivial,
         "criterion": "with H < N the 4-layer model removes >= 75% of the excess loss of the zero predictor "
                      "(excess measured against L*, the optimum of the 1-layer model's linear-in-y class)",

@@ -184,6 +184,18 @@ def as_float(x) -> float:
     return float(sympy.N(x, 30))
 
 
+def finish_at_size(inst, findings: Sequence[Finding], extra: dict | None = None,
+                   steps: list | None = None) -> TierResult:
+    """``finish`` for a figure's numeric or train tier: every finding at an instance smaller
+    than the paper's experiments is a stand-in (it neither verifies nor refutes the figure)."""
+    from dataclasses import replace
+
+    from .setting import paper_size_stand_in
+
+    tag = paper_size_stand_in(inst)
+    return finish([replace(f, stand_in=tag) for f in findings] if tag else findings, extra, steps)
+
+
 def finish(findings: Sequence[Finding], extra: dict | None = None,
            steps: list | None = None) -> TierResult:
     """``verify.evidence.combine`` with the extra evidence made JSON-safe (exact numbers as

@@ -15,10 +15,10 @@ from verify.evidence import Finding, step
 from verify.formulas import FormulaSymbol, NamedFormula
 
 from . import saturated as sat
-from .common import (ETA, as_float, finish, float_heads, gd_risk_star, heads_risk,
+from .common import (ETA, as_float, finish, finish_at_size, float_heads, gd_risk_star, heads_risk,
                      mc_heads_risk)
 from .gd_claims import C as C_F, D as D_F, ETA as ETA_F, WSTAR, X as X_F, Y as Y_F
-from .setting import (BETA, C_SYM, D_SYM, SETTING, Instance, symbolic_dims, symbolic_prompt,
+from .setting import (BETA, C_SYM, D_SYM, SETTING, Instance, figure_dims, symbolic_dims, symbolic_prompt,
                       w_star_letter)
 from .stationary_claims import train_yq_exact
 from .structured import leading_text, value_at
@@ -98,7 +98,7 @@ def fig3_symbolic(ctx: Context) -> TierResult:
     F = ctx.formulas
     s, k = sympy.Symbol("s"), sympy.Symbol("kappa")
     rows, ok_all, ce = [], True, None
-    for d in symbolic_dims(ctx.budget.name):
+    for d in figure_dims(ctx.budget.name):
         derived = gap_in_s(d).subs(SIGMA, sympy.sqrt(s))
         ok, info = _fit_and_compare(F["gap"], derived, s, k, {s: 1})
         slope = sympy.factor(sympy.cancel(derived / s))
@@ -154,7 +154,7 @@ def fig3_numeric(ctx: Context) -> TierResult:
         ok &= agree
         rows.append({"point": f"saturated optimum, {label}", "exact": R, "z": est.z_score(R),
                      **est.as_dict(level, len(cases))})
-    return finish([Finding("optimum_vs_monte_carlo", ok, {"comparisons": rows},
+    return finish_at_size(inst, [Finding("optimum_vs_monte_carlo", ok, {"comparisons": rows},
                             None if ok else {"instance": inst.as_dict(), "rows": rows,
                                              "seed": ctx.seed},
                             "" if ok else "the saturated optimum's risk is off the Monte Carlo "
@@ -211,7 +211,7 @@ def fig3_train(ctx: Context) -> TierResult:
                     f"w_entry in {missed}; more restarts would decide")
     else:
         f = Finding("exact_risk_training", True, ev)
-    return finish([f], {"instance": inst.as_dict(), "reference_loss": R_gd})
+    return finish_at_size(inst, [f], {"instance": inst.as_dict(), "reference_loss": R_gd})
 
 
 FIG3 = Claim(
@@ -248,7 +248,7 @@ def fig4_symbolic(ctx: Context) -> TierResult:
     F = ctx.formulas
     g2, kg, kb, beta = (sympy.Symbol(n) for n in ("g2", "k_g", "k_b", "beta"))
     rows, ok_all, ce = [], True, None
-    for d in symbolic_dims(ctx.budget.name):
+    for d in figure_dims(ctx.budget.name):
         gs = sympy.symbols(f"g0:{d}", real=True)
         dg = gap_in_guess(d)
         # the derived gap depends on g only through ||g||^2: substitute g = (sqrt(g2), 0, ...)
@@ -300,7 +300,7 @@ def fig4_numeric(ctx: Context) -> TierResult:
         ok &= agree
         rows.append({"point": f"saturated optimum, {label}", "exact": R, "z": est.z_score(R),
                      **est.as_dict(level, len(cases))})
-    return finish([Finding("optimum_vs_monte_carlo", ok, {"comparisons": rows},
+    return finish_at_size(inst, [Finding("optimum_vs_monte_carlo", ok, {"comparisons": rows},
                             None if ok else {"instance": inst.as_dict(), "rows": rows,
                                              "seed": ctx.seed},
                             "" if ok else "off the Monte Carlo interval")],
@@ -337,7 +337,7 @@ def fig4_train(ctx: Context) -> TierResult:
                     f"{missed}")
     else:
         f = Finding("exact_risk_training", True, ev)
-    return finish([f], {"instance": {**inst.as_dict(), "w_star": [0] * d}})
+    return finish_at_size(inst, [f], {"instance": {**inst.as_dict(), "w_star": [0] * d}})
 
 
 FIG4 = Claim(
@@ -411,7 +411,7 @@ def fig5_symbolic(ctx: Context) -> TierResult:
     gd = _gd_from_formula(F)
     findings, rows = [], []
     ok_all, ce = gd["risk_star"] is not None, None
-    for d in symbolic_dims(ctx.budget.name):
+    for d in figure_dims(ctx.budget.name):
         lb = yq_lower_bound(d)
         gd_d = gd["risk_star"].subs(D_SYM, d) if gd["risk_star"] is not None else None
         eq = lb["min"] is not None and gd_d is not None and sympy.cancel(lb["min"] - gd_d) == 0
@@ -514,7 +514,7 @@ def fig5_numeric(ctx: Context) -> TierResult:
     agree = est.agrees(R_gd, level, 1)
     row = {"point": "y_q-LSA at b = eta*[-w*; 1], A = [[I,0],[0,0]], v = w*", "exact": R_gd,
            "z": est.z_score(R_gd), **est.as_dict(level, 1)}
-    return finish([
+    return finish_at_size(inst, [
         Finding("yq_lsa_equals_gd_predictor", ok, {
             "max_prediction_difference": pred_diff, "max_gradient_difference": grad_diff,
             "min_cosine_similarity": cos, "prompts": 256, "eta_star": eta,
@@ -566,7 +566,7 @@ def fig5_train(ctx: Context) -> TierResult:
         {"instance": inst.as_dict(), "risk": risk, "R_GD": R_gd} if bad else None,
         "y_q-LSA trained below one-step GD" if bad else
         "evidence only: Adam on sampled prompts approaches one-step GD"))
-    return finish(findings, {"instance": inst.as_dict(), "reference_loss": R_gd})
+    return finish_at_size(inst, findings, {"instance": inst.as_dict(), "reference_loss": R_gd})
 
 
 def _c2_metrics(model, inst: Instance, eta: float, seed: int) -> dict:

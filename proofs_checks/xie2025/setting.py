@@ -184,3 +184,20 @@ SETTING = XieSetting(SIZES)
 def symbolic_dims(budget: str) -> tuple[int, ...]:
     """The dimensions d at which the symbolic tier solves exactly in C (and ||w*||^2)."""
     return {"quick": (2, 3), "default": (2, 3, 4)}.get(budget, (2, 3, 4))
+
+
+PAPER_D, PAPER_C = 10, 10  # Sec. 5: d = 10, C = 10 context examples (Table 1)
+
+
+def figure_dims(budget: str) -> tuple[int, ...]:
+    """The figures' symbolic dimensions: those of ``symbolic_dims`` and the paper's d = 10
+    (exact in C there in a few seconds), so a figure is checked at the model it shows."""
+    return symbolic_dims(budget) + (PAPER_D,)
+
+
+def paper_size_stand_in(inst) -> str:
+    """How an instance is smaller than the figures' experiments (Sec. 5), or "" at their size."""
+    if inst.d >= PAPER_D and inst.C >= PAPER_C:
+        return ""
+    return (f"d = {inst.d}, C = {inst.C} for the paper's d = {PAPER_D}, C = {PAPER_C} (Sec. 5, "
+            f"Table 1); --budget paper checks d = {PAPER_D}, C = {PAPER_C}")

@@ -283,3 +283,16 @@ def test_fig4_diverged_run_is_inconclusive_not_a_refutation(monkeypatch):
     v = run("yang2024.fig4", ("train",))
     assert v.verdict == "inconclusive", v.as_dict()
     assert "H = 3, start 1: loss is nan at step 7" in v.reason
+
+
+def test_figures_trained_below_the_papers_sizes_are_stand_ins():
+    """Sec. 4 trains K = 200, d = 100, m = 20, N = 30: a train tier at smaller sizes neither
+    verifies nor refutes a figure; at the paper's sizes nothing is tagged."""
+    from proofs_checks.yang2024 import FIG_SIZES, _fig_stand_in
+
+    small = type("I", (), dict(FIG_SIZES["quick"]))()
+    paper = type("I", (), {"K": 200, "d": 100, "m": 20, "N": 30, "H": 64})()
+    assert "for the paper's K = 200, d = 100, m = 20, N = 30, H = 64" in \
+        _fig_stand_in(small, "Fig. 2", H=64)
+    assert _fig_stand_in(paper, "Fig. 2", H=64) == ""
+    assert _fig_stand_in(paper, "Fig. 5", extra=", d_model = 16") != ""
