@@ -56,12 +56,12 @@ def main() -> None:
     ap.add_argument("--readme", default=str(pathlib.Path(__file__).resolve().parents[1] / "README.md"))
     args = ap.parse_args()
     path = pathlib.Path(args.readme)
-    text = path.read_text()
-    if START not in text or END not in text:
+    if START not in path.read_text() or END not in path.read_text():
         sys.exit(f"{path} has no {START} ... {END} markers")
+    body, counts = table(args.budget)
+    text = path.read_text()  # read after the minutes of checking: edits made meanwhile stay
     head, rest = text.split(START, 1)
     _, tail = rest.split(END, 1)
-    body, counts = table(args.budget)
     head = re.sub(r"^\d+ claims at the \w+ budget on CPU: .*$", counts_line(counts, args.budget), head,
                   count=1, flags=re.M)
     path.write_text(head + START + "\n" + body + "\n" + END + tail)
