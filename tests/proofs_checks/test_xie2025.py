@@ -199,7 +199,11 @@ def test_correct_variants_pass():
 def test_numeric_tiers_agree_with_monte_carlo():
     for cid in ("xie2025.thm1", "xie2025.lemma1", "xie2025.fig4", "xie2025.fig5"):
         v = check_claim(find(cid), tiers=("numeric",), **QUICK)
-        assert v.verdict == "verified", (cid, v.as_dict())
+        assert v.tiers["numeric"].status == "pass", (cid, v.as_dict())
+        if cid.startswith("xie2025.fig"):  # d = 3, C = 6 at quick: a stand-in for d = C = 10
+            assert v.verdict == "inconclusive" and v.tiers["numeric"].support == "stand-in"
+        else:
+            assert v.verdict == "verified", (cid, v.as_dict())
 
 
 def _cli(capsys, *argv):
