@@ -186,6 +186,10 @@ class Claim:
     # conditions on the sizes under which the paper states the claim (Lemma 4.2's 1 <= k <= 2L):
     # part of its domain, never mutated
     ranges: tuple[str, ...] = ()
+    # closed forms the claim's derivation writes back in the paper's notation, {formula: text}
+    # (gatmiry2024's losses from the forward pass's bilinear error): what a correction falls
+    # back to where no single change to the printed formula is proved (verify/corrections.py)
+    derive: Callable[[], dict[str, str]] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not ID_PATTERN.match(self.id) or not self.id.startswith(self.paper + "."):

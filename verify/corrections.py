@@ -4,7 +4,9 @@ proves right.
 A false formula's mutation neighbourhood (``mutants.generate``: one changed constant, one
 swapped symbol, one dropped term, one sign, one transpose) is searched for the candidates the
 claim's symbolic tier (the derivation from the forward pass and the data law) passes; the first,
-in the order the neighbourhood lists them, is the minimal correction of that formula.  Where a
+in the order the neighbourhood lists them, is the minimal correction of that formula; where the
+neighbourhood holds none, the closed form the claim's derivation writes (``Claim.derive``) is
+tried.  Where a
 claim has several wrong formulas, each is searched with the others at the derived value already
 found, or else at the documented correction only while its own candidate is tried; the
 correction returned is then checked on its own (every formula as derived), so no documented
@@ -87,8 +89,12 @@ def search(claim: Claim, budget: str = "quick", seed: int = 0,
             if ok:
                 found[name], changes[name] = text, change
                 break
-        else:
-            return None
+        else:  # no single change: the closed form the claim's derivation writes, if any
+            closed = (claim.derive() if claim.derive is not None else {}).get(name)
+            if closed is None or not passes(claim, {**others, name: closed}, budget, seed):
+                return None
+            found[name] = closed
+            changes[name] = "no single change is proved; the closed form the derivation gives"
     if not passes(claim, found, budget, seed):  # on its own, no documented text beside it
         return None
     printed = {n: claim.formula(n).text for n in names}
@@ -134,9 +140,13 @@ def chosen(claim: Claim, table: dict[str, dict] | None = None) -> Chosen | None:
     found = derived_for(claim, table)
     if found is None:
         return Chosen("documented", dict(c.formulas), c.description, c.reason)
-    return Chosen("derived", dict(found.formulas),
-                  f"the smallest change to the printed formula that the derivation proves: "
-                  f"{found.description()}", f"documented: {c.description}", dict(found.changes))
+    closed = all(change.startswith("no single change") for change in found.changes.values())
+    what = ("the closed form the claim's derivation writes in the paper's notation (no single "
+            "change to the printed formula is proved)" if closed else
+            f"the smallest change to the printed formula that the derivation proves: "
+            f"{found.description()}")
+    return Chosen("derived", dict(found.formulas), what, f"documented: {c.description}",
+                  dict(found.changes))
 
 
 def _borrowed_terms(claim: Claim, name: str) -> list[tuple[str, str]]:

@@ -27,6 +27,28 @@ from .common import (D, L_SYM, N, PAPER, RootInstance, _A, _A_HALF, _D, _I, _J, 
 
 LOSS_SETTING = _setting({"n": 10, "d": 3, "L": 2})
 
+
+def gaussian_bilinear_second_moment(M: str) -> str:
+    """E[(w*^T M x_q)^2] for w* ~ N(0, Sigma*^{-1}), x_q ~ N(0, Sigma*) independent of each
+    other and of M (Isserlis): tr(M^T Sigma*^{-1} M Sigma*) = ||Sigma*^{-1/2} M Sigma*^{1/2}||_F^2,
+    in the paper's symbols (text for --set)."""
+    return (f"trace(Sigma_star_half_inv*{M}*Sigma_star_half*Sigma_star_half*({M}).T*"
+            f"Sigma_star_half_inv)")
+
+
+def derived_loss_at_u0(layers: int | None) -> str:
+    """L(A, 0) (``layers`` None: the looped A shared by L loops; else layers A0, A1, ...) as the
+    derivation gives it: the forward pass's error at u = 0 is -w*^T prod_i (I - Sigma A_i) x_q
+    with Sigma the empirical X X^T / n (``looped_icl.residual_form``; the identity is proved
+    from the forward pass here, at L = 1, 2, 3 or at ``layers``), and E over (w*, x_q) given X
+    is its Gaussian second moment; E_X stays outside, as in the paper's statement."""
+    for L in ((1, 2, 3) if layers is None else (layers,)):
+        if li.residual_identity(L, with_u=False, multilayer=layers is not None).terms:
+            raise ValueError(f"the forward pass's error is not the residual form at L = {L}")
+    M = ("(Identity(d) - Sigma*A)**L" if layers is None else
+         "(" + "*".join(f"(Identity(d) - Sigma*A{i})" for i in range(layers)) + ")")
+    return gaussian_bilinear_second_moment(M)
+
 PAPER_LOSS = "trace((Identity(d) - A_half*Sigma*A_half)**(2*L))"
 LEMMA_A3_FORM = ("trace(Sigma_star_half_inv*(Identity(d) - Sigma*A)**L*Sigma_star_half*"
                  "Sigma_star_half*((Identity(d) - Sigma*A)**L).T*Sigma_star_half_inv)")
@@ -210,6 +232,7 @@ LEMMA4_1 = Claim(
     checks={"symbolic": lemma41_symbolic, "numeric": single_threaded(lemma41_numeric)},
     setting=LOSS_SETTING,
     correction=LEMMA41_CORRECTION,
+    derive=lambda: {"loss_u0": derived_loss_at_u0(None)},
     notes="The printed form holds exactly when A is a multiple of Sigma*^{-1} (the aligned "
           "instance in the evidence), in particular at the optimum; elsewhere it is a lower bound.",
 )
@@ -277,6 +300,8 @@ COR_A4 = Claim(
     formulas=COR_A4_FORMULAS,
     checks={"symbolic": cor_a4_symbolic, "numeric": single_threaded(cor_a4_numeric)},
     setting=LOSS_SETTING,
+    # the w*-part of the error's second moment (the cross term with the u-part has mean 0)
+    derive=lambda: {"first": derived_loss_at_u0(None)},
     correction=Correction(
         description="first term E_X || Sigma*^{-1/2} (I - Sigma A)^L Sigma*^{1/2} ||_F^2 (Lemma "
                     "A.3 with the outer factors read as Sigma*); the second term as printed, its "
@@ -374,6 +399,7 @@ LEMMA_A3 = Claim(
     formulas=LEMMA_A3_FORMULAS,
     checks={"symbolic": lemma_a3_symbolic},
     setting=LOSS_SETTING,
+    derive=lambda: {"first": derived_loss_at_u0(2)},
     correction=Correction(
         description="the outer Sigma^{-1/2}, Sigma^{1/2} of the first term are Sigma*^{-1/2}, "
                     "Sigma*^{1/2}: E_X || Sigma*^{-1/2} prod_i (I - Sigma A^(i)) Sigma*^{1/2} "

@@ -1078,7 +1078,8 @@ def test_lemma_a3_is_false_with_the_papers_sigma_and_corrected_by_sigma_star():
     v = verdict("gatmiry2024.lemma_a3")
     assert v.verdict == "corrected"
     assert v.counterexample["check"] == "two_layer_loss"
-    assert "Sigma*" in v.correction["description"] and v.correction_tiers["symbolic"].status == "pass"
+    assert v.correction["source"] == "derived" and "Sigma_star_half" in v.correction["formulas"]["first"]
+    assert "Sigma*" in v.correction["reason"] and v.correction_tiers["symbolic"].status == "pass"
 
 
 def test_the_hoelder_step_of_lemma_a10s_proof_is_a_proof_gap_with_the_derived_exponent():
