@@ -179,8 +179,7 @@ def _reason(v: Verdict) -> str:
                     f"as set, and the tiers that passed read it")
         return "every tier that ran agrees with the statement as printed"
     if v.verdict == "corrected":
-        how = ("the correction the engine derived (the smallest change to the printed formula "
-               "that the derivation proves)" if v.correction["source"] == "derived"
+        how = ("the correction the engine derived" if v.correction["source"] == "derived"
                else "the documented correction")
         return f"the statement as printed fails; {how} passes every tier"
     if v.verdict == "refuted":
