@@ -371,14 +371,41 @@ def sum_terms(body: sympy.Basic, limits: list) -> list:
     if not limits:
         return [body]
     (idx, lo, hi), rest = limits[-1], limits[:-1]
-    if not (sympy.sympify(lo).is_Integer and sympy.sympify(hi).is_Integer):
+    lo, hi = as_sympy(lo), as_sympy(hi)
+    if not (lo.is_Integer and hi.is_Integer):
         raise ValueError(f"a sum over {idx} needs concrete limits, got {lo}..{hi}")
     out = []
     for v in range(int(lo), int(hi) + 1):
-        out += sum_terms(body.xreplace({idx: sympy.Integer(v)}), [
-            (i, sympy.sympify(l).xreplace({idx: v}), sympy.sympify(h).xreplace({idx: v}))
+        value = sympy.Integer(v)
+        out += sum_terms(body.xreplace({idx: value}), [
+            (i, as_sympy(l).xreplace({idx: value}), as_sympy(h).xreplace({idx: value}))
             for i, l, h in rest])
     return out
+
+
+def as_sympy(x) -> sympy.Basic:
+    """A computed value (a sympy object, or a Python/numpy number) as a sympy object, never
+    by parsing text: ``sympify`` would evaluate a string."""
+    import fractions
+    import numbers
+
+    if isinstance(x, sympy.Basic):
+        return x
+    if isinstance(x, bool):
+        return sympy.true if x else sympy.false
+    if isinstance(x, numbers.Integral):
+        return sympy.Integer(int(x))
+    if isinstance(x, fractions.Fraction):
+        return sympy.Rational(x.numerator, x.denominator)
+    if isinstance(x, numbers.Real):
+        return sympy.Float(float(x))
+    if isinstance(x, numbers.Complex):
+        return sympy.Float(x.real) + sympy.I * sympy.Float(x.imag)
+    import mpmath
+
+    if isinstance(x, mpmath.mpf):
+        return sympy.Float(x)
+    raise TypeError(f"not a number or a sympy object: {type(x).__name__}")
 
 
 def _explicit(node: sympy.Basic) -> sympy.MatrixBase:

@@ -54,7 +54,7 @@ from sympy.matrices.expressions.matexpr import MatrixExpr
 from sympy.matrices.expressions.special import Identity, OneMatrix, ZeroMatrix
 
 from .errors import UsageError
-from .formulas import SIZE_NAMES, NamedFormula, formula_str, formula_value, parse_in
+from .formulas import SIZE_NAMES, NamedFormula, as_sympy, formula_str, formula_value, parse_in
 
 OPERATORS = ("constant", "swap", "drop_term", "sign", "transpose")
 EQUIVALENCE_KINDS = ("none", "simplification", "identity", "assumptions", "scale", "implied",
@@ -512,7 +512,7 @@ class _Unevaluable(ValueError):
 
 
 def _number(v) -> sympy.Expr:
-    v = sympy.sympify(v)
+    v = as_sympy(v)
     if isinstance(v, sympy.logic.boolalg.Boolean):
         # a condition (gatmiry2024's hypotheses): true or false at small sizes says nothing about
         # equivalence (n >= 4 k^2 d^2 is false at every size pattern); not decided, so "none"
@@ -595,7 +595,7 @@ def _symbolic_degree_too_high(expr, sizes: dict) -> bool:
     """A matrix power above PROOF_MAX_POWER at these sizes: with symbolic entries its expansion
     grows like (entries)^power (tr (I - A Sigma A)^10 at d = 2 took 7 GB and four minutes)."""
     for p in expr.atoms(sympy.MatPow):
-        e = sympy.sympify(p.exp.xreplace({s: sympy.Integer(sizes[s.name]) for s in p.exp.free_symbols
+        e = as_sympy(p.exp.xreplace({s: sympy.Integer(sizes[s.name]) for s in p.exp.free_symbols
                                           if s.name in sizes}))
         if not (e.is_Integer and abs(int(e)) <= PROOF_MAX_POWER):
             return True
