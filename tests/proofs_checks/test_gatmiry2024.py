@@ -427,7 +427,8 @@ def test_thm4_5_exact_values_show_a_tighter_constant_true_and_a_dropped_term_fal
     """mutate judges Thm 4.5's survivors by its exact values: 15 for 16 still bounds the worst
     error at every point drawn (a true statement), (1 - zeta)^{2L} alone does not (the worst
     error is (1 - zeta + (2 - zeta)(1 - a*))^{2L}); s_max is drawn near its window [1, 2]."""
-    from verify.mutants import claim_domain, exact_truth
+    from verify.mutants import claim_domain
+    from verify.implication import exact_truth
 
     claim = find("gatmiry2024.thm4_5")
     domain = claim_domain(claim.formulas, dict(claim.correction.formulas), claim.exact,
@@ -448,7 +449,8 @@ def test_thm4_5_exact_values_cover_a_multiple_of_x_x_transpose_as_sigma_out(text
     """Sigma^out := -X X^T / n survived mutate (both tiers: "the condition admits no instance"):
     it is negative semidefinite, so the mutated claim is vacuously true.  A positive multiple
     c X X^T rescales the window of the model's X X^T / n by 1 / (c n)."""
-    from verify.mutants import claim_domain, exact_truth
+    from verify.mutants import claim_domain
+    from verify.implication import exact_truth
 
     claim = find("gatmiry2024.thm4_5")
     domain = claim_domain(claim.formulas, dict(claim.correction.formulas), claim.exact,

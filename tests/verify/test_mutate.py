@@ -173,7 +173,7 @@ def test_a_definition_that_narrows_a_hypothesis_rarely_met_is_implied_by_a_proof
     9/8, between which the draws of xi (log-uniform over decades) seldom fall, so the sampling
     saw the same truth values everywhere and the mutant survived.  With the definitions put in,
     the mutant's hypothesis gives the original's by the gap 2 16^L L d / sqrt(n) >= 0."""
-    from verify.mutants import _definition_proof
+    from verify.implication import _definition_proof
 
     claim = find("gatmiry2024.thm_a12")
     domain = claim_domain(claim.formulas, dict(claim.correction.formulas), claim.exact,
@@ -377,9 +377,9 @@ def test_a_looser_constant_of_an_upper_bound_is_implied_by_proof():
 
 def test_an_implication_sympy_cannot_prove_is_decided_by_sampling(monkeypatch):
     assert equivalence(bound("log(1 + x)", (_X,)), "x").kind == "implied"
-    import verify.mutants as mutants
+    import verify.implication as implication
 
-    monkeypatch.setattr(mutants, "_implied_proof", lambda *a: "")  # no proof: the sampling stands
+    monkeypatch.setattr(implication, "_implied_proof", lambda *a: "")  # no proof: sampling stands
     eq = equivalence(bound("2*x*y"), "3*x*y")
     assert eq.kind == "implied"
     assert "mutant >= original at all 60 instances of the domain (strictly at 60" in eq.detail
@@ -553,7 +553,7 @@ def test_a_symbol_bounded_by_another_is_drawn_below_it():
     import numpy as np
 
     from verify.formulas import FormulaSymbol, NamedFormula
-    from verify.mutants import _draw_domain
+    from verify.implication import _draw_domain
 
     f = formula("gatmiry2024.lemma4_2", "upper")
     rng = np.random.default_rng(0)
@@ -575,7 +575,7 @@ def test_a_bounded_scalar_equals_its_bound_in_some_draws():
     import numpy as np
 
     from verify.formulas import FormulaSymbol
-    from verify.mutants import _draw_domain
+    from verify.implication import _draw_domain
 
     s_min = FormulaSymbol("s_min", positive=True, at_most="s_max")
     s_max = FormulaSymbol("s_max", positive=True)
@@ -593,7 +593,7 @@ def test_a_scalar_near_a_range_is_drawn_there_half_the_time():
     import numpy as np
 
     from verify.formulas import FormulaSymbol
-    from verify.mutants import _draw_domain
+    from verify.implication import _draw_domain
 
     s_max = FormulaSymbol("s_max", positive=True, near=(1, 2))
     rng = np.random.default_rng(0)
@@ -703,7 +703,8 @@ def test_a_survivor_the_exact_optimum_satisfies_is_true_and_one_it_violates_says
     everywhere drawn (a true statement, status ``true``); c / 10^30 is below it."""
     import jsonschema
 
-    from verify.mutants import exact_truth, judged_by_exact
+    from verify.mutants import judged_by_exact
+    from verify.implication import exact_truth
     from verify.schema import load
 
     claim = find("gatmiry2024.thm_a8")
@@ -726,7 +727,7 @@ def test_a_survivor_the_exact_optimum_satisfies_is_true_and_one_it_violates_says
 def test_a_wider_hypothesis_is_judged_also_where_the_original_does_not_speak():
     """Lemma A.2 with n >= 4 k^2 d replaces d^2 by d: wider where d > 1; alpha_{n,d,k} at
     Sigma = I is the exact value, compared at points outside n >= 4 k^2 d^2 as well."""
-    from verify.mutants import exact_truth
+    from verify.implication import exact_truth
 
     claim = find("gatmiry2024.lemma_a2")
     domain = claim_domain(claim.formulas, {}, claim.exact)
@@ -807,7 +808,7 @@ def test_a_hypothesis_met_at_one_random_draw_in_a_thousand_is_judged_on_the_size
     where the exact optimum is computed, too few to judge it.  The size grid that follows adds
     the points (n, d, L) = (1..5, 10^3..10^6, 1..2), at all of which the bounds hold: a true
     statement (the sizes are tiny next to what the hypothesis asks)."""
-    from verify.mutants import GRID_POINTS, SIZE_LADDER, _size_grid, exact_truth
+    from verify.implication import GRID_POINTS, SIZE_LADDER, _size_grid, exact_truth
 
     claim = find("gatmiry2024.thm3_2")
     domain = claim_domain(claim.formulas, {}, claim.exact, claim.ranges)
@@ -824,7 +825,7 @@ def test_lemma_a5_exact_values_without_a_loop_count():
     """Lemma A.5 declares no L (delta = 4kd/sqrt(n)); its exact values (the sup of alpha^(j) over
     spectra) still judge a survivor: k lambda_1^k for delta lambda_1^k is true (delta <= 2 under
     n >= 4k^2d^2, the moment's excess far smaller), delta lambda_1^k / 10^6 is not."""
-    from verify.mutants import exact_truth
+    from verify.implication import exact_truth
 
     claim = find("gatmiry2024.lemma_a5")
     domain = claim_domain(claim.formulas, dict(claim.correction.formulas), claim.exact)
@@ -840,7 +841,7 @@ def test_a_stated_range_of_sizes_is_part_of_the_claims_domain():
     import numpy as np
 
     from verify.errors import UsageError
-    from verify.mutants import _domain_draws
+    from verify.implication import _domain_draws
 
     claim = find("gatmiry2024.lemma4_2")
     domain = claim_domain(claim.formulas, dict(claim.correction.formulas), claim.exact,
@@ -895,7 +896,7 @@ def test_pairs_of_exact_values_judge_true_by_the_enclosure_and_false_by_an_attai
     """Lemma A.7's exact values are (attained, enclosure) pairs: an upper bound with a tenth of
     the printed slack still clears the enclosure (true); (1 - lambda_j)^k alone is below a value
     beta^(j) attains (false)."""
-    from verify.mutants import exact_truth
+    from verify.implication import exact_truth
 
     claim = find("gatmiry2024.lemma_a7")
     domain = claim_domain(claim.formulas, dict(claim.correction.formulas), claim.exact)
@@ -916,7 +917,8 @@ def test_thm2_tail_is_judged_by_the_chi_square_quantile():
     from scipy.stats import chi2
 
     from proofs_checks.yang2024 import chi_square_quantile
-    from verify.mutants import exact_truth, judged_by_exact
+    from verify.mutants import judged_by_exact
+    from verify.implication import exact_truth
 
     claim = find("yang2024.thm2")
     domain = claim_domain(claim.formulas, {}, claim.exact)
@@ -960,7 +962,7 @@ def test_the_narrower_proof_needs_every_condition_and_a_strict_gap_for_a_strict_
     import sympy
 
     from verify.formulas import FormulaSymbol, NamedFormula
-    from verify.mutants import _narrower_proof
+    from verify.implication import _narrower_proof
 
     f = NamedFormula("h", "(x > y) & (x <= 3)", (FormulaSymbol("x"), FormulaSymbol("y"),
                                                   FormulaSymbol("d")), weaker="narrower")
