@@ -1,7 +1,7 @@
 """ahn2023: K. Ahn, X. Cheng, H. Daneshmand, S. Sra, "Transformers learn to implement
 preconditioned gradient descent for in-context learning" (2023).
 
-one_layer: Theorem 1 and Lemma 2 (the single layer and the sparse forward pass as GD).
+one_layer: Theorem 1 (the single layer); gd_layers: Lemma 2 (the sparse forward pass as GD).
 sparse: the derived losses of the k-layer models (9) and (13), shared by the claims below.
 multilayer: Theorems 3, 4 and 5.  appendix: Lemmas 6-10 and the reduction of App. A.1.
 figures: the experiments of Secs. 5.3 and 6.1 (Figures 1-4).
@@ -10,9 +10,10 @@ Index convention: the paper calls the model with A_0..A_k a "k-layer transformer
 attention layers.  Here ``layers`` always counts attention layers (the experiments' "three-layer
 transformer" with A_0, A_1, A_2 has layers = 3).
 """
-from .one_layer import CLAIMS as _ONE_LAYER_CLAIMS, LEMMA2, PAPER, THM1
+from .gd_layers import LEMMA2
+from .one_layer import PAPER, THM1
 
-CLAIMS = list(_ONE_LAYER_CLAIMS)
+CLAIMS = [THM1, LEMMA2]
 from .multilayer import THM3, THM4, THM5  # noqa: E402
 
 CLAIMS += [THM3, THM4, THM5]
