@@ -36,7 +36,7 @@ from moments.tensor import Mat, gaussian_matrix, gaussian_vector, identity, matr
 from moments.wick import canonical, expectation
 from verify.claim import Claim, Context, Correction, ExactValues, TierResult
 from verify.errors import UsageError
-from verify.evidence import Closest, Finding, Margin, combine, step
+from verify.evidence import Closest, Finding, Margin, as_stand_ins, combine, smaller_than_paper, step
 from verify.formulas import FormulaSymbol, NamedFormula
 
 PAPER = "yang2024"
@@ -3765,19 +3765,14 @@ PAPER_FIG_SIZES = {"K": 200, "d": 100, "m": 20, "N": 30}
 def _fig_stand_in(inst: "Instance", figure: str, extra: str = "", **paper) -> str:
     """How a trained instance is smaller than Sec. 4's experiment for ``figure``, or ""."""
     want = {**PAPER_FIG_SIZES, **paper}
-    small = {k: getattr(inst, k) for k in want if getattr(inst, k) < want[k]}
-    if not small and not extra:
-        return ""
-    have = ", ".join(f"{k} = {getattr(inst, k)}" for k in want)
-    return (f"{have}{extra} for the paper's {', '.join(f'{k} = {v}' for k, v in want.items())} "
-            f"(Sec. 4, {figure}); --budget paper trains the paper's sizes")
+    why = smaller_than_paper({k: getattr(inst, k) for k in want}, want, f"Sec. 4, {figure}",
+                             extra)
+    return why and f"{why}; --budget paper trains the paper's sizes"
 
 
 def _combine_at(tag: str, findings: list, *args, **kwargs) -> TierResult:
     """``combine`` with every finding a stand-in when ``tag`` says how the model is smaller."""
-    if tag:
-        findings = [dataclasses.replace(f, stand_in=tag) for f in findings]
-    return combine(findings, *args, **kwargs)
+    return combine(as_stand_ins(findings, tag), *args, **kwargs)
 
 
 def fig2_train(ctx: Context) -> TierResult:

@@ -19,6 +19,7 @@ neighbourhood keeps its documented one (``source: documented``).
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -177,11 +178,17 @@ def _borrowed_terms(claim: Claim, name: str) -> list[tuple[str, str]]:
 
 
 def load(path: Path = DERIVED_FILE) -> dict[str, dict]:
-    """The derived corrections on file ({} when there is no file)."""
+    """The derived corrections on file ({} when there is no file), read once per version of
+    the file (every refuted claim consults it)."""
     try:
-        return json.loads(path.read_text())
+        return _read(path, path.stat().st_mtime_ns)
     except FileNotFoundError:
         return {}
+
+
+@lru_cache(maxsize=4)
+def _read(path: Path, version: int) -> dict[str, dict]:
+    return json.loads(path.read_text())
 
 
 def derived_for(claim: Claim, table: dict[str, dict] | None = None) -> Derived | None:
@@ -200,6 +207,6 @@ def derived_for(claim: Claim, table: dict[str, dict] | None = None) -> Derived |
 
 
 def write(entries: dict[str, Derived], path: Path = DERIVED_FILE) -> None:
-    table = load(path)
+    table = dict(load(path))
     table.update({cid: d.as_dict() for cid, d in entries.items()})
     path.write_text(json.dumps(dict(sorted(table.items())), indent=1) + "\n")

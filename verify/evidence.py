@@ -1,8 +1,8 @@
 """Sub-checks ("findings") and their combination into a tier result; JSON-safe evidence values."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 import sympy
@@ -192,6 +192,23 @@ def settle_le(lhs: Any, rhs: Any, dtype: Any = np.float64,
 def step(title: str, latex: str = "", text: str = "") -> dict:
     """One step of a derivation as the engine did it: a title, display LaTeX, and prose."""
     return {"title": title, "latex": latex, "text": text}
+
+
+def as_stand_ins(findings: Iterable[Finding], why: str) -> list[Finding]:
+    """Every finding marked as checked on a smaller model than the paper's (``why`` says how),
+    or the findings as they are when ``why`` is "" (a failure then becomes undecided)."""
+    return [replace(f, stand_in=why) for f in findings] if why else list(findings)
+
+
+def smaller_than_paper(have: Mapping[str, int], paper: Mapping[str, int], where: str,
+                       extra: str = "") -> str:
+    """The stand-in reason when some size in ``have`` is below the paper's (or ``extra`` names
+    another difference), else "": "d = 3, C = 6 for the paper's d = 10, C = 10 (where)"."""
+    if all(have[k] >= v for k, v in paper.items()) and not extra:
+        return ""
+    shown = ", ".join(f"{k} = {have[k]}" for k in paper)
+    wanted = ", ".join(f"{k} = {v}" for k, v in paper.items())
+    return f"{shown}{extra} for the paper's {wanted} ({where})"
 
 
 def combine(findings: Iterable[Finding], extra: dict | None = None,

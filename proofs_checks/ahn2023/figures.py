@@ -24,7 +24,6 @@ by O(batch^{-1/2})); a population loss is compared within max(3 standard errors,
 """
 from __future__ import annotations
 
-from dataclasses import replace
 from functools import lru_cache
 
 import numpy as np
@@ -37,7 +36,7 @@ from models.progress import Progress
 from models.sampler import PromptLaw, sample_prompts
 from models.trainers import optimise, optimise_batched
 from verify.claim import Claim, Context, TierResult
-from verify.evidence import Finding, combine
+from verify.evidence import Finding, as_stand_ins, combine
 
 from . import eq13_population as eqp
 from . import sparse
@@ -222,7 +221,7 @@ def fig1_train(ctx: Context) -> TierResult:
                 None if abs(gap) <= 1e-3 else {"losses": losses, "g_star": g_star},
                 "" if abs(gap) <= 1e-3 else "the trained loss differs from min_S f"),
     ]
-    findings = [replace(f, stand_in=small) for f in findings]
+    findings = as_stand_ins(findings, small)
     return combine(findings, {"setting": {"n": out["n"], "d": out["d"], "layers": out["layers"],
                                           "seeds": out["seeds"], "seed": ctx.seed},
                               "runs": out["runs"], "curves": out["curves"],
@@ -619,8 +618,7 @@ def fig3_decide(out: dict, seed: int) -> TierResult:
                    f"converged (a larger --budget decides"
                    + ("; --budget paper is sized for a GPU)" if out.get("objective") ==
                       "population" else ")")) for f in findings]
-    findings = [replace(f, stand_in=STAND_IN_EQ13) if out["layers"] < PAPER_LAYERS else f
-                for f in findings]
+    findings = as_stand_ins(findings, STAND_IN_EQ13 if out["layers"] < PAPER_LAYERS else "")
     return combine(findings, {"setting": _eq13_setting(out, seed), "runs": out["runs"],
                               "curves": out["curves"], "restricted_optimum": out["g_star"],
                               "fixed_batch_three_layers": out["fixed_batch_three_layers"],

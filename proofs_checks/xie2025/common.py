@@ -16,7 +16,7 @@ from moments.poly import Poly
 from . import derive
 from moments.wick import expectation
 from verify.claim import TierResult
-from verify.evidence import Finding, combine, jsonable
+from verify.evidence import Finding, as_stand_ins, combine, jsonable
 
 from .setting import C_SYM, D_SYM, Instance, symbolic_prompt, w_star_letter
 from .structured import value_at
@@ -188,12 +188,9 @@ def finish_at_size(inst, findings: Sequence[Finding], extra: dict | None = None,
                    steps: list | None = None) -> TierResult:
     """``finish`` for a figure's numeric or train tier: every finding at an instance smaller
     than the paper's experiments is a stand-in (it neither verifies nor refutes the figure)."""
-    from dataclasses import replace
-
     from .setting import paper_size_stand_in
 
-    tag = paper_size_stand_in(inst)
-    return finish([replace(f, stand_in=tag) for f in findings] if tag else findings, extra, steps)
+    return finish(as_stand_ins(findings, paper_size_stand_in(inst)), extra, steps)
 
 
 def finish(findings: Sequence[Finding], extra: dict | None = None,

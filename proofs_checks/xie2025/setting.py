@@ -21,6 +21,7 @@ from moments.blocks import BlockMat
 from moments.tensor import (Mat, gaussian_matrix, gaussian_vector, identity, matrix, scalar,
                             vector, zeros)
 from verify.errors import UsageError
+from verify.evidence import smaller_than_paper
 
 C_SYM = sympy.Symbol("C", positive=True, integer=True)
 D_SYM = sympy.Symbol("d", positive=True, integer=True)
@@ -197,7 +198,6 @@ def figure_dims(budget: str) -> tuple[int, ...]:
 
 def paper_size_stand_in(inst) -> str:
     """How an instance is smaller than the figures' experiments (Sec. 5), or "" at their size."""
-    if inst.d >= PAPER_D and inst.C >= PAPER_C:
-        return ""
-    return (f"d = {inst.d}, C = {inst.C} for the paper's d = {PAPER_D}, C = {PAPER_C} (Sec. 5, "
-            f"Table 1); --budget paper checks d = {PAPER_D}, C = {PAPER_C}")
+    why = smaller_than_paper({"d": inst.d, "C": inst.C}, {"d": PAPER_D, "C": PAPER_C},
+                             "Sec. 5, Table 1")
+    return why and f"{why}; --budget paper checks d = {PAPER_D}, C = {PAPER_C}"
