@@ -9,6 +9,7 @@ from typing import Any, Callable, Iterator, Mapping
 import numpy as np
 import sympy
 
+from .definitions import Reading
 from .errors import UsageError
 from .formulas import NamedFormula
 
@@ -143,6 +144,9 @@ class Correction:
     description: str
     reason: str
     formulas: Mapping[str, str]
+    # readings of printed symbols other than the paper's definitions (verify/definitions.py):
+    # a check may use one only through the correction, which reports it
+    readings: tuple[Reading, ...] = ()
 
 
 @dataclass(frozen=True)

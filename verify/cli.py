@@ -50,6 +50,8 @@ def _tiers(text: str) -> list[str]:
 def _add_list(sub) -> None:
     p = sub.add_parser("list", help="list the claims")
     p.add_argument("--paper", help="only this paper's claims")
+    p.add_argument("--definitions", action="store_true",
+                   help="the paper's definitions of its symbols instead (with --paper)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_list)
 
@@ -169,6 +171,18 @@ def run_options(args) -> dict:
 def cmd_list(args) -> int:
     from . import registry
 
+    if args.definitions:
+        if not args.paper:
+            raise UsageError("list --definitions needs --paper KEY")
+        registry.by_paper(args.paper)  # loading the claims checks they are bound
+        defs = registry.definitions(args.paper).all()
+        if args.json:
+            print(json.dumps([d.as_dict() for d in defs], indent=2))
+        else:
+            from .output import definitions_table
+
+            print(definitions_table(defs))
+        return EXIT_OK
     claims = registry.by_paper(args.paper) if args.paper else registry.all_claims()
     if args.json:
         print(json.dumps([c.summary() for c in claims], indent=2))
@@ -183,12 +197,14 @@ def cmd_show(args) -> int:
     from . import registry
 
     claim = registry.find(args.id)
+    defined = registry.definitions(claim.paper).symbols_of(claim)
     if args.json:
-        print(json.dumps(claim.describe(), indent=2))
+        print(json.dumps({**claim.describe(), "definitions": [d.as_dict() for d in defined]},
+                         indent=2))
         return EXIT_OK
     from .output import show_text
 
-    print(show_text(claim))
+    print(show_text(claim, defined))
     return EXIT_OK
 
 

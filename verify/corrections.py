@@ -123,14 +123,29 @@ class Chosen:
                 latex[name] = str(sympy_latex(claim.formula(name).parse(text)))
             except Exception:  # noqa: BLE001 - a text that does not typeset keeps its text
                 latex[name] = ""
-        return {"source": self.source, "formulas": dict(self.formulas), "latex": latex,
-                "changes": dict(self.changes), "description": self.description,
-                "reason": self.reason, "checked": dict(checked)}
+        out = {"source": self.source, "formulas": dict(self.formulas), "latex": latex,
+               "changes": dict(self.changes), "description": self.description,
+               "reason": self.reason, "checked": dict(checked)}
+        readings = readings_of(claim)
+        if readings:
+            out["readings"] = readings
+        return out
 
     def line(self) -> str:
         """One line for the terminal."""
         texts = "; ".join(f"{n} = {t}" for n, t in self.formulas.items())
         return f"[{self.source}] {self.description}: {texts}"
+
+
+def readings_of(claim: Claim) -> list[dict]:
+    """The readings of printed symbols the claim's correction makes, each with the paper's
+    definition and the symbol it is read as (verify/definitions.py)."""
+    if claim.correction is None or not claim.correction.readings:
+        return []
+    from .registry import definitions
+
+    defs = definitions(claim.paper)
+    return [defs.reading_view(r, claim.id) for r in claim.correction.readings]
 
 
 def chosen(claim: Claim, table: dict[str, dict] | None = None) -> Chosen | None:

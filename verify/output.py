@@ -4,6 +4,7 @@ from __future__ import annotations
 import textwrap
 
 from .claim import TIERS, Claim
+from .definitions import Definition
 from .evidence import closest_over_tiers, describe_approach
 from .verdict import Verdict
 
@@ -21,7 +22,14 @@ def list_table(claims: list[Claim]) -> str:
     return _table(rows)
 
 
-def show_text(claim: Claim) -> str:
+def definitions_table(defs: list[Definition]) -> str:
+    rows = [["symbol", "defined in", "meaning"]]
+    rows += [[d.name + (f" (in {', '.join(d.claims)})" if d.claims else ""), d.equation,
+              d.meaning] for d in defs]
+    return _table(rows)
+
+
+def show_text(claim: Claim, defined: list[Definition] = ()) -> str:
     out = [f"{claim.id}: {claim.title}", "", "Statement:", textwrap.indent(claim.statement, "  "),
            "", "Assumptions:"]
     out += [f"  - {a}" for a in claim.assumptions]
@@ -33,9 +41,15 @@ def show_text(claim: Claim) -> str:
         out.append(f"      {f.equation}; {shape}; symbols: {syms}")
         if f.description:
             out.append(textwrap.indent(textwrap.fill(f.description, 90), "      "))
+    if defined:
+        out += ["", "Symbols, as the paper defines them:"]
+        out += [textwrap.fill(d.line(), 96, initial_indent="  ", subsequent_indent="      ")
+                for d in defined]
     out += ["", f"Tiers: {', '.join(claim.tiers)}"]
     if claim.correction:
         out += ["", f"Correction on file: {claim.correction.description} ({claim.correction.reason})"]
+        out += [f"  reading (a correction): {r.symbol} at {r.where} read as {r.read_as}: {r.why}"
+                for r in claim.correction.readings]
     if claim.notes:
         out += ["", "Notes:", textwrap.indent(textwrap.fill(claim.notes, 90), "  ")]
     return "\n".join(out)
@@ -72,6 +86,9 @@ def check_table(verdicts: list[Verdict]) -> str:
         if v.correction:
             out.append(f"  correction ({v.correction['source']}): {v.correction['description']}")
             out += [f"    --set '{name}={text}'" for name, text in v.correction["formulas"].items()]
+            out += [f"  reading (a correction, not the paper's definition): {r['symbol']} at "
+                    f"{r['where']} read as {r['read_as']}; the paper defines "
+                    f"{r['paper_definition']}" for r in v.correction.get("readings", [])]
             closest = closest_over_tiers(v.correction_tiers or {})
             if closest:
                 out.append(f"  the correction's {describe_approach(closest)}")

@@ -251,6 +251,8 @@ def describe_change(exc: VerdictChanged, s: Settings) -> str:
     if v.correction:
         lines.append(f"correction ({v.correction['source']}): {v.correction['description']}: "
                      + "; ".join(f"{n} = {t}" for n, t in v.correction["formulas"].items()))
+        lines += [f"reading: {r['symbol']} at {r['where']} read as {r['read_as']} (the paper "
+                  f"defines {r['paper_definition']})" for r in v.correction.get("readings", [])]
     lines.append("tiers:")
     for tier, r in v.tiers.items():
         lines.append(f"  {tier}: {r.status}" + (f" ({r.reason})" if r.reason else ""))

@@ -8,6 +8,7 @@ from functools import lru_cache
 from proofs_checks import PAPER_MODULES
 
 from .claim import Claim
+from .definitions import Definitions
 from .errors import UsageError
 
 
@@ -18,7 +19,24 @@ def _paper_claims(paper: str) -> tuple[Claim, ...]:
     for c in claims:
         if c.paper != paper:
             raise ValueError(f"{c.id} is declared in the module of {paper}")
+    defs = definitions(paper)
+    unknown = defs.claims_named() - {c.id for c in claims}
+    problems = [p for c in claims for p in defs.problems(c)]
+    problems += [f"{paper}: a local definition names {cid}, which is not a claim"
+                 for cid in sorted(unknown)]
+    if problems:  # a paper module that does not bind its symbols does not load
+        raise ValueError("; ".join(problems[:5]) + (f" (and {len(problems) - 5} more)"
+                                                     if len(problems) > 5 else ""))
     return claims
+
+
+@lru_cache(maxsize=None)
+def definitions(paper: str) -> Definitions:
+    """The paper's definitions of its symbols (its module's ``DEFINITIONS``)."""
+    if paper not in PAPER_MODULES:
+        raise UsageError(f"unknown paper {paper!r}{_hint(paper, list(PAPER_MODULES))}")
+    module = importlib.import_module(PAPER_MODULES[paper])
+    return Definitions(paper, getattr(module, "DEFINITIONS", ()))
 
 
 def papers() -> list[str]:

@@ -256,6 +256,9 @@ def correction_view(claim: Claim, verdict: Verdict) -> dict | None:
     return {"description": f"{c['description']} [{source}]", "reason": c["reason"],
             "source": c["source"],
             "formulas": [formula_view(claim, name, text) for name, text in c["formulas"].items()],
+            "readings": [{"symbol": r["symbol"], "where": r["where"], "why": r["why"],
+                          "paper": r["paper_definition"], "read_as": r["read_as"]}
+                         for r in c.get("readings", [])],
             "tiers": [{"name": t, "status": r.status, "reason": r.reason}
                       for t, r in (verdict.correction_tiers or {}).items()]}
 

@@ -13,6 +13,7 @@ from moments.montecarlo import Estimate, streaming_estimate
 from moments.poly import Poly
 from moments.wick import canonical
 from verify.claim import Claim, Context, Correction, TierResult
+from verify.definitions import Reading
 from verify.evidence import Finding, combine, step
 from verify.formulas import NamedFormula, compile_formula, formula_value
 
@@ -407,7 +408,11 @@ LEMMA_A3 = Claim(
         reason="the expectation over x_q ~ N(0, Sigma*) and w* ~ N(0, Sigma*^{-1}) produces "
                "Sigma*, not the empirical Sigma the paper defines (Lemma 4.1); with the "
                "empirical one the lemma is false for non-scalar A (Cor. A.4's proof uses it so)",
-        formulas={"first": A3_FIRST}),
+        formulas={"first": A3_FIRST},
+        readings=(Reading("Sigma", "Sigma_star",
+                          "the outer Sigma^{-1/2} and Sigma^{1/2} of the first term",
+                          "the expectation over x_q ~ N(0, Sigma*) and w* ~ N(0, Sigma*^{-1}) "
+                          "produces the population covariance there"),)),
     notes="The paper uses Sigma for the empirical covariance (Lemma 4.1, Lemma A.2) and, in "
           "Lemma A.3's outer factors, for what must be Sigma*; a reading other than the "
           "paper's definition is only ever a correction.",
