@@ -39,6 +39,8 @@ from verify.errors import UsageError
 from verify.evidence import Closest, Finding, Margin, as_stand_ins, combine, smaller_than_paper, step
 from verify.formulas import FormulaSymbol, NamedFormula
 
+from .yang2024_definitions import DEFINITIONS  # noqa: F401  (the paper's definitions)
+
 PAPER = "yang2024"
 TAU_SYM = sympy.Symbol("tau", positive=True)
 SIZE = {s: sympy.Symbol(s, positive=True, integer=True) for s in ("m", "N", "K", "d", "H")}
@@ -663,27 +665,26 @@ def _mc_compare(name: str, samples: np.ndarray, targets: Mapping[str, float], co
 
 
 # ==============================================================================================
-# Formula symbols shared by the claims
+# Formula symbols shared by the claims (what each is: DEFINITIONS, yang2024_definitions.py)
 # ==============================================================================================
-_m = FormulaSymbol("m", description="number of basis functions f_1..f_m")
-_N = FormulaSymbol("N", description="number of labelled tokens in a prompt")
-_K = FormulaSymbol("K", description="number of dictionary tokens")
-_H = FormulaSymbol("H", description="number of attention heads")
-_d = FormulaSymbol("d", description="token dimension")
-_tau = FormulaSymbol("tau", positive=True, description="noise level, eps_k ~ N(0, tau I_m)")
-_Z = FormulaSymbol("Z", "matrix", ("m", "N"), "Z = (f(v_1), ..., f(v_N)) (eq. (12))")
-_Zhat = FormulaSymbol("Zhat", "matrix", ("m", "K"), "Zhat = (f(v_1), ..., f(v_K)) = (Z, Z^Q)")
-_J = FormulaSymbol("J", "matrix", ("N", "K"), "(I_N, 0), the N x K matrix of eq. (34)")
-_zk = FormulaSymbol("z_k", "matrix", ("m", "1"), "z_k = f(v_k)")
+_m = FormulaSymbol("m")
+_N = FormulaSymbol("N")
+_K = FormulaSymbol("K")
+_H = FormulaSymbol("H")
+_d = FormulaSymbol("d")
+_tau = FormulaSymbol("tau", positive=True)
+_Z = FormulaSymbol("Z", "matrix", ("m", "N"))
+_Zhat = FormulaSymbol("Zhat", "matrix", ("m", "K"))
+_J = FormulaSymbol("J", "matrix", ("N", "K"))
+_zk = FormulaSymbol("z_k", "matrix", ("m", "1"))
 # one-hot: e_1 stands for every e_k (the formulas are equivariant under permuting the tokens)
-_ek = FormulaSymbol("e_k", "matrix", ("N", "1"), "the one-hot e_k (k <= N)", equals="eye(N)[:, 0]")
+_ek = FormulaSymbol("e_k", "matrix", ("N", "1"), equals="eye(N)[:, 0]")
 # a prompt token's feature is a column of Z: z_k = Z e_k (k <= N)
-_zk_prompt = FormulaSymbol("z_k", "matrix", ("m", "1"), "z_k = f(v_k) = Z e_k (a prompt token)",
-                           equals="Z*e_k")
+_zk_prompt = FormulaSymbol("z_k", "matrix", ("m", "1"), equals="Z*e_k")
 _DELTA_SIGN = "Lemma 5 uses delta_k only through ||Zbar delta_k||^2"
-_ak = FormulaSymbol("Ahat_k", "matrix", ("N", "1"), "the k-th column of Ahat(theta) (eq. (35))")
-_Ahat = FormulaSymbol("Ahat", "matrix", ("N", "K"), "Ahat(theta) of eq. (35)")
-_y = FormulaSymbol("y", "matrix", ("N", "1"), "the prompt labels (y_1..y_N)")
+_ak = FormulaSymbol("Ahat_k", "matrix", ("N", "1"))
+_Ahat = FormulaSymbol("Ahat", "matrix", ("N", "K"))
+_y = FormulaSymbol("y", "matrix", ("N", "1"))
 
 G_TEXT = "(Z.T*Z + m*tau*Identity(N))"
 A_TEXT = f"Inverse{G_TEXT}*(Z.T*Zhat + m*tau*J)"
@@ -1312,8 +1313,8 @@ EQ36 = Claim(
 # ==============================================================================================
 # Eqs. (8) and (35): the multi-head attention (5)-(7) predicts yhat = Ahat^T y
 # ==============================================================================================
-_Ck = FormulaSymbol("C_k", "matrix", ("N", "H"), "C_k = softmax(V^T Q_1 v_k, ..., V^T Q_H v_k) (13)")
-_omk = FormulaSymbol("omega_k", "matrix", ("H", "1"), "(w_{1,k}, ..., w_{H,k})^T")
+_Ck = FormulaSymbol("C_k", "matrix", ("N", "H"))
+_omk = FormulaSymbol("omega_k", "matrix", ("H", "1"))
 
 EQ8_FORMULAS = (
     NamedFormula("yhat_k", "y.T*C_k*omega_k", (_N, _H, _y, _Ck, _omk), equation="(8)", shape=("1", "1"),
@@ -1473,11 +1474,11 @@ EQ35 = Claim(
 # ==============================================================================================
 # Lemma 1: the softmax gradient (29)
 # ==============================================================================================
-_sjk = FormulaSymbol("s_jk", description="s_{jk}^h = softmax(V^T Q_h v_k)_j")
-_vj = FormulaSymbol("v_j", "matrix", ("d", "1"), "the prompt token v_j")
-_V = FormulaSymbol("V", "matrix", ("d", "N"), "the prompt tokens (v_1, ..., v_N) (eq. (3))")
-_sk = FormulaSymbol("s_k", "matrix", ("N", "1"), "s_k^h (eq. (28))")
-_vk = FormulaSymbol("v_k", "matrix", ("d", "1"), "the token v_k")
+_sjk = FormulaSymbol("s_jk")
+_vj = FormulaSymbol("v_j", "matrix", ("d", "1"))
+_V = FormulaSymbol("V", "matrix", ("d", "N"))
+_sk = FormulaSymbol("s_k", "matrix", ("N", "1"))
+_vk = FormulaSymbol("v_k", "matrix", ("d", "1"))
 
 LEMMA1_FORMULAS = (
     NamedFormula("ds_dQ", "s_jk*(v_j*OneMatrix(1, N) - V)*s_k*v_k.T",
@@ -1713,7 +1714,7 @@ LEMMA2 = Claim(
 # ==============================================================================================
 # Lemma 4: the equivalence of the regressions (24) and (25), eq. (32)
 # ==============================================================================================
-_lam = FormulaSymbol("lam", "matrix", ("m", "1"), "the coefficient vector lambda")
+_lam = FormulaSymbol("lam", "matrix", ("m", "1"))
 LEMMA4_FORMULAS = (
     NamedFormula("rhs", "(y - Z.T*lam).T*(y - Z.T*lam)/(2*N) + tau/2*lam.T*lam",
                  (_m, _N, _tau, _y, _Z, _lam), equation="(32)", shape=("1", "1"),
@@ -1928,7 +1929,7 @@ EQ26 = Claim(
 # ==============================================================================================
 # Eq. (27) with (20), (22), (67): the optimum implements ridge regression
 # ==============================================================================================
-_Amat = FormulaSymbol("A", "matrix", ("N", "K"), "A of eq. (34) (the formula A of this claim)")
+_Amat = FormulaSymbol("A", "matrix", ("N", "K"))
 EQ27_FORMULAS = (
     NamedFormula("A", A_TEXT, (_m, _N, _K, _tau, _Z, _Zhat, _J), equation="(34)", shape=("N", "K"),
                  description="the optimal Ahat"),
@@ -2222,8 +2223,8 @@ PROP1 = Claim(
 # ==============================================================================================
 # Lemma 6: the reparametrisation xi = (Q_h, w_h / gamma)
 # ==============================================================================================
-_etaQ = FormulaSymbol("eta_Q", positive=True, description="learning rate of the Q_h")
-_etaw = FormulaSymbol("eta_w", positive=True, description="learning rate of the w_h")
+_etaQ = FormulaSymbol("eta_Q", positive=True)
+_etaw = FormulaSymbol("eta_w", positive=True)
 LEMMA6_FORMULAS = (
     NamedFormula("gamma", "sqrt(eta_w/eta_Q)", (_etaQ, _etaw), equation="(39)",
                  description="gamma such that GD on (Q, w) with (eta_Q, eta_w) is GD on "
@@ -2304,15 +2305,15 @@ LEMMA6 = Claim(
 # ==============================================================================================
 # Lemmas 7-9: gradient, Lipschitz and norm bounds
 # ==============================================================================================
-_gam = FormulaSymbol("gamma", positive=True, description="sqrt(eta_w / eta_Q)")
-_alp = FormulaSymbol("alpha", positive=True, description="a bound on |alpha_{h,k}|")
-_fbar = FormulaSymbol("fbar_max", positive=True, description="max_i ||zbar_i||_2 (eq. (12))")
-_exc = FormulaSymbol("excess", positive=True, description="l(xi) - L*")
-_Zbn = FormulaSymbol("Zbar_norm", positive=True, description="||Zbar||_2")
-_An = FormulaSymbol("A_norm", positive=True, description="||A||_2, A of eq. (34)")
-_dQh = FormulaSymbol("dQ_h", positive=True, description="||Q_h - Q_h'||_F")
-_dQ = FormulaSymbol("dQ", positive=True, description="(sum_h ||Q_h - Q_h'||_F^2)^{1/2}")
-_dak = FormulaSymbol("dalpha_k", positive=True, description="||alpha_k - alpha_k'||_2")
+_gam = FormulaSymbol("gamma", positive=True)
+_alp = FormulaSymbol("alpha", positive=True)
+_fbar = FormulaSymbol("fbar_max", positive=True)
+_exc = FormulaSymbol("excess", positive=True)
+_Zbn = FormulaSymbol("Zbar_norm", positive=True)
+_An = FormulaSymbol("A_norm", positive=True)
+_dQh = FormulaSymbol("dQ_h", positive=True)
+_dQ = FormulaSymbol("dQ", positive=True)
+_dak = FormulaSymbol("dalpha_k", positive=True)
 
 LEMMA7_FORMULAS = (
     NamedFormula("grad_bound", "2*sqrt(2)*gamma*alpha*fbar_max*sqrt(excess)", (_gam, _alp, _fbar, _exc),
@@ -2898,9 +2899,9 @@ LEMMA10 = Claim(
 # ==============================================================================================
 # Theorem 1: linear convergence of GD with the learning rates (15)-(17)
 # ==============================================================================================
-_z0 = FormulaSymbol("zeta_0", positive=True, description="min_k lambda_min(B_k^(0) B_k^(0)T) (eq. (14))")
-_D0 = FormulaSymbol("Delta_0", positive=True, description="L(theta^(0)) - inf L")
-_ZZn = FormulaSymbol("ZtZhat_norm", positive=True, description="||Z^T Zhat||_2")
+_z0 = FormulaSymbol("zeta_0", positive=True)
+_D0 = FormulaSymbol("Delta_0", positive=True)
+_ZZn = FormulaSymbol("ZtZhat_norm", positive=True)
 THM1_FORMULAS = (
     NamedFormula("gamma_min", "zeta_0**(-5/4)*(128*sqrt(2)/(sqrt(2) - 1)*Zbar_norm**2*sqrt(H)*fbar_max"
                               "*K**(3/2)*Delta_0)**(1/2)",
@@ -3442,11 +3443,11 @@ def _fig_instance(ctx: Context, tag: str, **changes) -> Instance:
 # ==============================================================================================
 # Theorem 2: inference-time performance, yhat -> yhat* (22)
 # ==============================================================================================
-_Bl = FormulaSymbol("B", positive=True, description="a bound on ||lambda||_2 (Assumption 4)")
-_Zn = FormulaSymbol("Z_norm", positive=True, description="||Z||_2")
-_dl = FormulaSymbol("delta", positive=True, unit=True, description="failure probability")
-_epsf = FormulaSymbol("epsilon", positive=True, description="target accuracy of (22)")
-_lsq = FormulaSymbol("lam_sq", positive=True, description="||lambda||_2^2")
+_Bl = FormulaSymbol("B", positive=True)
+_Zn = FormulaSymbol("Z_norm", positive=True)
+_dl = FormulaSymbol("delta", positive=True, unit=True)
+_epsf = FormulaSymbol("epsilon", positive=True)
+_lsq = FormulaSymbol("lam_sq", positive=True)
 THM2_FORMULAS = (
     NamedFormula("T_min", "log(B**2*Delta_0*(Z_norm + sqrt(tau)*(2*sqrt(N*log(1/delta)) + 2*log(1/delta)"
                           " + N)**(1/2))**2/(m*tau*epsilon))/log(1/(1 - eta_w*zeta_0/(2*K)))",

@@ -10,6 +10,7 @@ Index convention: the paper calls the model with A_0..A_k a "k-layer transformer
 attention layers.  Here ``layers`` always counts attention layers (the experiments' "three-layer
 transformer" with A_0, A_1, A_2 has layers = 3).
 """
+from .definitions import DEFINITIONS  # noqa: F401 - the registry reads it
 from .gd_layers import LEMMA2
 from .one_layer import PAPER, THM1
 

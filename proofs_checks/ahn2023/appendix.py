@@ -31,8 +31,8 @@ from . import sparse
 from .multilayer import LAMBDA, fast_spectral, monomial, spectral_function
 from .one_layer import PAPER
 
-_SIGMA = FormulaSymbol("Sigma", "matrix", ("d", "d"), "the covariance of x", symmetric=True)
-_D = FormulaSymbol("d", description="dimension of the covariates")
+_SIGMA = FormulaSymbol("Sigma", "matrix", ("d", "d"), symmetric=True)
+_D = FormulaSymbol("d")
 
 LEMMA8_SETTING = LinearICLSetting(
     w_prior="sigma_inverse",
@@ -140,8 +140,8 @@ LEMMA8 = Claim(
 # ------------------------------------------------------------------------------------------------
 # Lemmas 9 and 10
 # ------------------------------------------------------------------------------------------------
-_WSTAR = FormulaSymbol("w_star", "matrix", ("d", "1"), "the task vector w*")
-_XQ = FormulaSymbol("x_q", "matrix", ("d", "1"), "the query x^(n+1)")
+_WSTAR = FormulaSymbol("w_star", "matrix", ("d", "1"))
+_XQ = FormulaSymbol("x_q", "matrix", ("d", "1"))
 LEMMA9_FORMULAS = (
     NamedFormula("y_bar", "w_star.T*x_q", (_D, _WSTAR, _XQ), equation="Lemma 9",
                  description="the query label of Zbar_0", shape=("1", "1")),
@@ -240,9 +240,9 @@ LEMMA9 = Claim(
 # ------------------------------------------------------------------------------------------------
 # Lemmas 6 and 7: the moments (16)-(21) of the proof of Theorem 1 and the component minimiser
 # ------------------------------------------------------------------------------------------------
-_N = FormulaSymbol("n", description="number of in-context examples")
-_LJ = FormulaSymbol("lambda_j", description="the j-th eigenvalue of Sigma = Lambda", positive=True)
-_P1 = FormulaSymbol("p_1", description="sum_k lambda_k = tr Sigma", positive=True)
+_N = FormulaSymbol("n")
+_LJ = FormulaSymbol("lambda_j", positive=True)
+_P1 = FormulaSymbol("p_1", positive=True)
 LEMMA7_FORMULAS = (
     NamedFormula("E_wC", "lambda_j", (_LJ,), equation="(20)",
                  description="E[w*_j C] = E_wC (E_{d+1,j} + E_{j,d+1})"),

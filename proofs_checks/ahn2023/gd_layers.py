@@ -30,12 +30,12 @@ LEMMA2_SETTING = LinearICLSetting(
            "paper": {"n": 20, "d": 5, "layers": 4}},
 )
 
-_W = FormulaSymbol("w", "matrix", ("d", "1"), "the GD iterate w_i^gd")
-_WSTAR = FormulaSymbol("w_star", "matrix", ("d", "1"), "the task vector w*")
-_X = FormulaSymbol("X", "matrix", ("d", "n"), "the in-context covariates [x^(1) ... x^(n)]")
-_XQ = FormulaSymbol("x_q", "matrix", ("d", "1"), "the query x^(n+1)")
-_A = FormulaSymbol("A", "matrix", ("d", "d"), "the layer's A_i", symmetric=True)
-_GRAD = FormulaSymbol("grad", "matrix", ("d", "1"), "the gradient of R_{w*} at w")
+_W = FormulaSymbol("w", "matrix", ("d", "1"))
+_WSTAR = FormulaSymbol("w_star", "matrix", ("d", "1"))
+_X = FormulaSymbol("X", "matrix", ("d", "n"))
+_XQ = FormulaSymbol("x_q", "matrix", ("d", "1"))
+_A = FormulaSymbol("A", "matrix", ("d", "d"), symmetric=True)
+_GRAD = FormulaSymbol("grad", "matrix", ("d", "1"))
 
 LEMMA2_FORMULAS = (
     NamedFormula("R", "(w - w_star).T*X*X.T*(w - w_star)/(2*n)", (_N, _D, _W, _WSTAR, _X),

@@ -58,8 +58,8 @@ THM5_SETTING = LinearICLSetting(
            "paper": {"n": 10, "d": 5, "layers": 2}},
 )
 
-_SIGMA = FormulaSymbol("Sigma", "matrix", ("d", "d"), "the covariance of x", symmetric=True)
-_D = FormulaSymbol("d", description="dimension of the covariates")
+_SIGMA = FormulaSymbol("Sigma", "matrix", ("d", "d"), symmetric=True)
+_D = FormulaSymbol("d")
 THM4_FORMULAS = (
     NamedFormula("S_A", "Inverse(Sigma)", (_SIGMA, _D), equation="Thm. 4",
                  description="the direction of A_i in S: A_i = a_i S_A", shape=("d", "d")),

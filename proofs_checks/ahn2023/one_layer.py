@@ -46,12 +46,12 @@ THM1_SETTING = LinearICLSetting(
     sizes={"quick": {"n": 6, "d": 3}, "default": {"n": 20, "d": 5}, "paper": {"n": 20, "d": 5}},
 )
 
-_N = FormulaSymbol("n", description="number of in-context examples")
-_D = FormulaSymbol("d", description="dimension of the covariates")
-_U = FormulaSymbol("U", "matrix", ("d", "d"), "orthogonal eigenvectors, Sigma = U Lambda U^T")
-_LAM = FormulaSymbol("Lambda", "matrix", ("d", "d"), "diag(lambda_1..lambda_d), the eigenvalues",
+_N = FormulaSymbol("n")
+_D = FormulaSymbol("d")
+_U = FormulaSymbol("U", "matrix", ("d", "d"))
+_LAM = FormulaSymbol("Lambda", "matrix", ("d", "d"),
                      symmetric=True)  # diagonal, so Lambda^T = Lambda is the same statement
-_GAMMA = FormulaSymbol("gamma", description="the rescaling factor applied to b")
+_GAMMA = FormulaSymbol("gamma")
 
 THM1_FORMULAS = (
     NamedFormula(

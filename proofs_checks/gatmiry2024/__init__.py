@@ -6,7 +6,8 @@ with the shared P = [[0, 0], [u^T, 1]], Q = [[A, 0], [0, 0]] of Sec. 3.5, on x_i
 w* ~ N(0, Sigma*^{-1}).  ``looped_icl`` derives its population loss from the forward pass; the
 claims below compare the paper's closed forms, bounds and experiments with what was derived.
 
-Notation of the formulas: ``Sigma`` is the empirical covariance X X^T / n (the paper's Sigma),
+Notation of the formulas (each symbol bound to the paper's definition of it in
+``definitions.py``): ``Sigma`` is the empirical covariance X X^T / n (the paper's Sigma),
 ``Sigma_star`` the population covariance Sigma*, ``Sigma_star_half`` = Sigma*^{1/2}, ``A_half`` =
 A^{1/2}.  Formulas inside E_X[...] are written without the expectation: the checks take it with
 the moment kernel.  Exact instances take Sigma* = R^2 and A = B^2 with rational symmetric R, B, so
@@ -34,6 +35,7 @@ from .flow import THM3_3, THM_A12
 from .closeness import LEMMA_A9, THM4_4
 from .ood import THM4_5, THM_A13
 from .figures import FIG1, FIG2, FIG3, FIG4
+from .definitions import DEFINITIONS
 
 
 def _own_symbols(claim: Claim) -> Claim:

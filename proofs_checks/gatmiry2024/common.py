@@ -27,39 +27,37 @@ L_SYM = sympy.Symbol("L", positive=True, integer=True)
 K_SYM = sympy.Symbol("k", positive=True, integer=True)
 a_sym = li.a_sym
 
-_N = FormulaSymbol("n", description="number of in-context examples")
-_D = FormulaSymbol("d", description="dimension of the covariates")
-_L = FormulaSymbol("L", description="number of loops")
-_K = FormulaSymbol("k", description="the power of the moment")
-_I = FormulaSymbol("i", description="summation index")
-_J = FormulaSymbol("j", description="summation index")
-_DELTA = FormulaSymbol("delta", description="the accuracy parameter delta", positive=True)
-_XI = FormulaSymbol("xi", description="the target loss xi", positive=True)
-_EPS = FormulaSymbol("epsilon", description="the loss level epsilon", positive=True)
-_ZETA = FormulaSymbol("zeta", description="the margin zeta in (0, 1)", positive=True,
-                      unit=True)
-_LAM_J = FormulaSymbol("lambda_j", description="the j-th eigenvalue", positive=True,
-                       at_most="lambda_1")
-_LAM_1 = FormulaSymbol("lambda_1", description="the largest eigenvalue", positive=True)
-_LOSS = FormulaSymbol("loss", description="the loss L(A, 0)", positive=True)
+_N = FormulaSymbol("n")
+_D = FormulaSymbol("d")
+_L = FormulaSymbol("L")
+_K = FormulaSymbol("k")
+_I = FormulaSymbol("i")
+_J = FormulaSymbol("j")
+_DELTA = FormulaSymbol("delta", positive=True)
+_XI = FormulaSymbol("xi", positive=True)
+_EPS = FormulaSymbol("epsilon", positive=True)
+_ZETA = FormulaSymbol("zeta", positive=True, unit=True)
+_LAM_J = FormulaSymbol("lambda_j", positive=True, at_most="lambda_1")
+_LAM_1 = FormulaSymbol("lambda_1", positive=True)
+_LOSS = FormulaSymbol("loss", positive=True)
 
 
-def _mat(name: str, shape=("d", "d"), description: str = "", symmetric: bool = False):
-    return FormulaSymbol(name, "matrix", shape, description, symmetric=symmetric)
+def _mat(name: str, shape=("d", "d"), symmetric: bool = False):
+    """A matrix symbol; what it is lives in the paper's definitions (``definitions.py``)."""
+    return FormulaSymbol(name, "matrix", shape, symmetric=symmetric)
 
 
-_X = _mat("X", ("d", "n"), "the data matrix [x_1 ... x_n]")
-_SIGMA = _mat("Sigma", description="the empirical covariance X X^T / n", symmetric=True)
-_SIGMA_STAR = _mat("Sigma_star", description="the population covariance Sigma*", symmetric=True)
-_SIGMA_STAR_HALF = _mat("Sigma_star_half", description="Sigma*^{1/2}", symmetric=True)
-_SIGMA_STAR_HALF_INV = _mat("Sigma_star_half_inv", description="Sigma*^{-1/2}", symmetric=True)
-_SIGMA_STAR_INV = _mat("Sigma_star_inv", description="Sigma*^{-1}", symmetric=True)
-_A = _mat("A", description="the preconditioner A (top-left block of Q)", symmetric=True)
-_A_HALF = _mat("A_half", description="A^{1/2}", symmetric=True)
-_U = _mat("u", ("d", "1"), "the vector u (bottom-left block of P)")
-_W = _mat("w", ("d", "1"), "the task vector w* (or a GD iterate)")
-_XQ = _mat("x_q", ("d", "1"), "the query x_q")
-_Y = _mat("y", ("n", "1"), "the labels y")
+_X = _mat("X", ("d", "n"))
+_SIGMA = _mat("Sigma", symmetric=True)
+_SIGMA_STAR = _mat("Sigma_star", symmetric=True)
+_SIGMA_STAR_HALF = _mat("Sigma_star_half", symmetric=True)
+_SIGMA_STAR_HALF_INV = _mat("Sigma_star_half_inv", symmetric=True)
+_A = _mat("A", symmetric=True)
+_A_HALF = _mat("A_half", symmetric=True)
+_U = _mat("u", ("d", "1"))
+_W = _mat("w", ("d", "1"))
+_XQ = _mat("x_q", ("d", "1"))
+_Y = _mat("y", ("n", "1"))
 
 BUDGET_LOOPS = {"quick": (1, 2), "default": (1, 2, 3), "paper": (1, 2, 3)}
 

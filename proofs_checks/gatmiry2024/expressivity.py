@@ -21,7 +21,7 @@ PROP31_FORMULAS = (
                  description="the least-squares loss l_2^2(w) = ||X^T w - y||^2 (printed with w*)"),
     NamedFormula("grad0", "X*y", (_N, _D, _X, _Y), equation="Sec. 3.4 (proof of Prop. 3.1)",
                  shape=("d", "1"), description="the paper's value of grad l_2^2(0)"),
-    NamedFormula("update", "w - A*grad/n", (_N, _D, _W, _A, _mat("grad", ("d", "1"), "gradient")),
+    NamedFormula("update", "w - A*grad/n", (_N, _D, _W, _A, _mat("grad", ("d", "1"))),
                  equation="Sec. 3.4", shape=("d", "1"),
                  description="w_{t+1} = w_t - (1/n) A grad l_2^2(w_t) (step 1/n, preconditioner A)"),
     NamedFormula("w0", "ZeroMatrix(d, 1)", (_D,), equation="Sec. 3.4", shape=("d", "1"),

@@ -26,7 +26,7 @@ from .flow import _mp_a_star, scalar_flow_time
 
 FIG_SETTING = _setting({"n": 20, "d": 10, "L": 2})
 FIG1_NS = (2, 3, 4, 5, 10, 20)
-_DIST = FormulaSymbol("Dist", description="Dist(A, I) = min_a ||A - a I||_F / ||A||_F")
+_DIST = FormulaSymbol("Dist")  # Dist(A, I) = min_a ||A - a I||_F / ||A||_F
 
 
 def _a_rational(n: int, d: int, L: int) -> sympy.Rational:

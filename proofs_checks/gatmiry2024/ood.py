@@ -22,13 +22,11 @@ from .moment_bounds import _finite_real
 
 
 OOD_SETTING = _setting({"n": 20, "d": 2, "L": 2})
-_S_MIN = FormulaSymbol("s_min", description="the smallest eigenvalue of Sigma^out (Sigma* = I)",
-                       positive=True, at_most="s_max")
-_S_MAX = FormulaSymbol("s_max", description="the largest eigenvalue of Sigma^out (Sigma* = I)",
-                       positive=True, near=(1, 2))
-_XQ2 = FormulaSymbol("xq_norm2", description="||x_q^out||^2_{Sigma*}", positive=True)
-_W2 = FormulaSymbol("w_norm2", description="||w^{out,*}||^2_{Sigma*^{-1}}", positive=True)
-_GRAM = _mat("XXt", description="the Gram matrix X^out X^out^T of the OOD instance", symmetric=True)
+_S_MIN = FormulaSymbol("s_min", positive=True, at_most="s_max")
+_S_MAX = FormulaSymbol("s_max", positive=True, near=(1, 2))
+_XQ2 = FormulaSymbol("xq_norm2", positive=True)
+_W2 = FormulaSymbol("w_norm2", positive=True)
+_GRAM = _mat("XXt", symmetric=True)
 _OOD_SYMBOLS = (_N, _D, _L, _DELTA, _ZETA, _S_MIN, _S_MAX, _XQ2, _W2)
 OOD_BOUND = ("(1 + 16*delta*d**(1/(2*L)))**2*(1 + 16*delta*d**(1/(2*L)) - zeta)**(2*L)"
              "*xq_norm2*w_norm2")

@@ -2,8 +2,9 @@
 Learning Is Gradient Descent".
 
 Multi-head linear self-attention (eqs. (5)-(6)) and y_q-LSA (eqs. (11)-(12)) on in-context linear
-regression with a non-zero prior mean w ~ N(w*, I).
+regression with a non-zero prior mean: tasks w_hat ~ N(w*, I).
 """
+from .definitions import DEFINITIONS  # noqa: F401 - the registry reads it
 from .gd_claims import EQ8, EQ9, LEMMA3
 from .head_claims import FIG2, THM1
 from .convexity_claims import LEMMA1, LEMMA2

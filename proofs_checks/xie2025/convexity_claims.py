@@ -26,10 +26,10 @@ from .structured import leading_text, value_at
 from .tensors import probe_tensor
 
 PAPER = "xie2025"
-D = FormulaSymbol("d", description="dimension of the inputs")
-WSTAR = FormulaSymbol("w_star", "matrix", ("d", "1"), "the prior mean w*")
-_UX = FormulaSymbol("u_x", "matrix", ("d", "1"), "the first d entries of u")
-_U = FormulaSymbol("u", description="the last entry of u")
+D = FormulaSymbol("d")
+WSTAR = FormulaSymbol("w_star", "matrix", ("d", "1"))
+_UX = FormulaSymbol("u_x", "matrix", ("d", "1"))
+_U = FormulaSymbol("u")
 ETA = sympy.Symbol("eta")
 T_SYM = sympy.Symbol("t")
 
@@ -188,7 +188,7 @@ LEMMA1 = Claim(
     statement=(r"For any $H$, $\mathcal R(f)$, $f\in\mathcal F_{H\text{-}\mathsf{LSA}}$, is not "
                r"convex in $\{W^K_h,W^Q_h,W^V_h,W^P_h\}_h$ (it is convex in "
                r"$(M_1,\dots,M_{d+1})$, App. A.4)."),
-    assumptions=("y_q = 0; x ~ N(0, I), w ~ N(w*, I)",
+    assumptions=("y_q = 0; x ~ N(0, I), w_hat ~ N(w*, I)",
                  "witness (fixed, not part of the statement): the GD weights of eq. (7) as "
                  "printed, W^P = -(eta/C) I with the risk-minimising eta",),
     formulas=LEMMA1_FORMULAS,
@@ -301,7 +301,7 @@ LEMMA2 = Claim(
     title="The y_q-LSA risk is not convex",
     paper=PAPER,
     statement=r"The ICL risk of $y_q$-LSA, $\mathcal R(f_{y_q\text{-}\mathsf{LSA}})$, is not convex.",
-    assumptions=("y_q = v^T x_q with v trainable; x ~ N(0, I), w ~ N(w*, I)",
+    assumptions=("y_q = v^T x_q with v trainable; x ~ N(0, I), w_hat ~ N(w*, I)",
                  "witness (fixed, not part of the statement): the App. B.3 point of Thm. 4 as "
                  "printed, b = t [-w*; 1], A = [[I, 0], [0, 0]], v = w*",),
     formulas=LEMMA2_FORMULAS,

@@ -85,9 +85,8 @@ def _fitted_slope(info: dict, derived_slope) -> sympy.Expr:
 # ==============================================================================================
 # Fig. 3 (and Fig. 1): the gap to one-step GD against ||w*||^2
 # ==============================================================================================
-_S = FormulaSymbol("s", description="||w*||^2")
-_K = FormulaSymbol("kappa", description="a slope that does not depend on ||w*||^2 (> 0: the gap "
-                                         "grows with ||w*||^2)")
+_S = FormulaSymbol("s")
+_K = FormulaSymbol("kappa")
 FIG3_FORMULAS = (
     NamedFormula("gap", "kappa*s", (_K, _S), "optimal multi-head LSA risk minus one-step GD risk: "
                  "zero only at w* = 0 and (approximately) linear in ||w*||^2", "Fig. 3(b)"),
@@ -232,10 +231,10 @@ FIG3 = Claim(
 # ==============================================================================================
 # Fig. 4: the query-guess offsets y_q = x_q^T y_q_guess + y_q_bias (Sec. 5.1.3)
 # ==============================================================================================
-_G2 = FormulaSymbol("g2", description="||y_q_guess||^2")
-_KG = FormulaSymbol("k_g", description="a slope that does not depend on y_q_guess (> 0)")
-_KB = FormulaSymbol("k_b", description="a slope that does not depend on y_q_bias (> 0)")
-_B = FormulaSymbol("beta", description="y_q_bias")
+_G2 = FormulaSymbol("g2")
+_KG = FormulaSymbol("k_g")
+_KB = FormulaSymbol("k_b")
+_B = FormulaSymbol("beta")
 FIG4_FORMULAS = (
     NamedFormula("gap_guess", "k_g*g2", (_KG, _G2), "gap to one-step GD with y_q = x_q^T "
                  "y_q_guess (w* = 0, d+1 heads): proportional to ||y_q_guess||^2", "Fig. 4"),
@@ -594,7 +593,7 @@ FIG5 = Claim(
                r"$w_1=w_\star-\frac{\eta}{C}X^\top(Xw_\star-y)$, regardless of the prior (Sec. 5.2, "
                r"Fig. 5); one-step GD is a lower bound of its risk and the point of Thm. 4 may be "
                r"the global optimum (Sec. 4.2)."),
-    assumptions=("GD with the best step size; x ~ N(0, I), w ~ N(w*, I)",
+    assumptions=("GD with the best step size; x ~ N(0, I), w_hat ~ N(w*, I)",
                  "y_q-LSA with one head and with any number of heads (the lower bound)"),
     formulas=FIG5_FORMULAS,
     checks={"symbolic": fig5_symbolic, "numeric": fig5_numeric, "train": fig5_train},

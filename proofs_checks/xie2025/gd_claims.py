@@ -19,15 +19,15 @@ from .translate import to_mat
 
 PAPER = "xie2025"
 
-D = FormulaSymbol("d", description="dimension of the inputs")
-C = FormulaSymbol("C", description="context size")
-ETA = FormulaSymbol("eta", description="the GD step size")
-WSTAR = FormulaSymbol("w_star", "matrix", ("d", "1"), "the prior mean w*")
-X = FormulaSymbol("X", "matrix", ("C", "d"), "context inputs, one per row (eq. (1))")
-Y = FormulaSymbol("y", "matrix", ("C", "1"), "context labels")
-XQ = FormulaSymbol("x_q", "matrix", ("d", "1"), "the query input")
-YQ = FormulaSymbol("y_q", "matrix", ("1", "1"), "the query's initial guess")
-W = FormulaSymbol("w", "matrix", ("d", "1"), "a regression vector")
+D = FormulaSymbol("d")
+C = FormulaSymbol("C")
+ETA = FormulaSymbol("eta")
+WSTAR = FormulaSymbol("w_star", "matrix", ("d", "1"))
+X = FormulaSymbol("X", "matrix", ("C", "d"))
+Y = FormulaSymbol("y", "matrix", ("C", "1"))
+XQ = FormulaSymbol("x_q", "matrix", ("d", "1"))
+YQ = FormulaSymbol("y_q", "matrix", ("1", "1"))
+W = FormulaSymbol("w", "matrix", ("d", "1"))
 
 _KQ = "BlockMatrix([[Identity(d), ZeroMatrix(d, 1)], [ZeroMatrix(1, d), ZeroMatrix(1, 1)]])"
 EQ7 = (
@@ -380,13 +380,13 @@ EQ9 = Claim(
 # Lemma 3: y_q-LSA is a linear transformer block (App. B.2)
 # ==============================================================================================
 DP1 = ("d+1", "d+1")
-_WK = FormulaSymbol("W_K", "matrix", DP1, "y_q-LSA key weights")
-_WQ = FormulaSymbol("W_Q", "matrix", DP1, "y_q-LSA query weights")
-_WV = FormulaSymbol("W_V", "matrix", DP1, "y_q-LSA value weights")
-_WP = FormulaSymbol("W_P", "matrix", DP1, "y_q-LSA projection weights")
-_W1 = FormulaSymbol("W_1", "matrix", DP1, "the MLP matrix of eq. (31)")
-_W3 = FormulaSymbol("W_3", "matrix", DP1, "the matrix W_3 of App. B.2")
-_CC = FormulaSymbol("c", description="the corner of W_1 (c != ||w||^2)")
+_WK = FormulaSymbol("W_K", "matrix", DP1)
+_WQ = FormulaSymbol("W_Q", "matrix", DP1)
+_WV = FormulaSymbol("W_V", "matrix", DP1)
+_WP = FormulaSymbol("W_P", "matrix", DP1)
+_W1 = FormulaSymbol("W_1", "matrix", DP1)
+_W3 = FormulaSymbol("W_3", "matrix", DP1)
+_CC = FormulaSymbol("c")
 
 LEMMA3_FORMULAS = (
     NamedFormula("W_1", "BlockMatrix([[Identity(d), w], [w.T, c*Identity(1)]])", (D, W, _CC),

@@ -19,7 +19,7 @@ from .setting import C_SYM, D_SYM, PAPER_D, SETTING, figure_dims, symbolic_dims
 from .training import budget_steps, head_sweep, loss_tol, restarts_for, train_sampled
 
 PAPER = "xie2025"
-D = FormulaSymbol("d", description="dimension of the inputs")
+D = FormulaSymbol("d")
 
 
 
@@ -292,7 +292,8 @@ THM1 = Claim(
     statement=(r"$\inf_{f\in\mathcal F_{(d+1)\text{-}\mathsf{LSA}}}\mathcal R(f)="
                r"\inf_{f\in\mathcal F_{(d+2)\text{-}\mathsf{LSA}}}\mathcal R(f)$; with $H\ge d+1$ "
                r"heads every $(M_1,\dots,M_{d+1})$, $M_i=\sum_h b_h(a_i^h)^\top$, is realised."),
-    assumptions=("x_i, x_q ~ N(0, I_d), w ~ N(w*, I_d), y_i = <w, x_i>, y_q = 0 (Sec. 5.1.1)",
+    assumptions=("x_i, x_q ~ N(0, I_d), w_hat ~ N(w*, I_d), y_i = <w_hat, x_i>, y_q = 0 "
+                 "(Sec. 5.1.1)",
                  "risk (4); heads (5)-(6) with free W^P_h, W^V_h, W^K_h, W^Q_h"),
     formulas=THM1_FORMULAS,
     checks={"symbolic": thm1_symbolic, "numeric": thm1_numeric, "train": thm1_train},
@@ -444,7 +445,7 @@ FIG2 = Claim(
                r"improvement, and even at $d+1$ heads the risk stays above the one-step GD "
                r"baseline (Sec. 5.1.1, Fig. 2(b))."),
     assumptions=("the final trained risk read as the optimal risk of H heads",
-                 "x ~ N(0, I), w ~ N(w*, I), w* = w_entry (1, ..., 1), y_q = 0"),
+                 "x ~ N(0, I), w_hat ~ N(w*, I), w* = w_entry (1, ..., 1), y_q = 0"),
     formulas=FIG2_FORMULAS,
     checks={"symbolic": fig2_symbolic, "numeric": fig2_numeric, "train": fig2_train},
     setting=SETTING,

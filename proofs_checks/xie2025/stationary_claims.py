@@ -28,9 +28,9 @@ from .tensors import probe_tensor
 from .training import budget_steps, gap_tol, grad_tol, restarts_for, train_exact
 
 PAPER = "xie2025"
-D = FormulaSymbol("d", description="dimension of the inputs")
-C = FormulaSymbol("C", description="context size")
-WSTAR = FormulaSymbol("w_star", "matrix", ("d", "1"), "the prior mean w*")
+D = FormulaSymbol("d")
+C = FormulaSymbol("C")
+WSTAR = FormulaSymbol("w_star", "matrix", ("d", "1"))
 
 HEAD_LETTERS = ("b_x", "A_xx", "a_xy", "a_yx")
 HEAD_SCALARS = ("b_y", "a_yy")
@@ -68,11 +68,11 @@ def _letters_of(P: np.ndarray, Q: np.ndarray, d: int) -> dict:
 # ==============================================================================================
 # Theorem 2
 # ==============================================================================================
-_E = FormulaSymbol("e", "matrix", ("d", "1"), "the unit vector e_i")
-_WI = FormulaSymbol("w_i", description="the coordinate w*[i]")
-_MMN = FormulaSymbol("M_mn", description="entry (m, n) of M (eq. (22))")
-_MPQ = FormulaSymbol("M_pq", description="entry (p, q) of M (eq. (22))")
-_T4 = FormulaSymbol("T_mnpq", description="E[z[m] z[n] z[p] z[q]] for one context token")
+_E = FormulaSymbol("e", "matrix", ("d", "1"))
+_WI = FormulaSymbol("w_i")
+_MMN = FormulaSymbol("M_mn")
+_MPQ = FormulaSymbol("M_pq")
+_T4 = FormulaSymbol("T_mnpq")
 
 THM2_FORMULAS = (
     NamedFormula("M_xx", "Identity(d)", (D,), "top-left block of M = E[z z^T]", "(22)",
@@ -440,7 +440,7 @@ THM2 = Claim(
 # ==============================================================================================
 # Theorem 4
 # ==============================================================================================
-_W = FormulaSymbol("w", "matrix", ("d", "1"), "a fixed vector (App. B.3's w = w_hat - w*)")
+_W = FormulaSymbol("w", "matrix", ("d", "1"))
 THM4_FORMULAS = (
     NamedFormula("b_x", "-w_star", (D, WSTAR), "first d entries of b (last row of W^P W^V)",
                  "App. B.3", ("d", "1")),
@@ -720,7 +720,7 @@ THM4 = Claim(
                r"$v=w_\star$, App. B.3) are a stationary point of "
                r"$\mathcal R(f_{y_q\text{-}\mathsf{LSA}})$; at finite $C$ every gradient component "
                r"is $O(1/C)$ (App. A.3)."),
-    assumptions=("x ~ N(0, I), w ~ N(w*, I), y_q = v^T x_q with v trainable",
+    assumptions=("x ~ N(0, I), w_hat ~ N(w*, I), y_q = v^T x_q with v trainable",
                  "gradients in (W^P W^V, (W^K)^T W^Q, v)"),
     formulas=THM4_FORMULAS,
     checks={"symbolic": thm4_symbolic, "numeric": thm4_numeric, "train": thm4_train},
