@@ -1,12 +1,7 @@
-"""One module per paper: its setting, its claims and their checks.
+"""The built-in papers, one package per paper (its setting, claims, checks and definitions),
+and ``kit``, the generic checks they are built from.
 
-``PAPER_MODULES`` maps each paper key (the prefix of its claim ids, ``../shared/papers/README.md``)
-to the module that declares ``CLAIMS``.
+Each paper registers under the entry-point group ``icl_verify.papers`` (setup.cfg), its key
+being the prefix of its claim ids (``../shared/papers/README.md``); ``verify.registry`` finds
+them there, and an outside package registers its own papers the same way.
 """
-
-PAPER_MODULES = {
-    "ahn2023": "proofs_checks.ahn2023",
-    "gatmiry2024": "proofs_checks.gatmiry2024",
-    "xie2025": "proofs_checks.xie2025",
-    "yang2024": "proofs_checks.yang2024",
-}

@@ -131,15 +131,9 @@ def write_report(claims: Sequence[Claim], verdicts: Sequence[Verdict], out: Path
 
 def paper_reference(key: str) -> str:
     """The paper's reference: the first paragraph of its module's docstring."""
-    from proofs_checks import PAPER_MODULES
+    from .registry import reference
 
-    try:
-        doc = importlib.import_module(PAPER_MODULES[key]).__doc__ or ""
-    except (KeyError, ImportError):
-        return key
-    first = doc.strip().split("\n\n", 1)[0]
-    first = " ".join(first.split())
-    return first[len(key) + 1:].strip() if first.startswith(key + ":") else first
+    return reference(key)
 
 
 def _settings(options: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[tuple[str, Any]]:

@@ -631,13 +631,13 @@ def test_a_sum_range_off_by_one_is_refuted_by_its_infinite_expectation():
     from verify.runner import check_claim
 
     claim = find("gatmiry2024.cor_a4")
+    fixed = dict(claim.correction.formulas)   # both printed terms are corrected
     printed = claim.formula("second")
-    assert common.divergence_at_d1(printed.parse().subs(common.L_SYM, 2)) is None
-    wrong = printed.text.replace("(i, 0, L-1)", "(i, 0, L)")
-    assert wrong != printed.text
+    assert common.divergence_at_d1(printed.parse(fixed["second"]).subs(common.L_SYM, 2)) is None
+    wrong = fixed["second"].replace("(i, 0, L-1)", "(i, 0, L)")
+    assert wrong != fixed["second"]
     div = common.divergence_at_d1(printed.parse(wrong).subs(common.L_SYM, 2))
     assert div["pole"] == "4" and div["order"] == 1, div
-    fixed = dict(claim.correction.formulas)   # the printed first term is corrected
     assert check_claim(claim, tiers=("symbolic",), budget="quick", seed=0,
                        overrides=fixed).verdict == "verified"
     v = check_claim(claim, tiers=("symbolic",), budget="quick", seed=0,
@@ -651,8 +651,8 @@ def test_an_empty_sum_is_zero_and_refuted():
     """Cor. A.4's u-term summed over i = 0..-1 (L dropped from the limit) is an empty sum: zero,
     so E_X[first + second] misses the u-part of the derived loss."""
     claim = find("gatmiry2024.cor_a4")
-    wrong = claim.formula("second").text.replace("(i, 0, L-1)", "(i, 0, -1)")
-    fixed = dict(claim.correction.formulas)   # the printed first term is corrected
+    fixed = dict(claim.correction.formulas)   # both printed terms are corrected
+    wrong = fixed["second"].replace("(i, 0, L-1)", "(i, 0, -1)")
     v = check_claim(claim, tiers=("symbolic",), budget="quick", seed=0,
                     overrides={**fixed, "second": wrong})
     assert v.verdict == "refuted" and "differs from the loss derived" in v.reason, v.as_dict()
@@ -708,9 +708,9 @@ def test_a_sum_over_a_range_in_d_is_expanded_per_instance(index):
     moment kernel expands it at each instance's d. Where d >= L it either equals the printed sum
     or reaches a negative power, so the u-part check has a d = 1 instance, where it stops short."""
     claim = find("gatmiry2024.cor_a4")
-    wrong = claim.formula("second").text.replace(f"({index}, 0, L-1)", f"({index}, 0, d-1)")
-    assert wrong != claim.formula("second").text
     fixed = dict(claim.correction.formulas)
+    wrong = fixed["second"].replace(f"({index}, 0, L-1)", f"({index}, 0, d-1)")
+    assert wrong != fixed["second"]
     v = check_claim(claim, tiers=("symbolic",), budget="quick", seed=0,
                     overrides={**fixed, "second": wrong})
     assert v.verdict == "refuted" and v.reason.startswith("u_part"), v.reason
@@ -1082,6 +1082,12 @@ def test_lemma_a3_is_false_with_the_papers_sigma_and_corrected_by_sigma_star():
     assert v.counterexample["check"] == "two_layer_loss"
     assert v.correction["source"] == "derived" and "Sigma_star_half" in v.correction["formulas"]["first"]
     assert "Sigma*" in v.correction["reason"] and v.correction_tiers["symbolic"].status == "pass"
+    # the second term too: printed with the empirical Sigma^{1/2}, read as Sigma*^{1/2} only in
+    # the correction, which names the reading beside the paper's definition
+    assert "Sigma_star_half" not in find("gatmiry2024.lemma_a3").formula("second").text
+    [reading] = v.correction["readings"]
+    assert reading["symbol"] == "Sigma" and reading["read_as"].startswith("Sigma_star:")
+    assert "Lemma 4.1" in reading["paper_definition"] and "second" in reading["where"]
 
 
 def test_the_hoelder_step_of_lemma_a10s_proof_is_a_proof_gap_with_the_derived_exponent():

@@ -10,6 +10,7 @@ from verify import registry
 from verify.claim import Claim, Correction, TierResult
 from verify.cli import main
 from verify.definitions import Definition, Definitions, Reading
+from verify.errors import UsageError
 from verify.formulas import FormulaSymbol, NamedFormula
 
 PAPER = "fake2099"
@@ -69,25 +70,26 @@ def fake_paper(monkeypatch):
     """A paper module the registry loads like the four (cache cleared before and after)."""
     module = types.ModuleType("fake_paper_module")
     monkeypatch.setitem(sys.modules, "fake_paper_module", module)
-    monkeypatch.setitem(registry.PAPER_MODULES, PAPER, "fake_paper_module")
-    registry._paper_claims.cache_clear()
-    registry.definitions.cache_clear()
+    monkeypatch.setitem(registry.paper_modules(), PAPER, "fake_paper_module")
+    caches = (registry._module, registry._paper_claims, registry.definitions)
+    for cache in caches:
+        cache.cache_clear()
     yield module
-    registry._paper_claims.cache_clear()
-    registry.definitions.cache_clear()
+    for cache in caches:
+        cache.cache_clear()
 
 
 def test_registry_refuses_a_paper_whose_symbols_are_unbound(fake_paper):
     fake_paper.CLAIMS = [fake_claim((SIGMA, D, FormulaSymbol("w")))]
     fake_paper.DEFINITIONS = DEFS
-    with pytest.raises(ValueError, match="'w', which the paper's definitions"):
+    with pytest.raises(UsageError, match="'w', which the paper's definitions"):
         registry.by_paper(PAPER)
 
 
 def test_registry_refuses_a_local_definition_of_no_claim(fake_paper):
     fake_paper.CLAIMS = [fake_claim()]
     fake_paper.DEFINITIONS = (*DEFS, Definition("d", "x", "y", claims=(f"{PAPER}.thm7",)))
-    with pytest.raises(ValueError, match="names fake2099.thm7, which is not a claim"):
+    with pytest.raises(UsageError, match="names fake2099.thm7, which is not a claim"):
         registry.by_paper(PAPER)
 
 

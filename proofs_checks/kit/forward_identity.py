@@ -1,0 +1,175 @@
+"""The kit's forward-pass identity: "the model, at the stated weights, outputs the stated
+expression of its input", for every input.
+
+A claim gives its model and the claimed output as two functions of one ``Arrays`` (so each is
+written once and runs exactly in sympy and in float64 torch), the inputs it quantifies over
+(matrices with shapes over size names, and scalars), and sizes.  ``forward_identity`` returns
+the claim's tier checks:
+
+- symbolic: every input entry an independent symbol, at each of a few concrete sizes; the
+  difference of the two sides expanded to 0 (a polynomial identity in all entries: exact at
+  those sizes, not a proof for every size, which the evidence says); a failure carries a
+  rational instance where the sides differ;
+- numeric: Gaussian inputs at the budget's sizes, many prompts, the model as torch runs it; the
+  largest entrywise difference against a float64 rounding allowance, decided by
+  ``settle_le`` (non-finite or underflowed numbers decide nothing).
+
+The formulas are read through the context (``--set`` reaches them); a gradient a claimed output
+needs is differentiated by the kit (``Arrays.grad``), never taken from a formula.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+import sympy
+import torch
+
+from models.device import randn
+from verify.claim import Check, Context, TierResult
+from verify.evidence import Finding, combine, settle_le, step
+from verify.formulas import shape_value
+
+from .arrays import Arrays, Exact, Floats
+
+Side = Callable[[Arrays], Any]
+
+
+@dataclass(frozen=True)
+class ForwardIdentity:
+    """model(a) == claimed(a) for every value of the inputs (see the module docstring)."""
+
+    model: Side
+    claimed: Side
+    inputs: Mapping[str, tuple[str, str]]  # matrix inputs: name -> shape over size names
+    scalars: Sequence[str] = ()  # scalar inputs (a step size)
+    exact_sizes: Sequence[Mapping[str, int]] = ({},)
+    sizes: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # budget -> sizes
+    prompts: Mapping[str, int] = field(default_factory=lambda: {"quick": 64, "default": 256,
+                                                                "paper": 1024})
+    what: str = "the model's output"
+    model_latex: str = ""
+    claimed_latex: str = ""
+
+
+def forward_identity(spec: ForwardIdentity) -> dict[str, Check]:
+    """The symbolic and numeric checks of a forward-pass identity."""
+    return {"symbolic": lambda ctx: _symbolic(spec, ctx), "numeric": lambda ctx: _numeric(spec, ctx)}
+
+
+def _dim(shape_name: str, sizes: Mapping[str, int]) -> int:
+    return shape_value(shape_name, sizes)
+
+
+def _symbolic(spec: ForwardIdentity, ctx: Context) -> TierResult:
+    findings, rows = [], []
+    for sizes in spec.exact_sizes:
+        sizes = {**sizes, **{k: v for k, v in ctx.sizes.items() if k in sizes}}
+        values: dict[str, Any] = {}
+        for name, (r, c) in spec.inputs.items():
+            values[name] = sympy.Matrix(_dim(r, sizes), _dim(c, sizes),
+                                        lambda i, j, name=name: sympy.Symbol(f"{name}_{i}{j}"))
+        values.update({s: sympy.Symbol(s) for s in spec.scalars})
+        a = Exact(values, ctx.formulas, sizes)
+        try:
+            diff = (sympy.Matrix(spec.model(a)) - sympy.Matrix(spec.claimed(a))).expand()
+        except (ValueError, TypeError, sympy.ShapeError) as exc:
+            findings.append(Finding(f"identity_{_label(sizes)}", False, {"sizes": sizes},
+                                    {"sizes": sizes, "error": str(exc)},
+                                    f"the two sides cannot be compared: {exc}"))
+            continue
+        nonzero = [(i, j) for i in range(diff.rows) for j in range(diff.cols) if diff[i, j] != 0]
+        rows.append({"sizes": sizes, "entries": diff.rows * diff.cols, "differing": len(nonzero)})
+        ce = None
+        if nonzero:
+            ce = _rational_instance(spec, ctx, sizes, values, diff, nonzero[0])
+        findings.append(Finding(f"identity_{_label(sizes)}", not nonzero,
+                                {"sizes": sizes, "differing_entries": len(nonzero)}, ce,
+                                "" if not nonzero else f"{spec.what} differs from the claimed "
+                                f"expression in {len(nonzero)} entries at {_label(sizes)}"))
+    steps = [step("Symbolic inputs", "", "Every entry of " + ", ".join(spec.inputs) +
+                  (" and " + ", ".join(spec.scalars) if spec.scalars else "") +
+                  " an independent symbol, at " + "; ".join(_label(r["sizes"]) for r in rows) +
+                  ": an identity of polynomials in all entries at these sizes."),
+             step("Model", spec.model_latex, "The forward pass, run on sympy matrices."),
+             step("Claimed output", spec.claimed_latex,
+                  "The named formulas as read (--set reaches them); gradients differentiated "
+                  "entry by entry by the kit."),
+             step("Identity", r"\text{model} - \text{claimed} = 0", "Expanded exactly.")]
+    return combine(findings, {"sizes_checked": rows, "scope": "exact at the sizes listed"},
+                   steps=steps)
+
+
+def _rational_instance(spec, ctx, sizes, values, diff, entry) -> dict:
+    """A rational point where the two sides differ (the difference is a non-zero polynomial,
+    so small random rationals find one)."""
+    rng = ctx.rng("forward-identity", _label(sizes))
+    for _ in range(20):
+        everything = set().union(*(sympy.sympify(v).free_symbols for v in values.values()))
+        subs = {s: sympy.Rational(int(rng.integers(-3, 4)), int(rng.integers(1, 3)))
+                for s in sorted(everything, key=str)}
+        gap = diff[entry].xreplace(subs)
+        if gap != 0:
+            shown = {name: sympy.Matrix(v).xreplace(subs).tolist() if isinstance(v, sympy.MatrixBase)
+                     else v.xreplace(subs) for name, v in values.items()}
+            return {"sizes": sizes, "entry": list(entry), "difference": str(gap),
+                    "inputs": {k: str(v) for k, v in shown.items()}}
+    return {"sizes": sizes, "entry": list(entry), "difference": str(diff[entry])[:400]}
+
+
+def _numeric(spec: ForwardIdentity, ctx: Context) -> TierResult:
+    sizes = {**spec.sizes.get(ctx.budget.name, {}), **ctx.sizes}
+    if not sizes:
+        return TierResult("skipped", reason="no sizes for this budget")
+    count = spec.prompts.get(ctx.budget.name, 64)
+    gen = torch.Generator().manual_seed(ctx.seed_for("forward-identity", "numeric"))
+    worst, worst_at, allow_at = 0.0, None, None
+    lhs_all, rhs_all, scales = [], [], []
+    for k in range(count):
+        values: dict[str, Any] = {
+            name: randn(_dim(r, sizes), _dim(c, sizes), generator=gen, dtype=torch.float64)
+            for name, (r, c) in spec.inputs.items()}
+        values.update({s: abs(float(randn(1, generator=gen, dtype=torch.float64))) + 0.1
+                       for s in spec.scalars})
+        a = Floats(values, ctx.formulas, sizes)
+        try:
+            lhs = torch.as_tensor(spec.model(a), dtype=torch.float64)
+            rhs = torch.as_tensor(spec.claimed(a), dtype=torch.float64)
+        except (ValueError, RuntimeError) as exc:
+            return combine([Finding("identity_float64", False, {"sizes": sizes},
+                                    {"sizes": sizes, "error": str(exc)},
+                                    f"the two sides cannot be compared: {exc}")])
+        if lhs.shape != rhs.shape:
+            return combine([Finding("identity_float64", False, {"sizes": sizes},
+                                    {"sizes": sizes, "model_shape": list(lhs.shape),
+                                     "claimed_shape": list(rhs.shape)},
+                                    "the model's output and the claimed one differ in shape")])
+        lhs_all.append(lhs.numpy())
+        rhs_all.append(rhs.numpy())
+        # float64 rounding allowance: a few hundred ulps of the larger side's magnitude, scaled
+        # by the length of the sums that produced it
+        scales.append(np.maximum(np.abs(lhs.numpy()), np.abs(rhs.numpy())).max() + 1.0)
+    L, R = np.stack(lhs_all), np.stack(rhs_all)
+    gap = np.abs(L - R)
+    terms = max(sum(sizes.values()), 1) ** 2
+    allowance = 64 * terms * np.finfo(np.float64).eps * np.asarray(scales)[:, None, None]
+    ok, why = settle_le(gap, np.broadcast_to(allowance, gap.shape))
+    k = int(np.unravel_index(np.argmax(gap / allowance), gap.shape)[0])
+    worst = float(gap.max())
+    ce = None if ok is not False else {"sizes": sizes, "prompt": k, "seed": ctx.seed,
+                                       "max_difference": float(gap[k].max()),
+                                       "allowance": float(allowance[k, 0, 0])}
+    finding = Finding("identity_float64", ok,
+                      {"sizes": sizes, "prompts": count, "max_difference": worst,
+                       "allowance": float(allowance.min())}, ce,
+                      "" if ok else why or f"{spec.what} differs from the claimed expression "
+                      f"by {worst:.3g} (allowed {float(allowance[k, 0, 0]):.3g})")
+    steps = [step("Gaussian inputs", "", f"{count} draws of every input at " + _label(sizes) +
+                  "; the model run by torch in float64, the claimed side evaluated node by "
+                  "node with autograd for its gradients.")]
+    return combine([finding], steps=steps)
+
+
+def _label(sizes: Mapping[str, int]) -> str:
+    return ", ".join(f"{k} = {v}" for k, v in sizes.items())
