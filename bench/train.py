@@ -114,7 +114,7 @@ def _good_seed(build: Callable[..., Setting], paper_sizes: bool, tries: int = 20
 def looped_setting(rt, paper_sizes: bool, find_init: bool = True) -> Setting:
     """gatmiry2024 Sec. 3.5 with u = 0: one A shared by L loops, Sigma* = I; optimum a*(n, d, L) I
     (Thm 3.2, the engine's exact minimiser of E tr (I - a W/n)^{2L})."""
-    from proofs_checks import looped_icl as lp
+    from proofs_checks.kit import looped_icl as lp
 
     d, n, L = (10, 20, 3) if paper_sizes else (5, 10, 3)
     a_star = lp.a_star_float(n, d, L)

@@ -26,7 +26,7 @@ from verify.claim import Claim, Context, TierResult
 from verify.evidence import Finding, combine, step
 from verify.formulas import FormulaSymbol, NamedFormula, formula_value
 
-from ..linear_icl import LinearICLSetting, symbolic_prompt
+from ..kit.linear_icl import LinearICLSetting, symbolic_prompt
 from . import sparse
 from .multilayer import LAMBDA, fast_spectral, monomial, spectral_function
 from .one_layer import PAPER

@@ -16,7 +16,7 @@ from verify.claim import Claim, Context, TierResult
 from verify.evidence import Finding, combine, step
 from verify.formulas import FormulaSymbol, NamedFormula, compile_formula, formula_value
 
-from ..linear_icl import LinearICLSetting, prompt_law
+from ..kit.linear_icl import LinearICLSetting, prompt_law
 from .one_layer import (PAPER, _D, _N, _OVERFLOW, _as_matrix, _finite, _sampled_budget,
                         d_sym)
 

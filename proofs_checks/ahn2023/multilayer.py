@@ -34,7 +34,7 @@ from verify.claim import Claim, Context, TierResult
 from verify.evidence import Finding, combine, step
 from verify.formulas import FormulaSymbol, NamedFormula, formula_value
 
-from ..linear_icl import LinearICLSetting, SigmaSpec, prompt_law
+from ..kit.linear_icl import LinearICLSetting, SigmaSpec, prompt_law
 from . import sparse
 from .one_layer import PAPER
 
@@ -672,7 +672,7 @@ def thm3_symbolic(ctx: Context) -> TierResult:
     rng = ctx.rng("thm3-instance")
     d = 3
     Sx = _thm3_sigma(F, d)
-    U = __import__("proofs_checks.linear_icl", fromlist=["cayley_orthogonal"]).cayley_orthogonal(d, rng)
+    U = __import__("proofs_checks.kit.linear_icl", fromlist=["cayley_orthogonal"]).cayley_orthogonal(d, rng)
 
     def rat():
         return sympy.Rational(int(rng.integers(-5, 6)), int(rng.integers(1, 5)))

@@ -32,7 +32,8 @@ from verify.claim import Claim, Context, TierResult
 from verify.evidence import Finding, combine, settle_le, step
 from verify.formulas import FormulaSymbol, NamedFormula, formula_value
 
-from ..linear_icl import LinearICLSetting, make_instance, prompt_law, symbolic_prompt
+from ..kit.rounding import EPS64, magnitude, rounding_factor
+from ..kit.linear_icl import LinearICLSetting, make_instance, prompt_law, symbolic_prompt
 
 PAPER = "ahn2023"
 n_sym = sympy.Symbol("n", positive=True, integer=True)
@@ -375,22 +376,11 @@ def _letters_from_bA(b, A, d: int) -> tuple[dict, dict]:
     return env, {"p_yy": b[d]}
 
 
-EPS64 = float(np.finfo(np.float64).eps)
-
-
 @lru_cache(maxsize=None)
 def _magnitude(which: str) -> Poly:
-    """The derived polynomial with |coefficients|.  At |inputs| it bounds the size of every
-    term, hence the float64 rounding error of an evaluation (Higham, Accuracy and Stability of
-    Numerical Algorithms, Sec. 3.1): |fl(p(x)) - p(x)| <= K eps p~(|x|), K = rounding_factor."""
-    return getattr(one_layer(), which).map_coeffs(sympy.Abs)
-
-
-def rounding_factor(poly: Poly, d: int) -> int:
-    """K: the terms summed, plus the products of a monomial's letters ((d+1)-term inner products
-    each), plus 2 for rounding the inputs (the point is quadratic in the formulas' values)."""
-    letters = max((sum(len(w) for w in cyc + ch) for cyc, ch in poly.terms), default=0)
-    return len(poly.terms) + letters * (d + 1) + 2
+    """The derived polynomial with |coefficients| (``kit.rounding.magnitude``): at |inputs| it
+    bounds the float64 rounding error of an evaluation, K eps p~(|x|)."""
+    return magnitude(getattr(one_layer(), which))
 
 
 def loss_at(b, A, inst, magnitude: bool = False) -> float:

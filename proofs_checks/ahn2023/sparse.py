@@ -22,7 +22,7 @@ from moments.tensor import Mat, identity, matrix, scalar, zeros
 from moments.wick import canonical, expectation
 from moments.wishart import expected_trace
 
-from ..linear_icl import symbolic_prompt
+from ..kit.linear_icl import symbolic_prompt
 
 n_sym = sympy.Symbol("n", positive=True, integer=True)
 d_sym = sympy.Symbol("d", positive=True, integer=True)

@@ -12,7 +12,7 @@ from verify.claim import Claim, Context, TierResult
 from verify.evidence import Closest, Finding, combine, step
 from verify.formulas import NamedFormula
 
-from .. import looped_icl as li
+from ..kit import looped_icl as li
 from .common import (PAPER, _D, _DELTA, _EPS, _L, _LOSS, _N, _by_budget, _exact_value, _loops,
                      _setting, sec35_delta, single_threaded, small_torch)
 from .dominance import _gd_env, _gd_expr, _holds, _mp_value, _mpf, _n_text

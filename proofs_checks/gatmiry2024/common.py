@@ -17,8 +17,8 @@ from verify.claim import Check, Context, TierResult
 from verify.evidence import Finding, combine, step
 from verify.formulas import FormulaSymbol, NamedFormula, sum_terms
 
-from .. import looped_icl as li
-from ..linear_icl import LinearICLSetting, cayley_orthogonal
+from ..kit import looped_icl as li
+from ..kit.linear_icl import LinearICLSetting, cayley_orthogonal
 
 
 PAPER = "gatmiry2024"

@@ -15,7 +15,7 @@ from verify.claim import Claim, Context, Correction, TierResult
 from verify.evidence import Closest, Finding, combine, step
 from verify.formulas import NamedFormula
 
-from .. import looped_icl as li
+from ..kit import looped_icl as li
 from .common import (D, L_SYM, N, PAPER, _D, _DELTA, _EPS, _L, _LOSS, _N, _by_budget, _exact_value,
                      _loops, _q, _setting, sec35_delta, single_threaded)
 

@@ -16,7 +16,7 @@ from verify.claim import Claim, Context, TierResult
 from verify.evidence import Finding, combine, step
 from verify.formulas import FormulaSymbol, NamedFormula
 
-from .. import looped_icl as li
+from ..kit import looped_icl as li
 from .common import PAPER, _by_budget, _setting, single_threaded
 from .loss import looped_model, mc_loss
 from .optimum import train_exact

@@ -15,7 +15,7 @@ from verify.claim import Claim, Context, Correction, TierResult
 from verify.evidence import Closest, Finding, combine, step
 from verify.formulas import NamedFormula
 
-from .. import looped_icl as li
+from ..kit import looped_icl as li
 from .common import (PAPER, _D, _DELTA, _L, _N, _XI, _by_budget, _loops, _setting, sec35_delta,
                      single_threaded)
 from .moment_bounds import _finite_real

@@ -17,8 +17,8 @@ from verify.definitions import Reading
 from verify.evidence import Finding, combine, step
 from verify.formulas import NamedFormula, compile_formula, formula_value
 
-from .. import looped_icl as li
-from ..linear_icl import cayley_orthogonal
+from ..kit import looped_icl as li
+from ..kit.linear_icl import cayley_orthogonal
 from .common import (D, L_SYM, N, PAPER, RootInstance, _A, _A_HALF, _D, _I, _J, _L, _N, _SIGMA,
                      _SIGMA_STAR, _SIGMA_STAR_HALF, _SIGMA_STAR_HALF_INV, _U, _W, _X, _XQ,
                      _derived_loss_step, _exact_value, _first_n, _loops, _mat, _setting, _size,

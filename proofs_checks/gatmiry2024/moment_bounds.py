@@ -19,8 +19,8 @@ from verify.claim import Claim, Context, Correction, ExactValues, TierResult
 from verify.evidence import Finding, Margin, combine, step
 from verify.formulas import NamedFormula
 
-from .. import looped_icl as li
-from ..linear_icl import cayley_orthogonal
+from ..kit import looped_icl as li
+from ..kit.linear_icl import cayley_orthogonal
 from .common import (N, PAPER, _D, _DELTA, _K, _L, _LAM_1, _LAM_J, _N, _by_budget, _exact_value,
                      _setting, _size, formula_letters, root_instances, sec35_delta)
 

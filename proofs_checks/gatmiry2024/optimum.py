@@ -21,7 +21,7 @@ from verify.claim import Claim, Context, ExactValues, TierResult
 from verify.evidence import Closest, Finding, combine, step
 from verify.formulas import NamedFormula, formula_value
 
-from .. import looped_icl as li
+from ..kit import looped_icl as li
 from .common import (D, L_SYM, N, PAPER, RootInstance, _D, _DELTA, _L, _N, _by_budget, _exact_value,
                      _loops, _q, _setting, aligned_instance, root_instances, sec35_delta,
                      single_threaded)

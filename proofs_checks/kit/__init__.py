@@ -1,12 +1,21 @@
-"""The claim kit: generic checks a paper's claims are built from, with the engine's soundness
-rules inside (formulas read through the context, non-finite comparisons undecided).
+"""The claim kit: the settings the papers share and the generic checks their claims are built
+from, with the engine's soundness rules inside (formulas read through the context, non-finite
+or underflowed comparisons undecided).
 
+Settings:
+- ``linear_icl``: linear ICL prompts, x ~ N(0, Sigma), a prior on w, sizes per budget, exact
+  (rational) and float instances, symbolic prompts for the moment kernel (ahn2023, gatmiry2024);
+- ``looped_icl``: the looped linear transformer's forward pass and its population loss derived
+  by the moment kernel, Wishart moments in n and d (gatmiry2024).
+Generic checks and pieces:
 - ``forward_identity``: the model at the stated weights outputs the stated expression
   (symbolic at small sizes, float64 Monte Carlo at the budget's);
 - ``Arrays`` (``Exact``, ``Floats``): one forward pass written once for sympy and torch;
-- ``torch_value``: a formula's value in float64 torch, differentiable.
+- ``torch_value``: a formula's value in float64 torch, differentiable;
+- ``rounding``: float64 rounding allowances of derived polynomials.
 
-Dependencies point one way: ``moments``, ``models`` <- kit <- paper packages.
+Dependencies point one way: ``moments``, ``models``, ``verify``'s data model <- kit <- paper
+packages; the kit imports no paper.
 """
 from .arrays import Arrays, Exact, Floats
 from .evaluate import torch_value

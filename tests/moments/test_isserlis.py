@@ -58,7 +58,7 @@ def _deep_lsa_loss(L):
     from models.lsa import lsa_forward, readout
     from moments.blocks import BlockMat
     from moments.tensor import zeros
-    from proofs_checks.linear_icl import symbolic_prompt
+    from proofs_checks.kit.linear_icl import symbolic_prompt
 
     n = sympy.Symbol("n", positive=True, integer=True)
     sp = symbolic_prompt("identity")

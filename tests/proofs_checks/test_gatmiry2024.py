@@ -4,7 +4,7 @@ import pytest
 import sympy
 
 from proofs_checks.gatmiry2024 import common, dominance, flow, moment_bounds, optimum
-from proofs_checks import looped_icl as li
+from proofs_checks.kit import looped_icl as li
 from verify.registry import by_paper, find
 from verify.runner import check_claim
 
