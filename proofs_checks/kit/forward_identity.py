@@ -155,7 +155,8 @@ def _numeric(spec: ForwardIdentity, ctx: Context) -> TierResult:
     terms = max(sum(sizes.values()), 1) ** 2
     allowance = 64 * terms * np.finfo(np.float64).eps * np.asarray(scales)[:, None, None]
     ok, why = settle_le(gap, np.broadcast_to(allowance, gap.shape))
-    k = int(np.unravel_index(np.argmax(gap / allowance), gap.shape)[0])
+    with np.errstate(invalid="ignore", divide="ignore"):  # non-finite: settle_le said so
+        k = int(np.unravel_index(np.argmax(np.nan_to_num(gap / allowance)), gap.shape)[0])
     worst = float(gap.max())
     ce = None if ok is not False else {"sizes": sizes, "prompt": k, "seed": ctx.seed,
                                        "max_difference": float(gap[k].max()),
