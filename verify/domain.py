@@ -6,6 +6,7 @@ the judgements (``verify.equivalence``, ``verify.implication``) share: they all 
 module, which imports none of them."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,7 +14,7 @@ import sympy
 from sympy.matrices.expressions.matexpr import MatrixExpr
 
 from .errors import UsageError
-from .formulas import SIZE_NAMES, NamedFormula, parse_in
+from .formulas import SIZE_NAMES, NamedFormula, parse_in, shape_value
 
 
 @dataclass(frozen=True)
@@ -90,8 +91,17 @@ def size_assignments(formula: NamedFormula) -> list[dict]:
         if s.kind == "matrix":
             used |= {x for x in s.shape if not x.isdigit()}
     used |= {x for x in (formula.shape or ()) if not x.isdigit()}
-    order = [n for n in SIZE_NAMES if n in used] + sorted(used - set(SIZE_NAMES))
-    return [dict(zip(order, pattern)) for pattern in _SIZE_PATTERNS]
+    names = {x for x in used if x.isidentifier()}
+    compound = sorted(used - names)  # "d+1": computed from the sizes it names, not drawn
+    for entry in compound:
+        names |= {x for x in re.findall(r"[A-Za-z_]\w*", entry)}
+    order = [n for n in SIZE_NAMES if n in names] + sorted(names - set(SIZE_NAMES))
+    out = []
+    for pattern in _SIZE_PATTERNS:
+        sizes = dict(zip(order, pattern))
+        sizes.update({entry: shape_value(entry, sizes) for entry in compound})
+        out.append(sizes)
+    return out
 
 
 def _is_matrix(expr) -> bool:
