@@ -6,7 +6,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import proofs_checks.yang2024 as Y
+from models.softmax import random_dictionary
 from moments.strategies import sizes
+from proofs_checks.yang2024 import figures
+from proofs_checks.yang2024.convergence import L17_CORRECTED, THM1_FORMULAS
+from proofs_checks.yang2024.deterministic_loss import EQ36_FORMULAS, LEMMA5_CORRECTION
+from proofs_checks.yang2024.gradient_bounds import L61_CORRECTED
+from proofs_checks.yang2024.regression import EQ26_CORRECTION
+from proofs_checks.yang2024.reparametrisation import dynamics, init_Q
+from proofs_checks.yang2024.setting import Instance, float_quadratic, make_instance
+from proofs_checks.yang2024.training import THM2_FORMULAS
 from verify.claim import BUDGETS, Context
 from verify.cli import main
 from verify.evidence import closest_over_tiers
@@ -83,7 +92,7 @@ def test_lemma2_sharp_constant_is_one():
 
 
 # ---------------------------------------------------------------- mutants
-L5_FIX = dict(Y.LEMMA5_CORRECTION.formulas)
+L5_FIX = dict(LEMMA5_CORRECTION.formulas)
 G = "(Z.T*Z + m*tau*Identity(N))"
 MUTANTS = {
     "eq8 changed constant": ("yang2024.eq8", ("symbolic",), {"yhat_k": "2*y.T*C_k*omega_k"}),
@@ -104,7 +113,7 @@ MUTANTS = {
                               {"A_woodbury": "J + Z.T*Inverse(m*tau*Identity(m) + Z*Z.T)*Zhat"}),
     "eq36 dropped 1/2K": ("yang2024.eq36", ("symbolic",),
                           {"L_star": Y.EQ36.correction.formulas["L_star"],
-                           "L_excess": Y.EQ36_FORMULAS[0].text.replace("/(2*K)", "/K")}),
+                           "L_excess": EQ36_FORMULAS[0].text.replace("/(2*K)", "/K")}),
     "eq27 ridge of (25)": ("yang2024.eq27", ("symbolic", "numeric"),
                            {"lambda_hat": "Inverse(N*tau*Identity(m) + Z*Z.T)*Z*y"}),
     "prop1 N - 1 heads": ("yang2024.prop1", ("symbolic", "numeric"), {"H_min": "N - 1"}),
@@ -113,7 +122,7 @@ MUTANTS = {
     "lemma8 constant": ("yang2024.lemma8", ("numeric",), {"b_lip": "Zbar_norm*dQ_h/100"}),
     "lemma9 dropped term": ("yang2024.lemma9", ("numeric",), {"delta_bound": "A_norm"}),
     "thm2 noise level": ("yang2024.thm2", ("symbolic",), {"noise_level": "tau/N"}),
-    "thm2 T too small": ("yang2024.thm2", ("symbolic",), {"T_min": Y.THM2_FORMULAS[0].text.replace("(m*tau*epsilon)", "(m**2*tau*epsilon)")}),
+    "thm2 T too small": ("yang2024.thm2", ("symbolic",), {"T_min": THM2_FORMULAS[0].text.replace("(m*tau*epsilon)", "(m**2*tau*epsilon)")}),
     "thm2 tail too low": ("yang2024.thm2", ("numeric",), {"tail": "N*tau*lam_sq/4"}),
     "eq33 delta_query constant": ("yang2024.eq33", ("symbolic",),
                                   {**Y.EQ33.correction.formulas,
@@ -128,16 +137,16 @@ MUTANTS = {
     # mutation-testing survivors before the checks compared whole expressions / probed every letter
     "thm2 tail without the sqrt term": ("yang2024.thm2", ("numeric",),
                                         {"tail": "N*tau*lam_sq + 2*lam_sq*tau*log(1/delta)"}),
-    "thm2 T_min complex": ("yang2024.thm2", ("symbolic",), {"T_min": Y.THM2_FORMULAS[0].text.replace(
+    "thm2 T_min complex": ("yang2024.thm2", ("symbolic",), {"T_min": THM2_FORMULAS[0].text.replace(
         "log(1/delta)) + 2", "log(1/B)) + 2")}),
     # survivors of mutate while epsilon, zeta_0, tau, lambda^2 were drawn from too narrow ranges
-    "thm2 T_min epsilon**2": ("yang2024.thm2", ("symbolic",), {"T_min": Y.THM2_FORMULAS[0].text
+    "thm2 T_min epsilon**2": ("yang2024.thm2", ("symbolic",), {"T_min": THM2_FORMULAS[0].text
                                                                 .replace("epsilon)", "epsilon**2)")}),
-    "thm2 T_min m -> zeta_0": ("yang2024.thm2", ("symbolic",), {"T_min": Y.THM2_FORMULAS[0].text
+    "thm2 T_min m -> zeta_0": ("yang2024.thm2", ("symbolic",), {"T_min": THM2_FORMULAS[0].text
                                                                  .replace("(m*tau", "(zeta_0*tau")}),
-    "thm2 tail lam_sq -> N": ("yang2024.thm2", ("numeric",), {"tail": Y.THM2_FORMULAS[1].text
+    "thm2 tail lam_sq -> N": ("yang2024.thm2", ("numeric",), {"tail": THM2_FORMULAS[1].text
                                                                 .replace("N*tau*lam_sq", "N**2*tau")}),
-    "thm2 tail tau -> N": ("yang2024.thm2", ("numeric",), {"tail": Y.THM2_FORMULAS[1].text
+    "thm2 tail tau -> N": ("yang2024.thm2", ("numeric",), {"tail": THM2_FORMULAS[1].text
                                                              .replace("N*tau*lam_sq", "N**2*lam_sq")}),
     "lemma9 negative bound": ("yang2024.lemma9", ("numeric",), {"b_bound": "-Zbar_norm"}),
     "lemma9 A_norm -> H": ("yang2024.lemma9", ("numeric",), {"delta_bound": "gamma*H*alpha + H"}),
@@ -148,12 +157,12 @@ MUTANTS = {
 # mutants that only the symbolic tier told from the printed formula: it rebuilds the proof, so it
 # reports them as proof gaps (the proof does not give them), not as false statements
 PROOF_GAPS = {
-    "thm1 gamma exponent": ("yang2024.thm1", ("symbolic",), {**Y.THM1.correction.formulas, "gamma_min": Y.THM1_FORMULAS[0].text.replace("-5/4", "-3/4")}),
+    "thm1 gamma exponent": ("yang2024.thm1", ("symbolic",), {**Y.THM1.correction.formulas, "gamma_min": THM1_FORMULAS[0].text.replace("-5/4", "-3/4")}),
     "thm1 gamma_min not real": ("yang2024.thm1", ("symbolic",), {**Y.THM1.correction.formulas, "gamma_min":
-                                Y.THM1_FORMULAS[0].text.replace("(sqrt(2) - 1)", "(sqrt(2) - 2)")}),
+                                THM1_FORMULAS[0].text.replace("(sqrt(2) - 1)", "(sqrt(2) - 2)")}),
     "thm1 rate doubled": ("yang2024.thm1", ("symbolic",), {**Y.THM1.correction.formulas, "rate": "1 - eta_w*zeta_0/K"}),
     "thm1 L_sq 8192 -> 8191": ("yang2024.thm1", ("symbolic",),
-                               {"L_sq": Y.L17_CORRECTED.replace("8192*", "8191*")}),
+                               {"L_sq": L17_CORRECTED.replace("8192*", "8191*")}),
     "thm1 eta_w": ("yang2024.thm1", ("symbolic",), {**Y.THM1.correction.formulas, "eta_w": "gamma*eta_Q"}),
     "lemma7 gamma -> fbar_max": ("yang2024.lemma7", ("symbolic",),
                                  {"grad_bound": "2*sqrt(2)*alpha*sqrt(excess)*fbar_max**2"}),
@@ -182,7 +191,7 @@ def test_mutants_are_refuted(name):
 ILL_TYPED = {
     "lemma5 dropped transpose": ("yang2024.lemma5", ("symbolic",),
                                  {**L5_FIX, "delta_prompt": f"Ahat_k - Inverse{G}*(Z*z_k + m*tau*e_k)"}),
-    "eq26 labels": ("yang2024.eq26", ("symbolic",), {**Y.EQ26_CORRECTION.formulas, "labels": "Transpose(Zhat)*y"}),
+    "eq26 labels": ("yang2024.eq26", ("symbolic",), {**EQ26_CORRECTION.formulas, "labels": "Transpose(Zhat)*y"}),
 }
 
 
@@ -196,7 +205,7 @@ def test_ill_typed_mutants_are_refused_before_any_tier(name):
 
 
 @pytest.mark.parametrize("claim_id,fix", [
-    ("yang2024.lemma5", Y.LEMMA5_CORRECTION.formulas), ("yang2024.eq26", Y.EQ26_CORRECTION.formulas),
+    ("yang2024.lemma5", LEMMA5_CORRECTION.formulas), ("yang2024.eq26", EQ26_CORRECTION.formulas),
     ("yang2024.eq33", Y.EQ33.correction.formulas),
 ])
 def test_corrections_alone_are_verified(claim_id, fix):
@@ -205,7 +214,7 @@ def test_corrections_alone_are_verified(claim_id, fix):
 
 
 SLOW_MUTANTS = {
-    "lemma10 L too small": ("yang2024.lemma10", ("numeric",), {"L_sq": f"({Y.L61_CORRECTED})/10**6"}),
+    "lemma10 L too small": ("yang2024.lemma10", ("numeric",), {"L_sq": f"({L61_CORRECTED})/10**6"}),
 }
 
 
@@ -225,17 +234,17 @@ def test_prop1_gaussian_heads_give_full_row_rank(nd, extra, seed):
     """H >= N Gaussian heads on a random unit-norm dictionary: every B_k has rank N."""
     N, dd = nd
     d = dd + 1
-    inst = Y.Instance({"K": N + 3, "d": d, "m": 2, "N": N, "H": N + extra}, 0.2,
-                      Y.random_dictionary(N + 3, d, 2, N, torch.Generator().manual_seed(seed)), seed)
-    dyn = Y.dynamics(inst)
-    B = dyn.B(Y.init_Q(inst, torch.Generator().manual_seed(seed + 1)))
+    inst = Instance({"K": N + 3, "d": d, "m": 2, "N": N, "H": N + extra}, 0.2,
+                      random_dictionary(N + 3, d, 2, N, torch.Generator().manual_seed(seed)), seed)
+    dyn = dynamics(inst)
+    B = dyn.B(init_Q(inst, torch.Generator().manual_seed(seed + 1)))
     assert int(torch.linalg.matrix_rank(B).min()) == N
 
 
 def test_derived_loss_has_the_hessian_zbar_squared():
     ctx = Context("t", {}, {}, BUDGETS["quick"])
-    inst = Y.make_instance(ctx)
-    fq = Y.float_quadratic(inst)
+    inst = make_instance(ctx)
+    fq = float_quadratic(inst)
     Z = inst.dictionary.Z.numpy()
     assert abs(fq.G - (Z.T @ Z + inst.m * inst.tau * np.eye(inst.N))).max() < 1e-12
 
@@ -272,14 +281,14 @@ def test_every_claim_quick(claim_id):
 
 def test_fig4_diverged_run_is_inconclusive_not_a_refutation(monkeypatch):
     """A run that diverges neither stalls nor descends: Fig. 4 says inconclusive with the run."""
-    real = Y._fig4_run
+    real = figures._fig4_run
 
     def run_or_diverge(inst, H, start, steps, lr, ctx):
         if H == 3 and start == 1:
             return {"H": H, "start": start, "status": "diverged", "reason": "loss is nan at step 7"}
         return real(inst, H, start, 2, lr, ctx)
 
-    monkeypatch.setattr(Y, "_fig4_run", run_or_diverge)
+    monkeypatch.setattr(figures, "_fig4_run", run_or_diverge)
     v = run("yang2024.fig4", ("train",))
     assert v.verdict == "inconclusive", v.as_dict()
     assert "H = 3, start 1: loss is nan at step 7" in v.reason
@@ -288,7 +297,8 @@ def test_fig4_diverged_run_is_inconclusive_not_a_refutation(monkeypatch):
 def test_figures_trained_below_the_papers_sizes_are_stand_ins():
     """Sec. 4 trains K = 200, d = 100, m = 20, N = 30: a train tier at smaller sizes neither
     verifies nor refutes a figure; at the paper's sizes nothing is tagged."""
-    from proofs_checks.yang2024 import FIG_SIZES, _fig_stand_in
+    from proofs_checks.yang2024.figures import _fig_stand_in
+    from proofs_checks.yang2024.training import FIG_SIZES
 
     small = type("I", (), dict(FIG_SIZES["quick"]))()
     paper = type("I", (), {"K": 200, "d": 100, "m": 20, "N": 30, "H": 64})()

@@ -5,7 +5,11 @@ import numpy as np
 import pytest
 import sympy
 
-import proofs_checks.yang2024 as Y
+from proofs_checks.yang2024 import gradient_bounds
+from proofs_checks.yang2024.common import _in_symbols_of, _ratio_at_least_one
+from proofs_checks.yang2024.convergence import L17_CORRECTED, thm1_L_sq_chain
+from proofs_checks.yang2024.gradient_bounds import L61_CORRECTED, lemma8_chain
+from proofs_checks.yang2024.softmax import LEMMA2_FORMULAS
 from verify.registry import find
 from verify.runner import check_claim
 
@@ -30,20 +34,20 @@ def test_lemma8_printed_bounds_are_the_chains_bounds():
     ev = v.tiers["symbolic"].evidence
     assert ev["b_lip"]["ok"] and ev["delta_lip"]["ok"]
     # the chain reads Lemma 2's C from its named formula rather than writing the number
-    assert ev["chain_constants"]["lemma2_C"] == str(Y.LEMMA2_FORMULAS[0].parse())
+    assert ev["chain_constants"]["lemma2_C"] == str(LEMMA2_FORMULAS[0].parse())
     assert ev["chain_constants"]["cauchy_schwarz_H"] == "sqrt(H)"
 
 
 def test_lemma8_chain_follows_lemma2s_constant(monkeypatch):
     """With the sharp constant 1 of Lemma 2 the chain gives half of (50)'s first constant."""
-    monkeypatch.setattr(Y, "_lemma2_C", lambda: sympy.Integer(1))
-    Y.lemma8_chain.cache_clear()
+    monkeypatch.setattr(gradient_bounds, "_lemma2_C", lambda: sympy.Integer(1))
+    lemma8_chain.cache_clear()
     try:
-        ch = Y.lemma8_chain()
+        ch = lemma8_chain()
         Zb, dQh = sympy.symbols("Zbar_norm dQ_h", positive=True)
         assert sympy.simplify(ch["b_lip"] - Zb * dQh) == 0
     finally:
-        Y.lemma8_chain.cache_clear()
+        lemma8_chain.cache_clear()
 
 
 LEMMA8_MUTANTS = {
@@ -81,10 +85,10 @@ def test_lemma10_printed_61_is_below_the_chain_and_the_correction_is_not():
 
 
 @pytest.mark.parametrize("text", [
-    Y.L61_CORRECTED.replace("16*", "15*"),                 # a tighter constant
-    Y.L61_CORRECTED.replace("4*N", "3*N"),                 # a tighter bracket
-    Y.L61_CORRECTED.replace("Max(1, ", "Max(0, "),         # max{1, .} dropped: tighter at small alpha
-    Y.L61_CORRECTED.replace("Zbar_norm**2/K", "Zbar_norm*fbar_max/K"),    # incomparable swap
+    L61_CORRECTED.replace("16*", "15*"),                 # a tighter constant
+    L61_CORRECTED.replace("4*N", "3*N"),                 # a tighter bracket
+    L61_CORRECTED.replace("Max(1, ", "Max(0, "),         # max{1, .} dropped: tighter at small alpha
+    L61_CORRECTED.replace("Zbar_norm**2/K", "Zbar_norm*fbar_max/K"),    # incomparable swap
 ], ids=["16->15", "4N->3N", "max1->max0", "Zbar->fbar"])
 def test_lemma10_tighter_L_sq_is_a_proof_gap(text):
     assert proof("yang2024.lemma10", L_sq=text) == "gap"
@@ -93,10 +97,10 @@ def test_lemma10_tighter_L_sq_is_a_proof_gap(text):
 def test_ratio_probe_handles_max_and_integer_sizes():
     K, N = sympy.Symbol("K", positive=True, integer=True), sympy.Symbol("N", positive=True, integer=True)
     a = sympy.Symbol("alpha", positive=True)
-    ok, ce = Y._ratio_at_least_one(sympy.Max(1, 4 * K * a ** 2) * N / (N + 4 * K * a ** 2),
+    ok, ce = _ratio_at_least_one(sympy.Max(1, 4 * K * a ** 2) * N / (N + 4 * K * a ** 2),
                                    np.random.default_rng(0))
     assert not ok and float(sympy.Rational(ce["at"]["K"])).is_integer()
-    ok, _ = Y._ratio_at_least_one(sympy.Max(1, 4 * K * a ** 2) * 2 * N / (N + 4 * N * K * a ** 2),
+    ok, _ = _ratio_at_least_one(sympy.Max(1, 4 * K * a ** 2) * 2 * N / (N + 4 * N * K * a ** 2),
                                   np.random.default_rng(0))
     assert ok
 
@@ -118,8 +122,8 @@ def test_thm1_correction_is_the_chain_of_lemma_10_at_alpha_of_44():
     proof's bounds on ||A||_2 and fbar_max: the same expression in the paper's layout."""
     from verify.registry import find
 
-    corrected = find("yang2024.thm1").formula("L_sq").parse(Y.L17_CORRECTED)
-    chain = Y._in_symbols_of(Y.thm1_L_sq_chain(), corrected)
+    corrected = find("yang2024.thm1").formula("L_sq").parse(L17_CORRECTED)
+    chain = _in_symbols_of(thm1_L_sq_chain(), corrected)
     assert sympy.simplify(corrected - chain) == 0
 
 
@@ -131,9 +135,9 @@ def test_thm1_printed_L_sq_is_below_the_proof_and_looser_corrections_pass():
     assert printed.proof["status"] == "gap"
     ev = printed.tiers["symbolic"].evidence["L_sq"]
     assert ev["ok"] is False and ev["proof_step"].startswith("(54)-(59)")
-    assert proof("yang2024.thm1", L_sq=Y.L17_CORRECTED) == "supported"
-    assert proof("yang2024.thm1", L_sq="2*(" + Y.L17_CORRECTED + ")") == "supported"  # looser
-    assert proof("yang2024.thm1", L_sq=Y.L17_CORRECTED.replace("Max(", "Min(")) == "gap"
+    assert proof("yang2024.thm1", L_sq=L17_CORRECTED) == "supported"
+    assert proof("yang2024.thm1", L_sq="2*(" + L17_CORRECTED + ")") == "supported"  # looser
+    assert proof("yang2024.thm1", L_sq=L17_CORRECTED.replace("Max(", "Min(")) == "gap"
 
 
 def test_a_chain_finding_reports_how_near_the_printed_bound_is_to_the_proofs():

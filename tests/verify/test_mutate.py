@@ -82,7 +82,7 @@ def test_transposed_power_is_equivalent_without_expanding_a_symbolic_power():
     """With symbolic entries tr (I - A' Sigma A)^(2L) at L = 5 expands to millions of terms (7 GB
     and four minutes per mutant); the illustration is skipped above PROOF_MAX_POWER and the
     exact sampling decides."""
-    from verify import mutants as M
+    from verify import equivalence as M
 
     f = formula("gatmiry2024.lemma_a6", "lhs")
     assert M._symbolic_degree_too_high(f.parse(), M.size_assignments(f)[0])
@@ -118,11 +118,12 @@ def test_a_bound_between_the_proofs_and_the_printed_one_is_implied_by_the_proof(
 
 
 def test_yang2024_bounds_carry_the_chain_of_their_proofs():
-    from proofs_checks import yang2024 as Y
+    from proofs_checks.yang2024.convergence import thm1_L_sq_chain
+    from proofs_checks.yang2024.gradient_bounds import lemma8_chain, lemma10_chain
 
-    assert find("yang2024.thm1").formula("L_sq").proof() == Y.thm1_L_sq_chain()
-    assert find("yang2024.lemma10").formula("L_sq").proof() == Y.lemma10_chain()["L_sq"]
-    assert find("yang2024.lemma8").formula("b_lip").proof() == Y.lemma8_chain()["b_lip"]
+    assert find("yang2024.thm1").formula("L_sq").proof() == thm1_L_sq_chain()
+    assert find("yang2024.lemma10").formula("L_sq").proof() == lemma10_chain()["L_sq"]
+    assert find("yang2024.lemma8").formula("b_lip").proof() == lemma8_chain()["b_lip"]
 
 
 def test_bounds_are_compared_on_the_claims_domain_hypotheses_and_definitions():
@@ -173,7 +174,7 @@ def test_a_definition_that_narrows_a_hypothesis_rarely_met_is_implied_by_a_proof
     9/8, between which the draws of xi (log-uniform over decades) seldom fall, so the sampling
     saw the same truth values everywhere and the mutant survived.  With the definitions put in,
     the mutant's hypothesis gives the original's by the gap 2 16^L L d / sqrt(n) >= 0."""
-    from verify.implication import _definition_proof
+    from verify.implication_proofs import _definition_proof
 
     claim = find("gatmiry2024.thm_a12")
     domain = claim_domain(claim.formulas, dict(claim.correction.formulas), claim.exact,
@@ -484,7 +485,7 @@ def test_implied_mutants_in_the_json_report(capsys):
 def test_small_scalar_values_separate_mutants_that_agree_on_integers():
     """Max(0, 4 K alpha^2) equals Max(1, 4 K alpha^2) at every integer alpha >= 1 (yang2024 eq.
     (61)): the equivalence draws include values in (0, 1), where they differ."""
-    from proofs_checks.yang2024 import LEMMA10, L61_CORRECTED
+    from proofs_checks.yang2024.gradient_bounds import L61_CORRECTED, LEMMA10
 
     f = LEMMA10.formula("L_sq")
     mutant = L61_CORRECTED.replace("Max(1,", "Max(0,")
@@ -916,7 +917,7 @@ def test_thm2_tail_is_judged_by_the_chi_square_quantile():
     quantile itself agrees with scipy's."""
     from scipy.stats import chi2
 
-    from proofs_checks.yang2024 import chi_square_quantile
+    from proofs_checks.yang2024.training import chi_square_quantile
     from verify.mutants import judged_by_exact
     from verify.implication import exact_truth
 
@@ -962,7 +963,7 @@ def test_the_narrower_proof_needs_every_condition_and_a_strict_gap_for_a_strict_
     import sympy
 
     from verify.formulas import FormulaSymbol, NamedFormula
-    from verify.implication import _narrower_proof
+    from verify.implication_proofs import _narrower_proof
 
     f = NamedFormula("h", "(x > y) & (x <= 3)", (FormulaSymbol("x"), FormulaSymbol("y"),
                                                   FormulaSymbol("d")), weaker="narrower")
