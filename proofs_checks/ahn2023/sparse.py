@@ -20,7 +20,7 @@ from moments.blocks import BlockMat
 from moments.poly import Poly
 from moments.tensor import Mat, identity, matrix, scalar, zeros
 from moments.wick import canonical, expectation
-from moments.wishart import expected_trace
+from moments.wishart_sympy import expected_trace
 
 from ..kit.linear_icl import symbolic_prompt
 

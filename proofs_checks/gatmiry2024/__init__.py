@@ -28,7 +28,8 @@ from verify.formulas import SIZE_NAMES, FormulaSymbol, NamedFormula
 
 from .expressivity import PROP3_1
 from .loss import COR_A4, LEMMA4_1, LEMMA_A3, LEMMA_A6, THM_A1
-from .moment_bounds import LEMMA4_2, LEMMA4_3, LEMMA_A2, LEMMA_A5, LEMMA_A7
+from .moment_bounds import LEMMA4_2, LEMMA_A2, LEMMA_A5
+from .centred_bounds import LEMMA4_3, LEMMA_A7
 from .optimum import THM3_2, THM_A8
 from .dominance import LEMMA_A10, THM3_4, THM_A11
 from .flow import THM3_3, THM_A12

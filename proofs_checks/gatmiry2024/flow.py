@@ -18,7 +18,7 @@ from verify.formulas import NamedFormula
 from ..kit import looped_icl as li
 from .common import (PAPER, _D, _DELTA, _L, _N, _XI, _by_budget, _loops, _setting, sec35_delta,
                      single_threaded)
-from .moment_bounds import _finite_real
+from .moment_search import _finite_real
 from .dominance import A10_SIZE_CONDITION, GD_N, _gd_env, _gd_expr, _holds, _mp_value, _mpf, _n_text
 
 

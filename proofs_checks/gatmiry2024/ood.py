@@ -18,7 +18,7 @@ from .common import (PAPER, _D, _DELTA, _L, _N, _ZETA, _by_budget, _loops, _mat,
 from .loss import looped_model
 from .dominance import _gd_env, _gd_expr, _gd_le, _holds, _mp_value, _mpf, _n_text
 from .flow import _mp_a_star
-from .moment_bounds import _finite_real
+from .moment_search import _finite_real
 
 
 OOD_SETTING = _setting({"n": 20, "d": 2, "L": 2})

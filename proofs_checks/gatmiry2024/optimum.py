@@ -26,7 +26,8 @@ from .common import (D, L_SYM, N, PAPER, RootInstance, _D, _DELTA, _L, _N, _by_b
                      _loops, _q, _setting, aligned_instance, root_instances, sec35_delta,
                      single_threaded)
 from .loss import looped_model, mc_loss
-from .moment_bounds import _huge_power, _sizes_of
+from .moment_bounds import _sizes_of
+from .moment_search import _huge_power
 
 
 OPT_SETTING = _setting({"n": 20, "d": 3, "L": 2}, {"n": 20, "d": 5, "L": 2},

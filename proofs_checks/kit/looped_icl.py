@@ -34,7 +34,7 @@ import numpy as np
 import sympy
 
 from models.lsa import lsa_forward, readout
-from moments import wishart
+from moments import wishart, wishart_sympy
 from moments.blocks import BlockMat
 from moments.letters import space_size
 from moments.poly import Poly
@@ -123,7 +123,7 @@ def exact_loss_isotropic(L: int) -> Poly:
 @lru_cache(maxsize=None)
 def trace_power(k: int) -> sympy.Expr:
     """E tr W^k for W ~ Wishart(n, I_d) (tr W^0 = d)."""
-    return D if k == 0 else wishart.trace_moment(k, identity=True)
+    return D if k == 0 else wishart_sympy.trace_moment(k, identity=True)
 
 
 @lru_cache(maxsize=None)
@@ -131,7 +131,7 @@ def trace_pair(i: int, j: int) -> sympy.Expr:
     """E[tr W^i tr W^j] for W ~ Wishart(n, I_d)."""
     if i == 0 or j == 0:
         return D * trace_power(i + j)
-    return wishart.trace_product_moment((i, j), identity=True)
+    return wishart_sympy.trace_product_moment((i, j), identity=True)
 
 
 @lru_cache(maxsize=None)
@@ -291,7 +291,7 @@ def paper_form(L: int) -> sympy.Expr:
     E tr W_A^k with E tr W_A^k in n and p_j = tr A^j (p_0 = d)."""
     total = D
     for k in range(1, 2 * L + 1):
-        total += sympy.binomial(2 * L, k) * (-1 / N) ** k * wishart.trace_moment(k)
+        total += sympy.binomial(2 * L, k) * (-1 / N) ** k * wishart_sympy.trace_moment(k)
     return total
 
 
@@ -324,7 +324,7 @@ def multilayer_scalar_loss(coeffs: Sequence) -> sympy.Expr:
     poly = sympy.Integer(1)
     for c in coeffs:
         poly *= (1 - c * _w / N) ** 2
-    return wishart.expected_trace(poly, _w, identity=True)
+    return wishart_sympy.expected_trace(poly, _w, identity=True)
 
 
 @lru_cache(maxsize=None)

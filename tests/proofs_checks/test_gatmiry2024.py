@@ -3,7 +3,8 @@ formulas (a changed constant, a flipped sign, a wrong power) come out refuted.""
 import pytest
 import sympy
 
-from proofs_checks.gatmiry2024 import common, dominance, flow, moment_bounds, optimum
+from proofs_checks.gatmiry2024 import (centred_bounds, common, dominance, flow, moment_bounds,
+                                        moment_search, optimum)
 from proofs_checks.kit import looped_icl as li
 from verify.registry import by_paper, find
 from verify.runner import check_claim
@@ -188,7 +189,7 @@ def test_flat_moments_match_the_full_spectrum_engine():
                 for d in (1, 2, 3):
                     eigs = (s,) * d
                     assert moment_bounds.flat_alpha(k, s, d, n) == moment_bounds.moment_eigenvalues(k, eigs, n)[0]
-                    assert moment_bounds.flat_beta(k, s, d, n) == moment_bounds.centred_eigenvalues(k, eigs, n)[0]
+                    assert centred_bounds.flat_beta(k, s, d, n) == centred_bounds.centred_eigenvalues(k, eigs, n)[0]
 
 
 def test_thm3_4_correction_passes_and_a_larger_constant_is_refuted():
@@ -217,11 +218,11 @@ def test_lemma4_2_a_bound_too_large_to_expand_exactly_is_undecided_not_a_hang():
     """delta^n at n = 2^40 within 10^-50 of the moment: the exact comparison is skipped and the
     case counted as undecided (it used to expand the power for more than 20 minutes)."""
     cid = "gatmiry2024.lemma4_2"
-    forms = moment_bounds.BoundForms({**{f.name: f.parse() for f in find(cid).formulas},
+    forms = moment_search.BoundForms({**{f.name: f.parse() for f in find(cid).formulas},
                           "lower": find(cid).formula("lower").parse(
                               "-delta**n*lambda_1**k + lambda_j**k")})
     from fractions import Fraction
-    case = moment_bounds.BoundCase(1, 2, 1, 2 ** 40, (Fraction(1),))
+    case = moment_search.BoundCase(1, 2, 1, 2 ** 40, (Fraction(1),))
     assert forms.exact_bound(case, 0, "lower") is None
     assert forms.exact_holds(case, 0, sympy.Integer(1), "lower") is None
 
@@ -671,9 +672,9 @@ def test_centred_exact_values_enclose_every_spectrum():
         for _ in range(25):
             d, k, n = int(rng.integers(2, 5)), int(rng.integers(1, 6)), int(rng.integers(1, 60))
             eigs = sorted((Fraction(int(rng.integers(1, 30)), 7) for _ in range(d)), reverse=True)
-            beta = moment_bounds.centred_eigenvalues(k, tuple(eigs), n)
+            beta = centred_bounds.centred_eigenvalues(k, tuple(eigs), n)
             for j in range(d):
-                v = moment_bounds.centred_exact({"n": n, "d": d, "k": k,
+                v = centred_bounds.centred_exact({"n": n, "d": d, "k": k,
                                      "lambda_j": mpmath.mpf(eigs[j].numerator) / eigs[j].denominator,
                                      "lambda_1": mpmath.mpf(eigs[0].numerator) / eigs[0].denominator})
                 (att_hi, env_hi), (att_lo, env_lo) = v["upper"], v["lower"]
@@ -693,7 +694,7 @@ def test_lemma_a7_a_slack_in_lambda_j_for_lambda_1_is_refuted_at_two_level_spect
     for k in (1, 2, 3):
         for top in (1, 2):
             eigs = tuple([a] * top + [b] * (3 - top))
-            assert moment_bounds.level_beta(k, a, b, top, 3, 11) == moment_bounds.centred_eigenvalues(k, eigs, 11)[-1]
+            assert centred_bounds.level_beta(k, a, b, top, 3, 11) == centred_bounds.centred_eigenvalues(k, eigs, 11)[-1]
     claim = find("gatmiry2024.lemma_a7")
     fixed = dict(claim.correction.formulas)
     v = check_claim(claim, tiers=("symbolic",), budget="quick", seed=0,
