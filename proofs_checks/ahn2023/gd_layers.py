@@ -13,11 +13,12 @@ from models.progress import Progress
 from models.sampler import sample_prompts
 from models.trainers import optimise
 from verify.claim import Claim, Context, TierResult
-from verify.evidence import Finding, combine, step
-from verify.formulas import FormulaSymbol, NamedFormula, compile_formula, formula_value
+from verify.evidence import Finding, combine
+from verify.formulas import FormulaSymbol, NamedFormula, compile_formula
 
+from ..kit import ForwardIdentity, forward_identity
 from ..kit.linear_icl import LinearICLSetting, prompt_law
-from .one_layer import (PAPER, _D, _N, _OVERFLOW, _as_matrix, _finite, _sampled_budget,
+from .one_layer import (PAPER, _D, _N, _OVERFLOW, _finite, _sampled_budget,
                         d_sym)
 
 
@@ -50,103 +51,56 @@ LEMMA2_FORMULAS = (
 )
 
 
-def _truncate(text: str, limit: int = 400) -> str:
-    return text if len(text) <= limit else text[:limit] + f" ... ({len(text)} characters)"
+def _lemma2_inputs(sizes) -> dict:
+    """What the identity quantifies over: the prompt (X, w*, x_q) and one symmetric A_i per
+    layer (eq. (9) assumes A_i symmetric; with a non-symmetric A_i the forward pass applies A_i^T)."""
+    out = {"X": ("d", "n"), "w_star": ("d", "1"), "x_q": ("d", "1")}
+    out.update({f"A{i}": ("d", "d", "symmetric") for i in range(sizes["layers"])})
+    return out
 
 
-def _sparse_layer(A):
-    """(P_i, Q_i) of eq. (9) as explicit matrices around a d x d block A_i."""
-    d = A.shape[0]
-    P = sympy.zeros(d + 1, d + 1)
-    P[d, d] = 1
-    Q = sympy.zeros(d + 1, d + 1)
-    Q[:d, :d] = A
+def _sparse_layer(a, A):
+    """(P_i, Q_i) of eq. (9) around a d x d block A_i."""
+    d = a.sizes["d"]
+    P = a.blocks([[a.zeros(d, d), a.zeros(d, 1)], [a.zeros(1, d), a.eye(1)]])
+    Q = a.blocks([[A, a.zeros(d, 1)], [a.zeros(1, d), a.zeros(1, 1)]])
     return P, Q
 
 
-def _gd_predictions(F, X, w_star, xq, As, n):
-    """Predictions -<x_q, w_i> of the GD iterates defined by the named formulas, exactly."""
-    d = X.shape[0]
-    w_sym = sympy.MatrixSymbol("w", d_sym, 1)
-    grad_expr = F["R"].diff(w_sym) if isinstance(F["R"], sympy.MatrixExpr) else None
-    values = {"X": X, "w_star": w_star, "x_q": xq, "n": n, "d": d}
-    w = sympy.Matrix(_as_matrix(formula_value(F["w0"], values), d, 1))
-    preds = []
-    for A in As + [None]:
-        pred = formula_value(F["prediction"], {**values, "w": w})
-        preds.append(sympy.Matrix([[pred]])[0, 0] if not isinstance(pred, sympy.MatrixBase)
-                     else pred[0, 0])
-        if A is None:
+def lemma2_model(a):
+    """The label entry of Z_0, ..., Z_k for the sparse k-layer transformer (9) on
+    Z_0 = [[X, x_q], [w*^T X, 0]] (the forward pass the torch model runs)."""
+    n, k = a.sizes["n"], a.sizes["layers"]
+    Z = a.blocks([[a["X"], a["x_q"]], [a["w_star"].T @ a["X"], a.zeros(1, 1)]])
+    Zs = lsa_forward(Z, [_sparse_layer(a, a[f"A{i}"]) for i in range(k)], a.mask(n), n,
+                     keep_all=True)
+    return a.blocks([[Zl[-1:, -1:]] for Zl in Zs])
+
+
+def lemma2_gd(a):
+    """The named prediction -<x_q, w_i> of the iterates w_{i+1} = update(w_i, A_i, grad R(w_i))
+    from the named w_0, grad R differentiated by the kit from the named R (10)."""
+    w, preds = a.formula("w0"), []
+    for i in range(a.sizes["layers"] + 1):
+        preds.append(a.formula("prediction", w=w))
+        if i == a.sizes["layers"]:
             break
-        grad = _gradient(F["R"], grad_expr, {**values, "w": w}, d)
-        w = sympy.Matrix(formula_value(F["update"], {**values, "w": w, "A": A, "grad": grad}))
-    return preds
+        w = a.formula("update", w=w, A=a[f"A{i}"], grad=a.grad("R", "w", w))
+    return a.blocks([[p] for p in preds])
 
 
-def _gradient(R, grad_expr, values, d):
-    """grad_w R at w: from sympy's matrix calculus, checked against the entrywise derivative."""
-    ws = sympy.symbols(f"w_0:{d}")
-    wv = sympy.Matrix(ws)
-    R_val = formula_value(R, {**values, "w": wv})
-    R_val = R_val[0, 0] if isinstance(R_val, sympy.MatrixBase) else R_val
-    entry = sympy.Matrix([sympy.diff(R_val, wi) for wi in ws])
-    return entry.subs(dict(zip(ws, values["w"])))
-
-
-def lemma2_symbolic(ctx: Context) -> TierResult:
-    """Exact identity on symbolic prompts (d = 2, n = 3, two layers, symmetric A_i)."""
-    F = ctx.formulas
-    d, n, k = 2, 3, 2
-    X = sympy.Matrix(d, n, lambda i, j: sympy.Symbol(f"x{j}_{i}"))
-    w_star = sympy.Matrix(sympy.symbols(f"ws0:{d}"))
-    xq = sympy.Matrix(sympy.symbols(f"xq0:{d}"))
-    As = [sympy.Matrix(d, d, lambda i, j, l=l: sympy.Symbol(f"a{l}_{min(i, j)}{max(i, j)}"))
-          for l in range(k)]
-    Z = sympy.Matrix(d + 1, n + 1, lambda i, j: 0)
-    Z[:d, :n] = X
-    Z[:d, n] = xq
-    Z[d, :n] = (X.T * w_star).T
-    M = sympy.zeros(n + 1, n + 1)
-    M[:n, :n] = sympy.eye(n)
-    Zs = lsa_forward(Z, [_sparse_layer(A) for A in As], M, n, keep_all=True)
-    model = [readout(Zl) for Zl in Zs]
-    gd = _gd_predictions(F, X, w_star, xq, As, n)
-    findings = []
-    for layer, (m, g) in enumerate(zip(model, gd)):
-        diff = sympy.expand(m - g)
-        ok = diff == 0
-        ce = None
-        if not ok:
-            rng = ctx.rng("lemma2-ce")
-            subs = {s: sympy.Rational(int(rng.integers(-3, 4)), int(rng.integers(1, 3)))
-                    for s in sorted(diff.free_symbols, key=str)}
-            ce = {"layer": layer, "sizes": {"d": d, "n": n}, "instance": {str(k): str(v) for k, v in subs.items()},
-                  "transformer": str(m.subs(subs)), "preconditioned_gd": str(g.subs(subs))}
-        findings.append(Finding(f"layer_{layer}", ok, {
-            "transformer_entry_terms": len(sympy.Add.make_args(sympy.expand(m))),
-            "difference": "0" if ok else _truncate(str(diff))}, ce,
-            "" if ok else f"after layer {layer} the forward pass differs from the GD prediction"))
-    # informational: with a non-symmetric A_i the forward pass applies A_i^T, not A_i
-    A_ns = [sympy.Matrix(d, d, lambda i, j, l=l: sympy.Symbol(f"b{l}_{i}{j}")) for l in range(1)]
-    m_ns = readout(lsa_forward(Z, [_sparse_layer(A_ns[0])], M, n))
-    g_ns = _gd_predictions(F, X, w_star, xq, A_ns, n)[1]
-    extra = {"sizes": {"d": d, "n": n, "layers": k},
-             "nonsymmetric_A_note": "holds without symmetry" if sympy.expand(m_ns - g_ns) == 0
-             else "for a non-symmetric A_i the forward pass implements w + A_i^T grad R; eq. (9) "
-                  "assumes A_i symmetric, so the lemma as stated is unaffected"}
-    steps = [
-        step("Symbolic prompt", r"Z_0 = \begin{bmatrix} X & x_q \\ w_\star^\top X & 0 \end{bmatrix}",
-             f"Entries are independent symbols (d = {d}, n = {n}); A_0, A_1 symmetric symbols."),
-        step("Forward pass of (9)", r"[Z_\ell]_{d+1,n+1},\ \ell = 0,\dots," + str(k),
-             "The same lsa_forward the torch model uses, run on sympy matrices."),
-        step("Gradient of (10)", r"\nabla R_{w_\star}(w) = " + sympy.latex(
-            F["R"].diff(sympy.MatrixSymbol("w", d_sym, 1))),
-             "sympy's matrix derivative of the named R; the iterates follow the named update from "
-             "the named w_0, and the named prediction is compared with the forward pass."),
-        step("Identity", r"[Z_\ell]_{d+1,n+1} + \langle x_q, w_\ell^{\mathrm{gd}}\rangle = 0",
-             "Expanded exactly for every layer."),
-    ]
-    return combine(findings, extra, steps=steps)
+LEMMA2_IDENTITY = ForwardIdentity(
+    lemma2_model, lemma2_gd, inputs=_lemma2_inputs,
+    exact_sizes=({"d": 2, "n": 3, "layers": 2},),
+    sizes=LEMMA2_SETTING.sizes, prompts={"quick": 8, "default": 8, "paper": 8},
+    covariates=("X", "x_q"),
+    covariance=lambda ctx, sizes: LEMMA2_SETTING.instance(
+        ctx.budget.name, ctx.sizes, ctx.sigma, ctx.rng("instance")).sigma,
+    what="the label entry after each layer",
+    model_latex=r"[Z_\ell]_{d+1,n+1},\ Z_{\ell+1} = Z_\ell + \tfrac1n P_\ell Z_\ell M "
+                r"Z_\ell^\top Q_\ell Z_\ell\ \text{(9)}",
+    claimed_latex=r"-\langle x_q, w_\ell^{\mathrm{gd}}\rangle,\ w_{\ell+1}^{\mathrm{gd}} = "
+                  r"w_\ell^{\mathrm{gd}} + A_\ell \nabla R_{w_\star}(w_\ell^{\mathrm{gd}})")
 
 
 def _float_gd_predictions(F, X, w_star, xq, As, n) -> np.ndarray:
@@ -186,33 +140,6 @@ def _lemma2_compare(F, model, pr, n, rt) -> tuple[float, np.ndarray, np.ndarray]
                                pr.xq.cpu().double().numpy(), As, n)
     scale = np.abs(gd).max() + 1e-300
     return float(np.abs(model_preds - gd).max() / scale), model_preds, gd
-
-
-def lemma2_numeric(ctx: Context) -> TierResult:
-    F = ctx.formulas
-    inst = LEMMA2_SETTING.instance(ctx.budget.name, ctx.sizes, ctx.sigma, ctx.rng("instance"))
-    k = inst.extra["layers"]
-    gen = torch.Generator().manual_seed(ctx.seed_for("lemma2-model"))
-    model = LinearTransformer(LSAConfig(d=inst.d, layers=k, parametrisation="eq9"),
-                              init_scale=0.3, generator=gen)
-    pr = sample_prompts(prompt_law(inst, "identity"), 8, torch.Generator().manual_seed(
-        ctx.seed_for("lemma2-prompts")))
-    rel, mp, gd = _lemma2_compare(F, model, pr, inst.n, None)
-    if not _finite(mp, gd):
-        return combine([Finding("forward_pass_vs_gd", None, {"layers": k}, reason=_OVERFLOW)],
-                       {"instance": inst.as_dict()})
-    tol = 1e-10
-    ok = rel <= tol
-    ce = None
-    if not ok:
-        b, layer = np.unravel_index(np.abs(mp - gd).argmax(), mp.shape)
-        ce = {"instance": inst.as_dict(), "prompt": int(b), "layer": int(layer),
-              "transformer": float(mp[b, layer]), "preconditioned_gd": float(gd[b, layer]),
-              "seed": ctx.seed}
-    return combine([Finding("forward_pass_vs_gd", ok, {
-        "max_relative_difference": rel, "tolerance": tol, "prompts": 8, "layers": k,
-        "why_tolerance": "float64 forward pass vs exact-arithmetic GD on float64 inputs"}, ce,
-        "" if ok else "the forward pass is not preconditioned GD")], {"instance": inst.as_dict()})
 
 
 def lemma2_train(ctx: Context) -> TierResult:
@@ -268,7 +195,7 @@ LEMMA2 = Claim(
     assumptions=("P_i = [[0, 0], [0, 1]], Q_i = [[A_i, 0], [0, 0]] with A_i symmetric (eq. (9))",
                  "any prompt (the identity is deterministic); y^(i) = <w*, x^(i)>"),
     formulas=LEMMA2_FORMULAS,
-    checks={"symbolic": lemma2_symbolic, "numeric": lemma2_numeric, "train": lemma2_train},
+    checks={**forward_identity(LEMMA2_IDENTITY), "train": lemma2_train},
     setting=LEMMA2_SETTING,
 )
 

@@ -34,6 +34,7 @@ from verify.formulas import shape_value
 from .arrays import Arrays, Exact, Floats
 
 Side = Callable[[Arrays], Any]
+EXACT_MAX = 6  # a --size above this applies to the numeric tier only (symbolic entries grow fast)
 
 
 @dataclass(frozen=True)
@@ -42,13 +43,20 @@ class ForwardIdentity:
 
     model: Side
     claimed: Side
-    inputs: Mapping[str, tuple[str, str]]  # matrix inputs: name -> shape over size names
+    # matrix inputs: name -> shape over size names, or a function of the sizes giving them (one
+    # A_i per layer); a shape may carry a third entry "symmetric" (the claim assumes it)
+    inputs: Mapping[str, tuple[str, ...]] | Callable[[Mapping[str, int]], Mapping[str, tuple]]
     scalars: Sequence[str] = ()  # scalar inputs (a step size)
     exact_sizes: Sequence[Mapping[str, int]] = ({},)
     sizes: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # budget -> sizes
     prompts: Mapping[str, int] = field(default_factory=lambda: {"quick": 64, "default": 256,
                                                                 "paper": 1024})
+    # inputs whose columns are covariates x ~ N(0, Sigma), Sigma from ``covariance(ctx, sizes)``
+    # (the claim's setting reads --sigma there); the other inputs are standard Gaussian
+    covariates: Sequence[str] = ()
+    covariance: Callable[[Context, Mapping[str, int]], Any] | None = None
     what: str = "the model's output"
+    # Claim(setting=spec): the runner refuses --size values far above these sizes (exit 2)
     model_latex: str = ""
     claimed_latex: str = ""
 
@@ -62,14 +70,24 @@ def _dim(shape_name: str, sizes: Mapping[str, int]) -> int:
     return shape_value(shape_name, sizes)
 
 
+def _inputs(spec: ForwardIdentity, sizes: Mapping[str, int]) -> dict[str, tuple]:
+    return dict(spec.inputs(sizes) if callable(spec.inputs) else spec.inputs)
+
+
+def _symbol_matrix(name: str, rows: int, cols: int, symmetric: bool) -> sympy.Matrix:
+    if symmetric:
+        return sympy.Matrix(rows, cols, lambda i, j: sympy.Symbol(f"{name}_{min(i, j)}{max(i, j)}"))
+    return sympy.Matrix(rows, cols, lambda i, j: sympy.Symbol(f"{name}_{i}{j}"))
+
+
 def _symbolic(spec: ForwardIdentity, ctx: Context) -> TierResult:
     findings, rows = [], []
+    asked = {k: v for k, v in ctx.sizes.items() if v <= EXACT_MAX}  # larger: numeric only
     for sizes in spec.exact_sizes:
-        sizes = {**sizes, **{k: v for k, v in ctx.sizes.items() if k in sizes}}
+        sizes = {**sizes, **{k: v for k, v in asked.items() if k in sizes}}
         values: dict[str, Any] = {}
-        for name, (r, c) in spec.inputs.items():
-            values[name] = sympy.Matrix(_dim(r, sizes), _dim(c, sizes),
-                                        lambda i, j, name=name: sympy.Symbol(f"{name}_{i}{j}"))
+        for name, (r, c, *sym) in _inputs(spec, sizes).items():
+            values[name] = _symbol_matrix(name, _dim(r, sizes), _dim(c, sizes), bool(sym))
         values.update({s: sympy.Symbol(s) for s in spec.scalars})
         a = Exact(values, ctx.formulas, sizes)
         try:
@@ -88,7 +106,9 @@ def _symbolic(spec: ForwardIdentity, ctx: Context) -> TierResult:
                                 {"sizes": sizes, "differing_entries": len(nonzero)}, ce,
                                 "" if not nonzero else f"{spec.what} differs from the claimed "
                                 f"expression in {len(nonzero)} entries at {_label(sizes)}"))
-    steps = [step("Symbolic inputs", "", "Every entry of " + ", ".join(spec.inputs) +
+    names = _inputs(spec, spec.exact_sizes[0]) if spec.exact_sizes else {}
+    steps = [step("Symbolic inputs", "", "Every entry of " + ", ".join(
+                  n + (" (symmetric)" if len(shape) > 2 else "") for n, shape in names.items()) +
                   (" and " + ", ".join(spec.scalars) if spec.scalars else "") +
                   " an independent symbol, at " + "; ".join(_label(r["sizes"]) for r in rows) +
                   ": an identity of polynomials in all entries at these sizes."),
@@ -124,12 +144,23 @@ def _numeric(spec: ForwardIdentity, ctx: Context) -> TierResult:
         return TierResult("skipped", reason="no sizes for this budget")
     count = spec.prompts.get(ctx.budget.name, 64)
     gen = torch.Generator().manual_seed(ctx.seed_for("forward-identity", "numeric"))
+    root = None
+    if spec.covariates and spec.covariance is not None:
+        sigma = np.asarray(spec.covariance(ctx, sizes), dtype=float)
+        rows = _inputs(spec, sizes)[spec.covariates[0]][0]
+        if rows.isidentifier():  # a Sigma given by --sigma sets the covariates' dimension
+            sizes = {**sizes, rows: int(sigma.shape[0])}
+        w, U = np.linalg.eigh((sigma + sigma.T) / 2)
+        with np.errstate(all="ignore"):
+            root = torch.as_tensor((U * np.sqrt(np.clip(w, 0, None))) @ U.T, dtype=torch.float64)
     worst, worst_at, allow_at = 0.0, None, None
     lhs_all, rhs_all, scales = [], [], []
     for k in range(count):
-        values: dict[str, Any] = {
-            name: randn(_dim(r, sizes), _dim(c, sizes), generator=gen, dtype=torch.float64)
-            for name, (r, c) in spec.inputs.items()}
+        values: dict[str, Any] = {}
+        for name, (r, c, *sym) in _inputs(spec, sizes).items():
+            m = randn(_dim(r, sizes), _dim(c, sizes), generator=gen, dtype=torch.float64)
+            values[name] = (m + m.T) / 2 if sym else root @ m if (
+                root is not None and name in spec.covariates) else m
         values.update({s: abs(float(randn(1, generator=gen, dtype=torch.float64))) + 0.1
                        for s in spec.scalars})
         a = Floats(values, ctx.formulas, sizes)
@@ -161,6 +192,9 @@ def _numeric(spec: ForwardIdentity, ctx: Context) -> TierResult:
     ce = None if ok is not False else {"sizes": sizes, "prompt": k, "seed": ctx.seed,
                                        "max_difference": float(gap[k].max()),
                                        "allowance": float(allowance[k, 0, 0])}
+    if ok is None and not np.all(np.isfinite(np.concatenate([L.ravel(), R.ravel()]))):
+        why = ("float64 cannot hold these numbers (the inputs or the two sides overflow); "
+               "the symbolic tier decides exactly")
     finding = Finding("identity_float64", ok,
                       {"sizes": sizes, "prompts": count, "max_difference": worst,
                        "allowance": float(allowance.min())}, ce,
