@@ -79,8 +79,8 @@ PROP1 = Claim(
     id="vonoswald2023.prop1",
     title="One linear self-attention step is one gradient-descent step on the context",
     paper="vonoswald2023",
-    statement=r"With $W_K=W_Q=\begin{psmallmatrix}I_x&0\\0&0\end{psmallmatrix}$, "
-              r"$W_V=\begin{psmallmatrix}0&0\\W_0&-I_y\end{psmallmatrix}$ and "
+    statement=r"With $W_K=W_Q=\left[\begin{smallmatrix}I_x&0\\0&0\end{smallmatrix}\right]$, "
+              r"$W_V=\left[\begin{smallmatrix}0&0\\W_0&-I_y\end{smallmatrix}\right]$ and "
               r"$P=\frac{\eta}{N}I$, $e_j\leftarrow e_j+PW_V\sum_i e_ie_i^\top W_K^\top W_Qe_j$ "
               r"maps $e_j=(x_j,y_j)$ to $(x_j,\,y_j-\Delta W x_j)$ with "
               r"$\Delta W=-\eta\nabla_W L(W_0)$.",
