@@ -176,6 +176,9 @@ def _numeric(spec: ForwardIdentity, ctx: Context) -> TierResult:
                                     {"sizes": sizes, "model_shape": list(lhs.shape),
                                      "claimed_shape": list(rhs.shape)},
                                     "the model's output and the claimed one differ in shape")])
+        if k == 0:
+            first_draw = {name: float(torch.as_tensor(v).reshape(-1)[0])
+                          for name, v in values.items()}
         lhs_all.append(lhs.numpy())
         rhs_all.append(rhs.numpy())
         # float64 rounding allowance: a few hundred ulps of the larger side's magnitude, scaled
@@ -189,7 +192,10 @@ def _numeric(spec: ForwardIdentity, ctx: Context) -> TierResult:
     with np.errstate(invalid="ignore", divide="ignore"):  # non-finite: settle_le said so
         k = int(np.unravel_index(np.argmax(np.nan_to_num(gap / allowance)), gap.shape)[0])
     worst = float(gap.max())
+    i, j = np.unravel_index(int(np.nan_to_num(gap[k]).argmax()), gap[k].shape)
     ce = None if ok is not False else {"sizes": sizes, "prompt": k, "seed": ctx.seed,
+                                       "entry": [int(i), int(j)], "model": float(L[k, i, j]),
+                                       "claimed": float(R[k, i, j]),
                                        "max_difference": float(gap[k].max()),
                                        "allowance": float(allowance[k, 0, 0])}
     if ok is None and not np.all(np.isfinite(np.concatenate([L.ravel(), R.ravel()]))):
@@ -197,7 +203,9 @@ def _numeric(spec: ForwardIdentity, ctx: Context) -> TierResult:
                "the symbolic tier decides exactly")
     finding = Finding("identity_float64", ok,
                       {"sizes": sizes, "prompts": count, "max_difference": worst,
-                       "allowance": float(allowance.min())}, ce,
+                       "allowance": float(allowance.min()),
+                       # the draws the seed picked (a different seed, different prompts)
+                       "first_draw": first_draw}, ce,
                       "" if ok else why or f"{spec.what} differs from the claimed expression "
                       f"by {worst:.3g} (allowed {float(allowance[k, 0, 0]):.3g})")
     steps = [step("Gaussian inputs", "", f"{count} draws of every input at " + _label(sizes) +

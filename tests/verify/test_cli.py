@@ -153,4 +153,5 @@ def test_check_verified_exits_0(capsys):
                        "--budget", "quick", "--json")
     (v,) = json.loads(out)
     assert code == 0 and v["verdict"] == "verified"
-    assert v["tiers"]["numeric"]["evidence"]["forward_pass_vs_gd"]["max_relative_difference"] < 1e-10
+    found = v["tiers"]["numeric"]["evidence"]["identity_float64"]
+    assert found["ok"] and found["max_difference"] <= found["allowance"] < 1e-10

@@ -116,8 +116,8 @@ def test_a_different_seed_changes_the_instance():
 
     a, b = (check_claim(find("ahn2023.lemma2"), tiers=("numeric",), budget="quick", seed=s)
             for s in (0, 1))
-    ia = a.tiers["numeric"].evidence["instance"]
-    ib = b.tiers["numeric"].evidence["instance"]
+    ia = a.tiers["numeric"].evidence["identity_float64"]["first_draw"]
+    ib = b.tiers["numeric"].evidence["identity_float64"]["first_draw"]
     assert ia != ib
 
 
