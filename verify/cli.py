@@ -154,7 +154,7 @@ def select_claims(args) -> list:
 def run_options(args) -> dict:
     """Validated tier/budget/device/size/sigma options as keyword arguments for check_claim."""
     from models.device import DeviceUnavailable, resolve_device
-    from proofs_checks.kit.linear_icl import parse_sigma
+    from .sigma import parse_sigma
 
     tiers = _tiers(args.tier)
     if args.budget not in BUDGETS:

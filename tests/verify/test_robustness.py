@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proofs_checks.kit.linear_icl import parse_sigma
+from verify.sigma import parse_sigma
 from verify.registry import find
 from verify.runner import check_claim
 
