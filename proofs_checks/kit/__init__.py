@@ -9,7 +9,8 @@ Settings:
   by the moment kernel, Wishart moments in n and d (gatmiry2024).
 Generic checks and pieces:
 - ``forward_identity``: the model at the stated weights outputs the stated expression
-  (symbolic at small sizes, float64 Monte Carlo at the budget's);
+  (symbolic at small sizes, float64 Monte Carlo at the budget's), and ``identity_truth``,
+  which judges a surviving mutant of such a claim by the exact identity (``Claim(exact=...)``);
 - ``Arrays`` (``Exact``, ``Floats``): one forward pass written once for sympy and torch;
 - ``torch_value``: a formula's value in float64 torch, differentiable;
 - ``rounding``: float64 rounding allowances of derived polynomials.
@@ -19,6 +20,7 @@ packages; the kit imports no paper.
 """
 from .arrays import Arrays, Exact, Floats
 from .evaluate import torch_value
-from .forward_identity import ForwardIdentity, forward_identity
+from .forward_identity import ForwardIdentity, forward_identity, identity_truth
 
-__all__ = ["Arrays", "Exact", "Floats", "ForwardIdentity", "forward_identity", "torch_value"]
+__all__ = ["Arrays", "Exact", "Floats", "ForwardIdentity", "forward_identity", "identity_truth",
+           "torch_value"]

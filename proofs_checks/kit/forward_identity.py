@@ -19,7 +19,7 @@ needs is differentiated by the kit (``Arrays.grad``), never taken from a formula
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -27,9 +27,9 @@ import sympy
 import torch
 
 from models.device import randn
-from verify.claim import Check, Context, TierResult
+from verify.claim import BUDGETS, Check, Context, ExactValues, TierResult
 from verify.evidence import Finding, combine, settle_le, step
-from verify.formulas import shape_value
+from verify.formulas import NamedFormula, shape_value
 
 from .arrays import Arrays, Exact, Floats
 
@@ -64,6 +64,33 @@ class ForwardIdentity:
 def forward_identity(spec: ForwardIdentity) -> dict[str, Check]:
     """The symbolic and numeric checks of a forward-pass identity."""
     return {"symbolic": lambda ctx: _symbolic(spec, ctx), "numeric": lambda ctx: _numeric(spec, ctx)}
+
+
+def identity_truth(spec: ForwardIdentity, formulas: Sequence[NamedFormula],
+                   more_sizes: Sequence[Mapping[str, int]] = ()) -> ExactValues:
+    """``Claim(exact=...)`` for ``icl-verify mutate``: a surviving mutant of one of the claim's
+    formulas is judged by the exact identity with that formula replaced, at the check's sizes and
+    at ``more_sizes`` (a sampled judgement, like the scalar claims' exact values): ``true`` when
+    the model still outputs the claimed expression everywhere (W_K changed in a row that W_Q's
+    zero block annihilates), ``false`` with the sizes where it does not."""
+
+    def judge(name: str, mutant: sympy.Basic) -> tuple[str, str]:
+        F = {f.name: f.parse() for f in formulas}
+        F[name] = mutant
+        sizes = (*spec.exact_sizes, *more_sizes)
+        ctx = Context(claim_id="kit.identity_truth", formulas=F, formula_texts={},
+                      budget=BUDGETS["quick"])
+        result = _symbolic(replace(spec, exact_sizes=sizes), ctx)
+        where = "; ".join(_label(s) for s in sizes)
+        if result.status == "pass":
+            return "true", (f"the model still outputs the claimed expression exactly with this "
+                            f"{name} (every input entry a symbol, at {where})")
+        if result.status == "fail":
+            return "false", f"the identity fails with this {name}: {result.reason}"
+        return "undecided", result.reason or "the identity could not be evaluated"
+
+    return ExactValues(values=lambda point: None, words="the exact forward-pass identity",
+                       definition=judge)
 
 
 def _dim(shape_name: str, sizes: Mapping[str, int]) -> int:

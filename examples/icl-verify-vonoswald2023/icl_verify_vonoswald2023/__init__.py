@@ -5,7 +5,7 @@ gradient-descent step of W from W_0 on L(W) = 1/(2N) sum_i ||W x_i - y_i||^2.
 A paper plugin: ``CLAIMS`` and ``DEFINITIONS``, registered under the entry-point group
 ``icl_verify.papers`` (setup.cfg).  The check is the kit's forward-pass identity."""
 from models.lsa import attention
-from proofs_checks.kit import ForwardIdentity, forward_identity
+from proofs_checks.kit import ForwardIdentity, forward_identity, identity_truth
 from verify.claim import Claim
 from verify.definitions import Definition
 from verify.formulas import FormulaSymbol, NamedFormula
@@ -88,6 +88,7 @@ PROP1 = Claim(
     formulas=FORMULAS,
     checks=forward_identity(SPEC),
     setting=SPEC,  # the runner refuses --size values far above its sizes
+    exact=identity_truth(SPEC, FORMULAS, more_sizes=({"N": 4, "d": 3, "m": 2},)),  # for mutate
 )
 
 CLAIMS = [PROP1]

@@ -60,34 +60,37 @@ def test_report_writes_the_claim(capsys, tmp_path):
 
 
 def test_mutate_kills_every_mutant_that_is_not_a_true_statement(capsys):
-    """The survivors change a row of W_K or W_Q that the other's zero block annihilates: the
-    model reads them only through W_K^T W_Q, which is unchanged (for every d and m, by block
-    algebra), so each survivor is a true statement."""
+    """Every non-equivalent mutant is killed; the four that survive the checks change a row of
+    W_K or W_Q that the other's zero block annihilates. The kit's identity_truth judges them
+    true (the exact identity holds with them at the check's sizes and one more), and block
+    algebra proves it for every d and m: the model reads W_K, W_Q only through W_K^T W_Q."""
     import sympy
 
     from icl_verify_vonoswald2023 import PROP1
 
     code, out, _ = run(capsys, "mutate", "vonoswald2023.prop1", "--json")
     [report] = json.loads(out)["claims"]
-    counts = {f["formula"]: f["survived"] for f in report["formulas"]}
+    assert code == 0 and json.loads(out)["totals"]["survived"] == 0
+    counts = {f["formula"]: f["true"] for f in report["formulas"]}
     assert {k: v for k, v in counts.items() if v} == {"W_K": 2, "W_Q": 2}, counts
     wk, wq = PROP1.formula("W_K"), PROP1.formula("W_Q")
     product = sympy.block_collapse(wk.parse().T * wq.parse())
     for name in ("W_K", "W_Q"):
-        for text in _survivor_texts(out, name):
+        for text in _true_texts(out, name):
             k = wk.parse(text) if name == "W_K" else wk.parse()
             q = wq.parse(text) if name == "W_Q" else wq.parse()
             assert sympy.block_collapse(k.T * q) == product, text
 
 
-def _survivor_texts(out: str, name: str) -> list[str]:
+def _true_texts(out: str, name: str) -> list[str]:
     data = json.loads(out)["claims"][0]
     texts = []
     for f in data["formulas"]:
         if f["formula"] != name:
             continue
-        texts += [m["text"] for m in f["mutant_results"] if m["status"] == "survived"]
-    assert texts, f"no survivor texts for {name} in the JSON"
+        texts += [m["text"] for m in f["mutant_results"]
+                  if m["status"] == "true" and m["equivalence"]["kind"] == "true"]
+    assert texts, f"no true mutants of {name} in the JSON"
     return texts
 
 
