@@ -1,5 +1,5 @@
 """Search the minimal correction of every refuted claim's formulas and write what is found to
-proofs_checks/derived_corrections.json (see verify/corrections.py):
+its paper's derived_corrections.json, beside the paper's module (see verify/corrections.py):
 
     python scripts/derive_corrections.py [CLAIM_ID ...]
 

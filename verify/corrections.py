@@ -11,8 +11,9 @@ claim has several wrong formulas, each is searched with the others at the derive
 found, or else at the documented correction only while its own candidate is tried; the
 correction returned is then checked on its own (every formula as derived), so no documented
 text supports a derived verdict.  The search is too slow for every ``check`` (tens of symbolic
-runs per formula), so ``scripts/derive_corrections.py`` writes what it finds to ``DERIVED_FILE`` with the
-printed texts it started from; ``check`` takes an entry only while those texts are the claim's
+runs per formula), so ``scripts/derive_corrections.py`` writes what it finds to the paper's
+``derived_corrections.json`` (beside its module, ``derived_file``: a paper plugin ships its own)
+with the printed texts it started from; ``check`` takes an entry only while those texts are the claim's
 own, and checks it in every tier like a ``--set``.  A formula with no correction in its
 neighbourhood keeps its documented one (``source: documented``).
 """
@@ -27,7 +28,19 @@ from typing import Callable
 from .claim import Claim
 from .errors import UsageError
 
-DERIVED_FILE = Path(__file__).resolve().parent.parent / "proofs_checks" / "derived_corrections.json"
+DERIVED_NAME = "derived_corrections.json"
+
+
+def derived_file(paper: str) -> Path:
+    """The paper's derived corrections: ``derived_corrections.json`` in its package's folder."""
+    import importlib.util
+
+    from .registry import paper_modules
+
+    spec = importlib.util.find_spec(paper_modules()[paper].split(":", 1)[0])
+    if spec is None or spec.origin is None:
+        raise UsageError(f"paper {paper!r}: its module has no folder for {DERIVED_NAME}")
+    return Path(spec.origin).resolve().parent / DERIVED_NAME
 
 
 @dataclass(frozen=True)
@@ -192,7 +205,7 @@ def _borrowed_terms(claim: Claim, name: str) -> list[tuple[str, str]]:
     return out
 
 
-def load(path: Path = DERIVED_FILE) -> dict[str, dict]:
+def load(path: Path) -> dict[str, dict]:
     """The derived corrections on file ({} when there is no file), read once per version of
     the file (every refuted claim consults it)."""
     try:
@@ -209,7 +222,7 @@ def _read(path: Path, version: int) -> dict[str, dict]:
 def derived_for(claim: Claim, table: dict[str, dict] | None = None) -> Derived | None:
     """The derived correction on file for ``claim``, if it was derived from the texts the claim
     prints now (a changed formula invalidates the entry)."""
-    entry = (load() if table is None else table).get(claim.id)
+    entry = (load(derived_file(claim.paper)) if table is None else table).get(claim.id)
     if not entry:
         return None
     try:
@@ -221,7 +234,21 @@ def derived_for(claim: Claim, table: dict[str, dict] | None = None) -> Derived |
                    dict(entry["changes"]), dict(entry.get("tried", {})))
 
 
-def write(entries: dict[str, Derived], path: Path = DERIVED_FILE) -> None:
-    table = dict(load(path))
-    table.update({cid: d.as_dict() for cid, d in entries.items()})
-    path.write_text(json.dumps(dict(sorted(table.items())), indent=1) + "\n")
+def load_all(papers) -> dict[str, dict]:
+    """The derived corrections of every paper in ``papers``, one table."""
+    table: dict[str, dict] = {}
+    for paper in papers:
+        table.update(load(derived_file(paper)))
+    return table
+
+
+def write(entries: dict[str, Derived]) -> None:
+    """Add ``entries`` to their papers' files (each claim to its own paper's)."""
+    by_paper: dict[str, dict[str, Derived]] = {}
+    for cid, d in entries.items():
+        by_paper.setdefault(cid.split(".", 1)[0], {})[cid] = d
+    for paper, found in by_paper.items():
+        path = derived_file(paper)
+        table = dict(load(path))
+        table.update({cid: d.as_dict() for cid, d in found.items()})
+        path.write_text(json.dumps(dict(sorted(table.items())), indent=1) + "\n")

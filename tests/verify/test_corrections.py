@@ -2,12 +2,21 @@
 derivation (its symbolic tier) proves, checked on its own in every tier."""
 import pytest
 
-from verify.corrections import Derived, chosen, derived_for, load, search
+from verify.corrections import Derived, chosen, derived_file, derived_for, load, load_all, search
 from verify.mutants import equivalence
-from verify.registry import find
+from verify.registry import BUILT_IN, find
 from verify.runner import check_claim
 
-TABLE = load()
+TABLE = load_all(BUILT_IN)
+
+
+def test_each_paper_keeps_its_derived_corrections_beside_its_module():
+    """A paper plugin ships its own file: every entry sits in its own paper's file."""
+    for paper in BUILT_IN:
+        path = derived_file(paper)
+        assert path.parent.name == paper
+        assert all(cid.startswith(paper + ".") for cid in load(path))
+    assert load(derived_file("ahn2023")) == {}   # ahn2023 has no derived correction (no file)
 
 
 def test_the_search_finds_the_one_change_that_makes_eq8_true():
