@@ -309,7 +309,11 @@ def cut(text: str, limit: int = 40) -> str:
 def describe_approach(closest: dict) -> str:
     """A closest approach (``closest_over_tiers``) in words; long instance values are cut."""
     at = ", ".join(f"{k}={cut(str(v))}" for k, v in closest.get("at", {}).items())
-    return (f"closest approach: {closest['used']:.3g} of the bound ({closest['measure']}; "
+    used = closest["used"]
+    # exactly 1 is a bound attained (tight), not a violation; near 1, enough digits to tell
+    amount = ("tight: the bound is attained, 1" if used == 1 else
+              f"{used:.9g}" if abs(used - 1) < 1e-3 else f"{used:.3g}")
+    return (f"closest approach: {amount} of the bound ({closest['measure']}; "
             f"{closest['tier']} {closest['check']}" + (f" at {at}" if at else "") + ")")
 
 

@@ -126,3 +126,14 @@ def test_proof_findings_never_decide_the_statement_and_form_the_proof_part():
     assert only.status == "skipped" and "checks the proof only" in only.reason
     assert proof_of({"symbolic": only})["status"] == "supported"
     assert proof_of({"numeric": combine([Finding("x", True)])})["status"] == "not checked"
+
+
+def test_a_closest_approach_of_exactly_one_reads_as_tight_and_near_one_shows_its_digits():
+    from verify.evidence import describe_approach
+
+    base = {"measure": "lhs / rhs", "tier": "symbolic", "check": "bound"}
+    assert describe_approach({**base, "used": 1.0}).startswith(
+        "closest approach: tight: the bound is attained, 1 of the bound")
+    assert "0.99999 of the bound" in describe_approach({**base, "used": 0.99999})
+    assert "1.0000004 of the bound" in describe_approach({**base, "used": 1.0000004})
+    assert "0.042 of the bound" in describe_approach({**base, "used": 0.042})
