@@ -13,8 +13,8 @@ correction returned is then checked on its own (every formula as derived), so no
 text supports a derived verdict.  The search is too slow for every ``check`` (tens of symbolic
 runs per formula), so ``scripts/derive_corrections.py`` writes what it finds to the paper's
 ``derived_corrections.json`` (beside its module, ``derived_file``: a paper plugin ships its own)
-with the printed texts it started from; ``check`` takes an entry only while those texts are the claim's
-own, and checks it in every tier like a ``--set``.  A formula with no correction in its
+with the printed texts it started from; ``check`` takes an entry only while those texts are the
+claim's own, and checks it in every tier like a ``--set``.  A formula with no correction in its
 neighbourhood keeps its documented one (``source: documented``).
 """
 from __future__ import annotations
@@ -31,6 +31,7 @@ from .errors import UsageError
 DERIVED_NAME = "derived_corrections.json"
 
 
+@lru_cache(maxsize=None)
 def derived_file(paper: str) -> Path:
     """The paper's derived corrections: ``derived_corrections.json`` in its package's folder."""
     import importlib.util

@@ -36,7 +36,8 @@ class Definition:
 
     def __post_init__(self) -> None:
         if not self.name or not self.meaning.strip() or not self.equation.strip():
-            raise ValueError(f"definition of {self.name!r}: name, meaning and equation are required")
+            raise ValueError(f"definition of {self.name!r}: name, meaning and equation are "
+                             f"required")
 
     def as_dict(self) -> dict:
         out = {"symbol": self.name, "meaning": self.meaning, "defined_in": self.equation}
@@ -90,8 +91,9 @@ class Definitions:
         return self._local.get((name, claim_id), self._wide.get(name))
 
     def all(self) -> list[Definition]:
-        return sorted([*self._wide.values(), *self._local.values()],
-                      key=lambda d: (d.name, d.claims))
+        """Each definition once (a local one is stored per claim it names)."""
+        unique = {id(d): d for d in (*self._wide.values(), *self._local.values())}
+        return sorted(unique.values(), key=lambda d: (d.name, d.claims))
 
     def claims_named(self) -> set[str]:
         return {cid for _, cid in self._local}

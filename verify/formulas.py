@@ -102,7 +102,7 @@ def _dim(s: str):
 
 def shape_value(s: str, sizes: Mapping[str, int]) -> int:
     """A shape entry (``d+1``) at concrete sizes."""
-    v = sympy.sympify(_dim(s)).xreplace({size_symbol(k): sympy.Integer(v) for k, v in sizes.items()})
+    v = as_sympy(_dim(s)).xreplace({size_symbol(k): sympy.Integer(v) for k, v in sizes.items()})
     if not v.is_Integer:
         raise UsageError(f"shape entry {s!r} needs sizes it was not given ({sorted(sizes)})")
     return int(v)

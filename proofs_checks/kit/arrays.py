@@ -3,7 +3,7 @@ and float64 torch tensors.  A kit check writes its model and its claimed output 
 ``Arrays`` and runs them in both (``Exact`` for the symbolic tier, ``Floats`` for the numeric)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import sympy
@@ -21,7 +21,6 @@ class Arrays:
     values: dict[str, Any]
     formulas: Mapping[str, sympy.Basic]
     sizes: Mapping[str, int]
-    _cache: dict = field(default_factory=dict, repr=False)
 
     def __getitem__(self, name: str) -> Any:
         return self.values[name]
@@ -61,12 +60,12 @@ class Exact(Arrays):
     def grad(self, name: str, wrt: str, at: Any) -> sympy.Matrix:
         """d(formula)/d(wrt) at ``at``: the scalar formula with ``wrt`` a matrix of fresh
         symbols, differentiated entry by entry (no formula for the gradient is assumed)."""
-        r, c = sympy.Matrix(at).shape
-        free = sympy.Matrix(r, c, lambda i, j: sympy.Symbol(f"_{wrt}_{i}_{j}"))
+        at = sympy.Matrix(at)
+        free = sympy.Matrix(*at.shape, lambda i, j: sympy.Symbol(f"_{wrt}_{i}_{j}"))
         value = self.formula(name, **{wrt: free})
         value = value[0, 0] if isinstance(value, sympy.MatrixBase) else value
         g = free.applyfunc(lambda s: sympy.diff(value, s))
-        return g.subs({free[i, j]: sympy.Matrix(at)[i, j] for i in range(r) for j in range(c)})
+        return g.xreplace(dict(zip(free, at)))
 
 
 class Floats(Arrays):

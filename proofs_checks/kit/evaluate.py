@@ -8,12 +8,13 @@ from typing import Any, Mapping
 import sympy
 import torch
 
-from verify.formulas import size_symbol
+from verify.formulas import as_sympy, size_symbol
 
 F64 = torch.float64
 
 
-def torch_value(expr: sympy.Basic, values: Mapping[str, Any], sizes: Mapping[str, int]) -> torch.Tensor:
+def torch_value(expr: sympy.Basic, values: Mapping[str, Any],
+                sizes: Mapping[str, int]) -> torch.Tensor:
     """The value of ``expr`` with symbols looked up by name in ``values`` (tensors or numbers)
     and size symbols in ``sizes``; differentiable in every tensor that requires grad."""
     subs = {size_symbol(k): sympy.Integer(v) for k, v in sizes.items()}
@@ -69,7 +70,7 @@ def torch_value(expr: sympy.Basic, values: Mapping[str, Any], sizes: Mapping[str
         raise ValueError(f"cannot evaluate {type(e).__name__} in torch")
 
     def _size(x: sympy.Basic) -> int:
-        v = sympy.sympify(x).xreplace(subs)
+        v = as_sympy(x).xreplace(subs)
         if not v.is_Integer:
             raise ValueError(f"size {x} is not known")
         return int(v)

@@ -63,7 +63,8 @@ class ForwardIdentity:
 
 def forward_identity(spec: ForwardIdentity) -> dict[str, Check]:
     """The symbolic and numeric checks of a forward-pass identity."""
-    return {"symbolic": lambda ctx: _symbolic(spec, ctx), "numeric": lambda ctx: _numeric(spec, ctx)}
+    return {"symbolic": lambda ctx: _symbolic(spec, ctx),
+            "numeric": lambda ctx: _numeric(spec, ctx)}
 
 
 def identity_truth(spec: ForwardIdentity, formulas: Sequence[NamedFormula],
@@ -93,18 +94,15 @@ def identity_truth(spec: ForwardIdentity, formulas: Sequence[NamedFormula],
                        definition=judge)
 
 
-def _dim(shape_name: str, sizes: Mapping[str, int]) -> int:
-    return shape_value(shape_name, sizes)
-
-
 def _inputs(spec: ForwardIdentity, sizes: Mapping[str, int]) -> dict[str, tuple]:
     return dict(spec.inputs(sizes) if callable(spec.inputs) else spec.inputs)
 
 
 def _symbol_matrix(name: str, rows: int, cols: int, symmetric: bool) -> sympy.Matrix:
     if symmetric:
-        return sympy.Matrix(rows, cols, lambda i, j: sympy.Symbol(f"{name}_{min(i, j)}{max(i, j)}"))
-    return sympy.Matrix(rows, cols, lambda i, j: sympy.Symbol(f"{name}_{i}{j}"))
+        return sympy.Matrix(rows, cols,
+                            lambda i, j: sympy.Symbol(f"{name}_{min(i, j)}_{max(i, j)}"))
+    return sympy.Matrix(rows, cols, lambda i, j: sympy.Symbol(f"{name}_{i}_{j}"))
 
 
 def _symbolic(spec: ForwardIdentity, ctx: Context) -> TierResult:
@@ -114,7 +112,8 @@ def _symbolic(spec: ForwardIdentity, ctx: Context) -> TierResult:
         sizes = {**sizes, **{k: v for k, v in asked.items() if k in sizes}}
         values: dict[str, Any] = {}
         for name, (r, c, *sym) in _inputs(spec, sizes).items():
-            values[name] = _symbol_matrix(name, _dim(r, sizes), _dim(c, sizes), bool(sym))
+            values[name] = _symbol_matrix(name, shape_value(r, sizes), shape_value(c, sizes),
+                                          bool(sym))
         values.update({s: sympy.Symbol(s) for s in spec.scalars})
         a = Exact(values, ctx.formulas, sizes)
         try:
@@ -152,13 +151,13 @@ def _rational_instance(spec, ctx, sizes, values, diff, entry) -> dict:
     """A rational point where the two sides differ (the difference is a non-zero polynomial,
     so small random rationals find one)."""
     rng = ctx.rng("forward-identity", _label(sizes))
+    everything = set().union(*(v.free_symbols for v in values.values()))
     for _ in range(20):
-        everything = set().union(*(sympy.sympify(v).free_symbols for v in values.values()))
         subs = {s: sympy.Rational(int(rng.integers(-3, 4)), int(rng.integers(1, 3)))
                 for s in sorted(everything, key=str)}
         gap = diff[entry].xreplace(subs)
         if gap != 0:
-            shown = {name: sympy.Matrix(v).xreplace(subs).tolist() if isinstance(v, sympy.MatrixBase)
+            shown = {name: v.xreplace(subs).tolist() if isinstance(v, sympy.MatrixBase)
                      else v.xreplace(subs) for name, v in values.items()}
             return {"sizes": sizes, "entry": list(entry), "difference": str(gap),
                     "inputs": {k: str(v) for k, v in shown.items()}}
@@ -180,12 +179,12 @@ def _numeric(spec: ForwardIdentity, ctx: Context) -> TierResult:
         w, U = np.linalg.eigh((sigma + sigma.T) / 2)
         with np.errstate(all="ignore"):
             root = torch.as_tensor((U * np.sqrt(np.clip(w, 0, None))) @ U.T, dtype=torch.float64)
-    worst, worst_at, allow_at = 0.0, None, None
     lhs_all, rhs_all, scales = [], [], []
     for k in range(count):
         values: dict[str, Any] = {}
         for name, (r, c, *sym) in _inputs(spec, sizes).items():
-            m = randn(_dim(r, sizes), _dim(c, sizes), generator=gen, dtype=torch.float64)
+            m = randn(shape_value(r, sizes), shape_value(c, sizes), generator=gen,
+                      dtype=torch.float64)
             values[name] = (m + m.T) / 2 if sym else root @ m if (
                 root is not None and name in spec.covariates) else m
         values.update({s: abs(float(randn(1, generator=gen, dtype=torch.float64))) + 0.1
