@@ -58,19 +58,21 @@ class Setting:
 def thm1_setting(rt, paper_sizes: bool, find_init: bool = True) -> Setting:
     """ahn2023 Thm 1: one LSA layer with full P, Q; optimum eq. (8) (verified by the engine)."""
     from proofs_checks.ahn2023 import one_layer as a
+    from proofs_checks.kit import layer_optimum_float as k
+    from proofs_checks.kit.linear_icl import prompt_law
     from verify.claim import BUDGETS, Context
 
     budget = "paper" if paper_sizes else "default"
     ctx = Context("ahn2023.thm1", a.THM1.parsed_formulas()[0], {}, BUDGETS[budget])
     inst = a.THM1_SETTING.instance(budget, {}, None, ctx.rng("instance"))
     d, n = inst.d, inst.n
-    b_star, A_star = a._float_point(ctx.formulas, inst)
-    T_star = a._lifted(b_star, A_star)
-    law = a.prompt_law(inst, "identity")
+    b_star, A_star = k.float_point(a.THM1_CHECK, ctx.formulas, inst)
+    T_star = k.lifted(b_star, A_star)
+    law = prompt_law(inst, "identity")
 
     def exact(params):
         P, Q = params
-        return a._batched_exact_loss(P.unsqueeze(0), Q.unsqueeze(0), inst)()[0]
+        return k.batched_exact_loss(P.unsqueeze(0), Q.unsqueeze(0), inst)()[0]
 
     def sampled(params, batch, gen):
         P, Q = params
@@ -81,7 +83,7 @@ def thm1_setting(rt, paper_sizes: bool, find_init: bool = True) -> Setting:
 
     def error(params):
         P, Q = (p.detach().cpu().double().numpy() for p in params)
-        T = a._lifted(P[d, :], Q[:, :d])
+        T = k.lifted(P[d, :], Q[:, :d])
         return float(np.linalg.norm(T - T_star) / np.linalg.norm(T_star))
 
     # an initialisation from which exact-loss L-BFGS reaches the global optimum (f(b, A) also

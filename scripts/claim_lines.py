@@ -27,6 +27,16 @@ def _lines(obj) -> int:
         return 0
 
 
+def _held(value, package: str, seen: set, depth: int) -> int:
+    """Lines of the claim's callables inside a kit spec (a dataclass, maybe in a tuple)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return sum(_held(getattr(value, f.name), package, seen, depth)
+                   for f in dataclasses.fields(value))
+    if isinstance(value, (tuple, list)):
+        return sum(_held(v, package, seen, depth) for v in value)
+    return _own(value, package, seen, depth) if callable(value) else 0
+
+
 def _own(fn, package: str, seen: set, depth: int = 0) -> int:
     """Source lines of ``fn`` and of the paper's functions it names (one level deep), or of the
     callables a kit check closes over."""
@@ -46,11 +56,7 @@ def _own(fn, package: str, seen: set, depth: int = 0) -> int:
         return total
     for cell in (getattr(fn, "__closure__", None) or ()):  # a kit check or a lambda
         value = cell.cell_contents
-        if dataclasses.is_dataclass(value):
-            for f in dataclasses.fields(value):
-                total += _own(getattr(value, f.name), package, seen, depth)
-        elif callable(value):
-            total += _own(value, package, seen, depth)
+        total += _held(value, package, seen, depth)
     if getattr(fn, "__name__", "") == "<lambda>" and isinstance(fn, types.FunctionType):
         for name in fn.__code__.co_names:
             g = fn.__globals__.get(name)

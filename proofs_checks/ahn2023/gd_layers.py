@@ -18,8 +18,9 @@ from verify.formulas import FormulaSymbol, NamedFormula, compile_formula
 
 from ..kit import ForwardIdentity, forward_identity
 from ..kit.linear_icl import LinearICLSetting, prompt_law
-from .one_layer import (PAPER, _D, _N, _OVERFLOW, _finite, _sampled_budget,
-                        d_sym)
+from ..kit.layer_optimum_float import (OVERFLOW as _OVERFLOW, finite as _finite,
+                                      sampled_budget as _sampled_budget)
+from .one_layer import PAPER, _D, _N, d_sym
 
 
 # ==============================================================================================
