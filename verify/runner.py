@@ -13,6 +13,7 @@ from .claim import BUDGETS, TIERS, Claim, Context, FormulaReads, TierResult
 from .corrections import chosen
 from .errors import UsageError
 from .limits import TimedOut, refuse_work, time_limit
+from .sigma import EVERY_SIGMA, SigmaReads
 from .verdict import Verdict, decide, first_counterexample, proof_of, unread, why_undecided
 
 
@@ -28,7 +29,8 @@ def run_tiers(claim: Claim, ctx: Context, tiers: Sequence[str],
             continue
         start = time.perf_counter()
         reads = FormulaReads(ctx.formulas)
-        tier_ctx = replace(ctx, formulas=reads)
+        sigma = SigmaReads(ctx.sigma) if ctx.sigma is not None else None
+        tier_ctx = replace(ctx, formulas=reads, sigma=sigma)
         caught: list = []
         monitor = gpu_monitor(ctx.device)
         try:
@@ -47,6 +49,9 @@ def run_tiers(claim: Claim, ctx: Context, tiers: Sequence[str],
                 "exception": f"{type(exc).__name__}: {exc}",
                 "where": f"{tb.filename.rsplit('/', 1)[-1]}:{tb.lineno}",
             }, reason=f"the {tier} tier raised {type(exc).__name__}: {_first_line(exc)}")
+        if sigma is not None and not sigma.read and result.status in ("pass", "fail") and \
+                result.evidence.get("sigma_scope") != EVERY_SIGMA:
+            result = _sigma_not_read(result, ctx.sigma)
         result.seconds = time.perf_counter() - start
         result.reads = tuple(sorted(reads.read))
         if caught:  # evidence, not noise on stderr: numpy's overflow warnings say where
@@ -55,6 +60,16 @@ def run_tiers(claim: Claim, ctx: Context, tiers: Sequence[str],
             result.evidence = {**result.evidence, "gpu_use": monitor.summary()}
         results[tier] = result
     return results
+
+
+def _sigma_not_read(result: TierResult, sigma) -> TierResult:
+    """A tier that never looked at ``--sigma`` checked the claim at its own covariance: it
+    decides nothing about the one asked for (its finding stays in the evidence)."""
+    return TierResult("skipped", evidence={
+        "sigma_asked": sigma.describe(), "status_at_its_own_covariance": result.status,
+        "reason_at_its_own_covariance": result.reason}, reason=(
+        f"this tier does not read --sigma {sigma.describe()}: it checks the claim at a "
+        f"covariance of its own, so it cannot decide it at the one asked for"))
 
 
 def _warning_lines(caught: list, limit: int = 10) -> list[str]:
@@ -80,6 +95,9 @@ def validate(claim: Claim, sizes: Mapping[str, int], sigma, budget: str,
     (UsageError otherwise, before any work)."""
     if claim.setting is None:
         return
+    fixed = getattr(claim.setting, "fixed_sigma", "")
+    if sigma is not None and fixed:
+        raise UsageError(f"{claim.id} takes no --sigma: {fixed}")
     if hasattr(claim.setting, "validate"):
         claim.setting.validate(dict(sizes), sigma)
     kind = getattr(sigma, "kind", None)

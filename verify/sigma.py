@@ -27,6 +27,36 @@ class SigmaSpec:
         return f"{self.kind}:{','.join(str(v) for v in self.values)}"
 
 
+# a tier's evidence["sigma_scope"]: its statement was checked for every covariance (symbolic in
+# Sigma, or an identity in every input), so --sigma needs no reading to be covered
+EVERY_SIGMA = "every covariance"
+
+
+class SigmaReads(SigmaSpec):
+    """A tier's view of ``--sigma`` that records whether the tier looked at it (``read``): a
+    tier that never reads the covariance the user asked for checked its own, and cannot decide
+    the claim at the asked one (the runner skips its result).  ``is None`` tests do not read."""
+
+    def __init__(self, spec: SigmaSpec) -> None:
+        object.__setattr__(self, "_spec", spec)
+        object.__setattr__(self, "read", False)
+
+    def __getattribute__(self, name: str):
+        if name in ("kind", "values", "describe"):
+            object.__setattr__(self, "read", True)
+            return getattr(object.__getattribute__(self, "_spec"), name)
+        return object.__getattribute__(self, name)
+
+    def __eq__(self, other) -> bool:
+        return object.__getattribute__(self, "_spec") == other
+
+    def __hash__(self) -> int:
+        return hash(object.__getattribute__(self, "_spec"))
+
+    def __repr__(self) -> str:
+        return f"SigmaReads({object.__getattribute__(self, '_spec')!r})"
+
+
 SIGMA_MAX_TEXT = 100_000  # characters of --sigma
 SIGMA_MAX_DIM = 64  # rows of --sigma (the work estimate may allow fewer)
 # a number: decimal or scientific (exponent of at most 3 digits), optionally over an integer

@@ -37,7 +37,9 @@ _D = FormulaSymbol("d")
 LEMMA8_SETTING = LinearICLSetting(
     w_prior="sigma_inverse",
     sizes={"quick": {"n": 20, "d": 5, "layers": 3}, "default": {"n": 20, "d": 5, "layers": 3},
-           "paper": {"n": 20, "d": 5, "layers": 3}})
+           "paper": {"n": 20, "d": 5, "layers": 3}},
+    fixed_sigma="its check is symbolic in Sigma (through an eigenvalue of Sigma: every "
+                "covariance at once)")
 LEMMA8_FORMULAS = (
     NamedFormula("P_top", "ZeroMatrix(d, d)", (_SIGMA, _D), equation="(9)",
                  description="the top-left block of P_i (0 in eq. (9); B_i in eq. (13))",
@@ -148,7 +150,8 @@ LEMMA9_FORMULAS = (
 )
 LEMMA9_SETTING = LinearICLSetting(
     w_prior="identity",
-    sizes={"quick": {"n": 3, "d": 2}, "default": {"n": 3, "d": 2}, "paper": {"n": 3, "d": 2}})
+    sizes={"quick": {"n": 3, "d": 2}, "default": {"n": 3, "d": 2}, "paper": {"n": 3, "d": 2}},
+    fixed_sigma="its identities are exact with Sigma a symbolic letter (every covariance at once)")
 
 
 def _ybar_coefficient(expr: sympy.Basic) -> sympy.Expr | None:
@@ -255,7 +258,9 @@ LEMMA7_FORMULAS = (
 )
 LEMMA7_SETTING = LinearICLSetting(
     w_prior="identity",
-    sizes={"quick": {"n": 5, "d": 3}, "default": {"n": 5, "d": 3}, "paper": {"n": 5, "d": 3}})
+    sizes={"quick": {"n": 5, "d": 3}, "default": {"n": 5, "d": 3}, "paper": {"n": 5, "d": 3}},
+    fixed_sigma="it is checked at diagonal rational Lambda instances of its own (d = 3, n "
+                "symbolic)")
 
 
 PROBES = sympy.symbols("p_y q_y")

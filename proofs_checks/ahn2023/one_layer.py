@@ -68,7 +68,9 @@ def isotropic_point(v):
 
 
 THM1_CHECK = LayerOptimum(thm1_point, THM1_SETTING, what="eq. (8)", rescaling="A_scale",
-                          special_cases=(SpecialCase("isotropic", isotropic_point),))
+                          special_cases=(SpecialCase("isotropic", isotropic_point),),
+                          refs={"forward": "eqs. (3)-(4)", "reduction": "App. A.1",
+                                "loss": "eq. (6)"})
 
 THM1 = Claim(
     id="ahn2023.thm1",

@@ -109,11 +109,17 @@ def sec35_delta(*more: FormulaSymbol) -> NamedFormula:
                         equation="Sec. 3.5", description="delta := (8 L d / sqrt(n))^{1/(2L)}")
 
 
-def _setting(quick: Mapping, default: Mapping | None = None, paper: Mapping | None = None):
+# the checks that take no --sigma, and what they use instead (the engine refuses the option)
+OWN_SIGMA = ("its checks choose Sigma* themselves (symbolic Sigma* letters, random rational "
+             "positive definite instances, or Sigma* = I where the statement is whitened)")
+
+
+def _setting(quick: Mapping, default: Mapping | None = None, paper: Mapping | None = None,
+             fixed_sigma: str = OWN_SIGMA):
     default = default or quick
     return LinearICLSetting(w_prior="sigma_inverse",
                             sizes={"quick": dict(quick), "default": dict(default),
-                                   "paper": dict(paper or default)})
+                                   "paper": dict(paper or default)}, fixed_sigma=fixed_sigma)
 
 
 def _size(ctx: Context, setting, name: str) -> int:

@@ -31,7 +31,7 @@ from .moment_search import _huge_power
 
 
 OPT_SETTING = _setting({"n": 20, "d": 3, "L": 2}, {"n": 20, "d": 5, "L": 2},
-                       {"n": 20, "d": 10, "L": 3})
+                       {"n": 20, "d": 10, "L": 3}, fixed_sigma="")  # Thm 3.2's numeric tier takes it
 _OPT_SYMBOLS = (_N, _D, _L, _DELTA)
 
 

@@ -30,6 +30,7 @@ from models.device import randn
 from verify.claim import BUDGETS, Check, Context, ExactValues, TierResult
 from verify.evidence import Finding, combine, settle_le, step
 from verify.formulas import NamedFormula, shape_value
+from verify.sigma import EVERY_SIGMA
 
 from .arrays import Arrays, Exact, Floats
 
@@ -59,6 +60,12 @@ class ForwardIdentity:
     # Claim(setting=spec): the runner refuses --size values far above these sizes (exit 2)
     model_latex: str = ""
     claimed_latex: str = ""
+
+    @property
+    def fixed_sigma(self) -> str:
+        """Why ``--sigma`` does not apply ("" where the covariates take it)."""
+        return "" if self.covariance is not None else (
+            "the identity holds for every input, with no covariance to choose")
 
 
 def forward_identity(spec: ForwardIdentity) -> dict[str, Check]:
@@ -143,8 +150,8 @@ def _symbolic(spec: ForwardIdentity, ctx: Context) -> TierResult:
                   "The named formulas as read (--set reaches them); gradients differentiated "
                   "entry by entry by the kit."),
              step("Identity", r"\text{model} - \text{claimed} = 0", "Expanded exactly.")]
-    return combine(findings, {"sizes_checked": rows, "scope": "exact at the sizes listed"},
-                   steps=steps)
+    return combine(findings, {"sizes_checked": rows, "scope": "exact at the sizes listed",
+                              "sigma_scope": EVERY_SIGMA}, steps=steps)
 
 
 def _rational_instance(spec, ctx, sizes, values, diff, entry) -> dict:

@@ -23,7 +23,7 @@ training tiers are in ``layer_optimum_float``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Callable, Mapping, Sequence
 
@@ -91,6 +91,8 @@ class LayerOptimum:
     rescaling: str | None = None  # formula of A's factor when b is scaled by gamma
     special_cases: Sequence[SpecialCase] = ()
     risk: str | None = None  # formula of the loss at the optimum
+    # where the paper states each step, shown in the derivation: "forward", "reduction", "loss"
+    refs: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
         if self.setting.w_prior != "identity":
@@ -363,12 +365,14 @@ def _steps(parts: LayerLoss, g, eq, spec: LayerOptimum, formulas) -> list:
     pred = canonical(readout(lsa_forward(sp.Z, [(P, Q)], sp.mask, n_sym))).simplify()
     Xs = gaussian_matrix("X", "d", "n", row_cov=matrix("Sigma", symmetric=True))
     wmw = expectation(Xs @ Xs.T @ matrix("M") @ Xs @ Xs.T).simplify()
+    ref = {k: f" ({v})" for k, v in spec.refs.items()}
     steps = [
         step("Forward pass", r"[Z_1]_{d+1,n+1} = " + pred.latex(),
-             "One layer Z_1 = Z_0 + (1/n) P Z_0 M (Z_0^T Q Z_0) run on the symbolic prompt "
+             "One layer Z_1 = Z_0 + (1/n) P Z_0 M (Z_0^T Q Z_0)" + ref.get("forward", "") +
+             " run on the symbolic prompt "
              "Z_0 = [[X, x_q], [w^T X, 0]] with full P = [[P_xx, p_xy], [p_yx^T, p_yy]] and Q "
              "likewise; the entry is a polynomial in the random letters X, w, x_q."),
-        step("Reduction", r"[Z_1]_{d+1,n+1} - b^\top C A x_q = " + (parts.reduction.latex() or "0"),
+        step("Reduction" + ref.get("reduction", ""), r"[Z_1]_{d+1,n+1} - b^\top C A x_q = " + (parts.reduction.latex() or "0"),
              "The prediction equals b^T C A x_q with b the last row of P, A the first d columns of "
              "Q and C = Z_0 M Z_0^T / n, so f depends only on (b, A) and is a convex quadratic in "
              "T = b (x) A."),
@@ -378,7 +382,8 @@ def _steps(parts: LayerLoss, g, eq, spec: LayerOptimum, formulas) -> list:
              "Isserlis' theorem over the pairings of each random letter; sample indices that are "
              "paired collapse, and each free sample loop gives a factor n (W = X X^T)."),
         step("Population loss", r"f(b, A) = " + parts.loss.latex(),
-             "E[([Z_1]_{d+1,n+1} + w^T x_q)^2], with b = [p_yx; p_yy] and A = [Q_xx; q_yx^T]."),
+             "E[([Z_1]_{d+1,n+1} + w^T x_q)^2]" + ref.get("loss", "") +
+             ", with b = [p_yx; p_yy] and A = [Q_xx; q_yx^T]."),
         step("Restricted loss", r"f\big([0;\beta], [A_{\mathrm{top}}; 0]\big) = "
              + parts.restricted_loss.latex(), "b = [0; beta] (beta = p_yy), last row of A = 0."),
         step("Stationarity", sympy.latex(eq) + " = 0",

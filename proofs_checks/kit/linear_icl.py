@@ -189,6 +189,8 @@ class LinearICLSetting:
     w_prior: str
     sizes: Mapping[str, Mapping[str, int]]
     work_caps: Mapping[str, Mapping[str, int]] = field(default_factory=lambda: LINEAR_WORK_CAPS)
+    # what the claim's checks use instead of a --sigma they cannot take ("": they take it)
+    fixed_sigma: str = ""
 
     def validate(self, sizes: Mapping[str, int], sigma: SigmaSpec | None) -> None:
         resolve_sizes(self.sizes["quick"], sizes, sigma)
