@@ -125,7 +125,10 @@ def _add_check(sub) -> None:
     p = sub.add_parser("check", help="check claims and print their verdicts")
     add_selection(p)
     add_run_options(p)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true",
+                   help="print every verdict with all its evidence as JSON on stdout")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="print the table only (no evidence lines under each claim)")
     p.add_argument("--set", action="append", default=[], metavar="NAME=EXPR",
                    help="replace a named formula by a sympy expression (a conjecture or a typo)")
     p.set_defaults(func=cmd_check)
@@ -236,7 +239,7 @@ def cmd_check(args) -> int:
     if args.json:
         print(json.dumps([v.as_dict() for v in verdicts], indent=2))
     else:
-        print(check_table(verdicts))
+        print(check_table(verdicts, quiet=args.quiet))
     return EXIT_OK if all(v.passed for v in verdicts) else EXIT_FAILED
 
 

@@ -102,6 +102,9 @@ class Finding:
     # paper's three"), or "": such a check neither verifies nor refutes the paper's claim
     # about its model (its failure is undecided, its pass is support "stand-in")
     stand_in: str = ""
+    # the comparison in one phrase, with the numbers it decided on ("eq. (8) = the derived
+    # optimum exactly at 2 rational Sigma, n symbolic"): the terminal prints it under the claim
+    summary: str = ""
 
     def __post_init__(self) -> None:
         if self.ok is False and self.tested is False:  # a counterexample is a comparison
@@ -253,6 +256,8 @@ def _entries(findings: list) -> dict:
             entry["tested"] = False
         if f.proof_step:
             entry["proof_step"] = f.proof_step
+        if f.summary:
+            entry["summary"] = f.summary
         out[f.name] = entry
     return out
 

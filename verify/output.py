@@ -55,7 +55,80 @@ def show_text(claim: Claim, defined: list[Definition] = ()) -> str:
     return "\n".join(out)
 
 
-def check_table(verdicts: list[Verdict]) -> str:
+def _number(x) -> str:
+    return f"{x:.3g}" if isinstance(x, float) else str(x)
+
+
+def _finding_phrase(name: str, entry: dict) -> str:
+    """One finding in a few words: its own summary, else the numbers a generic comparison
+    decided on (a z-test, a rounding ratio), else its name."""
+    if entry.get("summary"):
+        return entry["summary"]
+    if isinstance(entry.get("z"), (int, float)) and isinstance(entry.get("z_critical"), float):
+        n = entry.get("samples") or entry.get("n")
+        return (f"{name}: |z| = {abs(entry['z']):.2g} <= {entry['z_critical']:.3g}"
+                + (f" at {n:,} samples" if isinstance(n, int) else ""))
+    if isinstance(entry.get("max_abs_z"), float) and isinstance(entry.get("z_critical"), float):
+        return (f"{name}: max |z| = {entry['max_abs_z']:.2g} <= {entry['z_critical']:.3g}"
+                + (f" over {entry['components']} components" if entry.get("components") else ""))
+    ratios = [(k, v) for k, v in entry.items() if k.startswith("max_|") and "/" in k
+              and isinstance(v, (int, float))]
+    if ratios:
+        k, v = ratios[0]
+        return f"{name}: {k.removeprefix('max_')} <= {_number(v)} (must be <= 1)"
+    return name
+
+
+def tier_lines(v: Verdict, width: int = 100) -> list[str]:
+    """Under a claim, one line per tier that ran: what it decided on, or why it decided nothing."""
+    out = []
+    for tier in TIERS:
+        r = v.tiers.get(tier)
+        if r is None:
+            continue
+        if r.status == "pass":
+            found = [(k, e) for k, e in (r.evidence or {}).items()
+                     if isinstance(e, dict) and e.get("ok") is True and not e.get("proof_step")]
+            text = "; ".join(_finding_phrase(k, e) for k, e in found) or "passed"
+        else:
+            text = f"{r.status}: {r.reason or r.status}"
+        out.append(textwrap.fill(text, width, initial_indent=f"  {tier:<10}",
+                                 subsequent_indent=" " * 12))
+    return out
+
+
+def _plain(value) -> str:
+    """A value as a reader writes it: lists without quotes (exact numbers are strings)."""
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_plain(v) for v in value) + "]"
+    return str(value)
+
+
+def counterexample_block(ce: dict, width: int = 100) -> list[str]:
+    """A counterexample as aligned ``key  value`` lines, a nested entry as ``key sub`` lines
+    (values cut to the width; --json has them whole)."""
+    items = []
+    for k, v in ce.items():
+        if k in ("reason", "tier"):
+            continue
+        if isinstance(v, dict):
+            items += [(f"{k} {a}", b) for a, b in v.items()]
+        else:
+            items.append((k, v))
+    if not items:
+        return []
+    pad = max(len(k) for k, _ in items)
+    lines = [f"  counterexample ({ce['tier']}):" if "tier" in ce else "  counterexample:"]
+    room = max(40, width - pad - 6)
+    for k, v in items:
+        text = _plain(v)
+        if len(text) > room:
+            text = text[:room - 24] + f" ... ({len(text)} characters)"
+        lines.append(f"    {k.ljust(pad)}  {text}")
+    return lines
+
+
+def check_table(verdicts: list[Verdict], quiet: bool = False) -> str:
     rows = [["claim", "verdict", *TIERS, "seconds"]]
     for v in verdicts:
         cells = [v.claim, v.verdict]
@@ -65,22 +138,26 @@ def check_table(verdicts: list[Verdict]) -> str:
         cells.append(f"{sum(r.seconds for r in v.tiers.values()):.1f}")
         rows.append(cells)
     out = [_table(rows)]
+    if quiet:
+        return out[0]
     for v in verdicts:
         gap = [f for f in v.proof.get("findings", []) if f["ok"] is False]
         if v.verdict == "verified":
+            out.append(f"\n{v.claim}: verified")
+            out += tier_lines(v)
             closest = closest_over_tiers(v.tiers)
             if closest:
-                out.append(f"\n{v.claim}: {describe_approach(closest)}")
+                out.append(f"  {describe_approach(closest)}")
             if gap:
-                out.append(f"\n{v.claim}: {_proof_line(gap)}")
-            out += [f"\n{v.claim}: derived: the least {name} that holds is {s['value']} "
+                out.append(f"  {_proof_line(gap)}")
+            out += [f"  derived: the least {name} that holds is {s['value']} "
                     f"(printed: {s['printed']})" for name, s in v.sharp.items()
                     if s["value"] != s["printed"]]
             continue
         out.append(f"\n{v.claim}: {v.verdict}: {v.reason}")
+        out += tier_lines(v)
         if v.counterexample:
-            ce = {k: val for k, val in v.counterexample.items() if k not in ("reason",)}
-            out.append("  counterexample: " + _short(ce))
+            out += counterexample_block(v.counterexample)
         if gap:
             out.append(f"  {_proof_line(gap)}")
         if v.correction:
@@ -103,10 +180,3 @@ def _proof_line(gap: list[dict]) -> str:
         first.setdefault(f["step"], f["what"])
     steps = "; ".join(f"{step}: {what}" for step, what in first.items())
     return f"proof: gap at {steps} (the statement's verdict stands on its own)"
-
-
-def _short(value, limit: int = 400) -> str:
-    import json
-
-    text = json.dumps(value, default=str)
-    return text if len(text) <= limit else text[:limit] + " ..."

@@ -138,7 +138,9 @@ def _symbolic(spec: ForwardIdentity, ctx: Context) -> TierResult:
         findings.append(Finding(f"identity_{_label(sizes)}", not nonzero,
                                 {"sizes": sizes, "differing_entries": len(nonzero)}, ce,
                                 "" if not nonzero else f"{spec.what} differs from the claimed "
-                                f"expression in {len(nonzero)} entries at {_label(sizes)}"))
+                                f"expression in {len(nonzero)} entries at {_label(sizes)}",
+                                summary=f"exact in all {diff.rows * diff.cols} entries at "
+                                        f"{_label(sizes)}"))
     names = _inputs(spec, spec.exact_sizes[0]) if spec.exact_sizes else {}
     steps = [step("Symbolic inputs", "", "Every entry of " + ", ".join(
                   n + (" (symmetric)" if len(shape) > 2 else "") for n, shape in names.items()) +
@@ -240,7 +242,10 @@ def _numeric(spec: ForwardIdentity, ctx: Context) -> TierResult:
                        # the draws the seed picked (a different seed, different prompts)
                        "first_draw": first_draw}, ce,
                       "" if ok else why or f"{spec.what} differs from the claimed expression "
-                      f"by {worst:.3g} (allowed {float(allowance[k, 0, 0]):.3g})")
+                      f"by {worst:.3g} (allowed {float(allowance[k, 0, 0]):.3g})",
+                      summary=f"float64 forward pass within {worst:.1e} of the claimed side over "
+                              f"{count} Gaussian draws at {_label(sizes)} (allowance "
+                              f"{float(allowance.min()):.1e})")
     steps = [step("Gaussian inputs", "", f"{count} draws of every input at " + _label(sizes) +
                   "; the model run by torch in float64, the claimed side evaluated node by "
                   "node with autograd for its gradients.")]

@@ -170,9 +170,12 @@ def _loss_vs_monte_carlo(ctx, inst, rng, points) -> Finding:
                      "float64_rounding_of_exact": rounding, **est.as_dict(LEVEL, len(points))})
     reason = {None: OVERFLOW, True: "",
               False: "the derived loss is outside the Monte Carlo interval"}[ok]
+    worst = max((abs(r["z"]) for r in rows if isinstance(r["z"], float)), default=0.0)
     return Finding("derived_loss_vs_monte_carlo", ok, {"comparisons": rows},
                    None if ok is not False else {"instance": inst.as_dict(), "rows": rows,
-                                                 "seed": ctx.seed}, reason)
+                                                 "seed": ctx.seed}, reason,
+                   summary=f"derived loss = Monte Carlo of the forward pass at {len(rows)} "
+                           f"points (|z| <= {worst:.2g}, {ctx.budget.mc_samples:,} prompts each)")
 
 
 def _gradient_float64(inst, b, A) -> Finding:
@@ -204,7 +207,8 @@ def _gradient_float64(inst, b, A) -> Finding:
                                       "value": float(G[idx]), "rounding_bound": float(bound[idx]),
                                       "ratio": worst},
         {None: f"{why} ({OVERFLOW})", True: "",
-         False: "the gradient in T = b (x) A is not zero at the stated point"}[ok])
+         False: "the gradient in T = b (x) A is not zero at the stated point"}[ok],
+        summary=f"float64 gradient within its rounding bound (|G| <= {worst:.2g} K eps G~)")
 
 
 def _gradient_monte_carlo(ctx, inst, b, A, rng) -> Finding:
@@ -230,7 +234,9 @@ def _gradient_monte_carlo(ctx, inst, b, A, rng) -> Finding:
         None if ok is not False else {"instance": inst.as_dict(), "seed": ctx.seed,
                                       "max_abs_z": zmax},
         {None: OVERFLOW, True: "",
-         False: "Monte Carlo finds a non-zero gradient at the stated point"}[ok])
+         False: "Monte Carlo finds a non-zero gradient at the stated point"}[ok],
+        summary=f"Monte Carlo gradient max |z| = {zmax:.2g} <= {zc:.3g} over {z.size} "
+                f"components")
 
 
 def _risk_float64(spec, ctx, inst, b, A) -> Finding:
@@ -246,7 +252,8 @@ def _risk_float64(spec, ctx, inst, b, A) -> Finding:
                    None if ok is not False else {"instance": inst.as_dict(), "stated": stated,
                                                  "derived": derived},
                    why or ("" if ok else f"the stated {spec.risk} is not the loss at the "
-                                         f"optimum"))
+                                         f"optimum"),
+                   summary=f"{spec.risk} = the derived loss within {allowance:.1e} in float64")
 
 
 # ---------------------------------------------------------------------------------- train
@@ -388,7 +395,10 @@ def _exact_loss_training(spec, ctx, inst, rt, b_star, A_star, f_star, loss_tol,
                        reason=f"every restart diverged (restart 0: {runs[0]['reason']})")
     at_min = [r for r in live if abs(r["relative_loss_gap"]) <= loss_tol]
     if any(r["lifted_distance"] <= weight_tol for r in at_min):
-        return Finding("exact_loss_training", True, evidence)
+        near = min(r["lifted_distance"] for r in at_min)
+        return Finding("exact_loss_training", True, evidence, summary=(
+            f"{len(at_min)} of {len(runs)} L-BFGS restarts reach {spec.what}'s loss, the nearest "
+            f"weights {near:.1e} from it in sym(b (x) A)"))
     if at_min:
         # f is a positive definite quadratic in sym(T) (Sigma > 0): its minimiser is unique,
         # so the loss alone decides nothing where the weights land elsewhere
@@ -441,4 +451,6 @@ def _sampled_training(ctx, inst, rt, b_star, A_star, f_star, loss_tol) -> Findin
                         "trained_A": A.tolist(), **sampled},
                        "sampled training found a lower exact loss than the stated point")
     return Finding("sampled_prompt_training", True, sampled,
-                   reason="evidence only: finite-batch Adam approaches the optimum")
+                   reason="evidence only: finite-batch Adam approaches the optimum",
+                   summary=f"sampled-prompt Adam ends {sampled['relative_loss_gap']:.1e} above "
+                           f"the optimal loss (evidence only)")

@@ -143,9 +143,29 @@ def test_check_prints_how_near_a_bound_came_to_failing(capsys):
     code, out, _ = run(capsys, "check", "gatmiry2024.thm4_4", "gatmiry2024.thm_a11", "--tier",
                        "symbolic", "--budget", "quick")
     assert code == 0
-    assert "gatmiry2024.thm4_4: closest approach: 0.042 of the bound (max_i |lambda_i" in out
+    assert "gatmiry2024.thm4_4: verified\n" in out
+    assert "  closest approach: 0.042 of the bound (max_i |lambda_i" in out
     assert ("the correction's closest approach: 0.0156 of the bound (the named lower bound "
             "(rhs) / ||grad L(A, 0)||_F^2; symbolic") in out
+
+
+def test_check_prints_what_each_tier_decided_on_and_quiet_prints_the_table(capsys):
+    """Under a verified claim, one line per tier with the numbers it decided on; a refuted one
+    shows its counterexample as aligned lines, not a JSON line; -q prints the table only."""
+    code, out, _ = run(capsys, "check", "ahn2023.thm1", "--tier", "symbolic,numeric",
+                       "--budget", "quick")
+    assert code == 0
+    assert "  symbolic  the prediction is b^T C A x_q exactly" in out
+    assert "gradient max |z| = " in out
+    code, out, _ = run(capsys, "check", "ahn2023.thm1", "--tier", "symbolic", "--budget", "quick",
+                       "--set", "A_top=-U*Inverse((n+2)/n*Lambda + trace(Lambda)/n*Identity(d))*U.T")
+    assert code == 1 and "  counterexample (symbolic):" in out
+    lines = out.splitlines()
+    assert any(l.startswith("    paper_A_top ") and l.endswith(" -21/61") for l in lines)
+    assert any(l.startswith("    instance Sigma ") for l in lines) and "{" not in out
+    code, out, _ = run(capsys, "check", "ahn2023.thm1", "--tier", "symbolic", "--budget", "quick",
+                       "-q")
+    assert code == 0 and len(out.strip().splitlines()) == 3
 
 
 def test_check_verified_exits_0(capsys):
