@@ -14,6 +14,11 @@ from .claim import BUDGETS, TIERS
 from .errors import UsageError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_TEXT = """exit status:
+  0  every claim checked is verified or corrected (list, show: done)
+  1  some claim is refuted or inconclusive
+  2  bad input (one line on stderr: an unknown claim, option or formula; work a budget cannot
+     finish; an option a claim cannot honour)"""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -48,36 +53,47 @@ def _tiers(text: str) -> list[str]:
 
 
 def _add_list(sub) -> None:
-    p = sub.add_parser("list", help="list the claims")
+    p = sub.add_parser("list", help="list the claims", description="List the claims, headed by "
+                       "the citation of each paper.", epilog=EXIT_TEXT,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--paper", help="only this paper's claims")
     p.add_argument("--definitions", action="store_true",
                    help="the paper's definitions of its symbols instead (with --paper)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--verdicts", nargs="?", const="expected_verdicts.toml", default=None,
+                   metavar="TOML", help="add the verdict recorded for each claim in TOML "
+                   "(default: expected_verdicts.toml in the current directory)")
+    p.add_argument("--json", action="store_true", help="print the list as JSON")
     p.set_defaults(func=cmd_list)
 
 
 def _add_show(sub) -> None:
-    p = sub.add_parser("show", help="a claim's statement, assumptions and named formulas")
-    p.add_argument("id")
-    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("show", help="a claim's statement, assumptions and named formulas",
+                       epilog=EXIT_TEXT, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("id", help="the claim id, e.g. ahn2023.thm1")
+    p.add_argument("--json", action="store_true", help="print the claim as JSON")
     p.set_defaults(func=cmd_show)
 
 
 def add_selection(p) -> None:
     """The claim selection shared by check, report and mutate: IDs, --paper or --all."""
-    p.add_argument("ids", nargs="*", metavar="ID")
+    p.add_argument("ids", nargs="*", metavar="ID", help="claim ids, e.g. ahn2023.thm1")
     p.add_argument("--paper", help="every claim of this paper")
     p.add_argument("--all", action="store_true", help="every claim")
 
 
 def add_run_options(p) -> None:
-    p.add_argument("--tier", default=",".join(TIERS), help="comma-separated: symbolic,numeric,train")
-    p.add_argument("--budget", default="default", help="quick | default | paper")
-    p.add_argument("--device", default="auto", help="auto | cpu | cuda")
-    p.add_argument("--seed", default=0, type=_seed)
+    p.add_argument("--tier", default=",".join(TIERS),
+                   help="comma-separated: symbolic,numeric,train (default: all three)")
+    p.add_argument("--budget", default="default",
+                   help="quick | default | paper: sizes, samples and restarts (default: default)")
+    p.add_argument("--device", default="auto",
+                   help="auto | cpu | cuda: where training and Monte Carlo run (default: auto)")
+    p.add_argument("--seed", default=0, type=_seed,
+                   help="the seed every random draw derives from (default: 0)")
     p.add_argument("--size", action="append", default=[], metavar="NAME=INT",
                    help="override a size of the setting (n, d, layers, ...)")
-    p.add_argument("--sigma", help="covariance: identity, diag:1,1/2, rotated:1,1/2 or [[2,1],[1,2]]")
+    p.add_argument("--sigma", help="covariance: identity, diag:1,1/2, rotated:1,1/2 or "
+                   "[[2,1],[1,2]] (a claim whose checks fix it refuses it)")
     p.add_argument("--timeout", type=_timeout, default=None, metavar="SECONDS",
                    help="stop a claim still running after this many seconds: it is reported "
                         "inconclusive (timed out), never a verdict it did not reach")
@@ -122,7 +138,8 @@ def _seed(text: str) -> int:
 
 
 def _add_check(sub) -> None:
-    p = sub.add_parser("check", help="check claims and print their verdicts")
+    p = sub.add_parser("check", help="check claims and print their verdicts", epilog=EXIT_TEXT,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     add_selection(p)
     add_run_options(p)
     p.add_argument("--json", action="store_true",
@@ -187,12 +204,26 @@ def cmd_list(args) -> int:
             print(definitions_table(defs))
         return EXIT_OK
     claims = registry.by_paper(args.paper) if args.paper else registry.all_claims()
+    verdicts = None
+    if args.verdicts is not None:
+        from pathlib import Path
+
+        from .expected import read_expected
+
+        path = Path(args.verdicts)
+        if not path.is_file():
+            raise UsageError(f"--verdicts {args.verdicts}: no such file")
+        verdicts = read_expected(path)
     if args.json:
-        print(json.dumps([c.summary() for c in claims], indent=2))
+        rows = [c.summary() for c in claims]
+        if verdicts is not None:
+            rows = [{**r, "expected_verdict": verdicts.get(r["id"])} for r in rows]
+        print(json.dumps(rows, indent=2))
         return EXIT_OK
     from .output import list_table
 
-    print(list_table(claims))
+    papers = list(dict.fromkeys(c.paper for c in claims))
+    print(list_table(claims, {p: registry.reference(p) for p in papers}, verdicts))
     return EXIT_OK
 
 
@@ -262,8 +293,12 @@ def _extra_commands() -> list[Callable]:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
     parser = _Parser(prog="icl-verify",
-                     description="Check published claims about in-context learning.")
+                     description="Check published claims about in-context learning.",
+                     epilog=EXIT_TEXT, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"icl-verify {__version__}")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     for add in COMMANDS + _extra_commands():
         add(sub)

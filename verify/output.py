@@ -6,6 +6,7 @@ import textwrap
 from .claim import TIERS, Claim
 from .definitions import Definition
 from .evidence import closest_over_tiers, describe_approach
+from .unicode_math import readable
 from .verdict import Verdict
 
 
@@ -16,10 +17,16 @@ def _table(rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def list_table(claims: list[Claim]) -> str:
-    rows = [["id", "tiers", "title"]]
-    rows += [[c.id, ",".join(c.tiers), c.title] for c in claims]
-    return _table(rows)
+def list_table(claims: list[Claim], references: dict[str, str] | None = None,
+               verdicts: dict[str, str] | None = None) -> str:
+    """The claims, headed by each paper's citation; with ``verdicts``, the recorded verdict."""
+    head = [textwrap.fill(f"{paper}: {ref}", 100, subsequent_indent="  ")
+            for paper, ref in (references or {}).items()]
+    rows = [["id", "tiers", *(["recorded"] if verdicts is not None else []), "title"]]
+    rows += [[c.id, ",".join(c.tiers),
+              *([verdicts.get(c.id, "-")] if verdicts is not None else []), c.title]
+             for c in claims]
+    return "\n".join(head + ([""] if head else []) + [_table(rows)])
 
 
 def definitions_table(defs: list[Definition]) -> str:
@@ -30,7 +37,9 @@ def definitions_table(defs: list[Definition]) -> str:
 
 
 def show_text(claim: Claim, defined: list[Definition] = ()) -> str:
-    out = [f"{claim.id}: {claim.title}", "", "Statement:", textwrap.indent(claim.statement, "  "),
+    out = [f"{claim.id}: {claim.title}", "", "Statement:",
+           textwrap.fill(readable(claim.statement), 96, initial_indent="  ",
+                         subsequent_indent="  "),
            "", "Assumptions:"]
     out += [f"  - {a}" for a in claim.assumptions]
     out += ["", "Named formulas (override with --set NAME=EXPR):"]

@@ -1,5 +1,5 @@
 """xie2025: S. Xie, R. Yuan, S. Rossi, T. Hannagan, "The Initialization Determines Whether In-Context
-Learning Is Gradient Descent".
+Learning Is Gradient Descent" (2025).
 
 Multi-head linear self-attention (eqs. (5)-(6)) and y_q-LSA (eqs. (11)-(12)) on in-context linear
 regression with a non-zero prior mean: tasks w_hat ~ N(w*, I).

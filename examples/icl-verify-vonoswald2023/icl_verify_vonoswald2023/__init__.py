@@ -1,5 +1,6 @@
-"""von Oswald et al. (2023), "Transformers learn in-context by gradient descent", Prop. 1:
-one linear self-attention step with the stated weights moves every token's label by one
+"""vonoswald2023: J. von Oswald et al., "Transformers learn in-context by gradient descent" (2023).
+
+Prop. 1: one linear self-attention step with the stated weights moves every token's label by one
 gradient-descent step of W from W_0 on L(W) = 1/(2N) sum_i ||W x_i - y_i||^2.
 
 A paper plugin: ``CLAIMS`` and ``DEFINITIONS``, registered under the entry-point group
