@@ -242,14 +242,10 @@ def cmd_show(args) -> int:
     return EXIT_OK
 
 
-def cmd_check(args) -> int:
-    from .output import check_table
-    from .parallel import check_all
-    from .runner import validate
-
-    claims = select_claims(args)
-    options = run_options(args)
-    overrides = dict(_key_value(s, "--set") for s in args.set)
+def formula_overrides(texts: Sequence[str], claims: list) -> dict[str, dict[str, str]]:
+    """``--set NAME=EXPR`` per claim id (the claims that have a formula NAME), each parsed
+    strictly before any work (an unknown name or an ill-typed text is bad input)."""
+    overrides = dict(_key_value(s, "--set") for s in texts)
     for name, text in overrides.items():
         if not any(name in {f.name for f in c.formulas} for c in claims):
             known = sorted({f.name for c in claims for f in c.formulas})
@@ -258,11 +254,32 @@ def cmd_check(args) -> int:
         for c in claims:  # an ill-typed --set is bad input here (shape errors sympy lets by)
             if name in {f.name for f in c.formulas}:
                 c.formula(name).parse(text, strict=True)
+    return {c.id: {k: v for k, v in overrides.items() if k in {f.name for f in c.formulas}}
+            for c in claims}
+
+
+def verdict_summary(verdicts: list) -> str:
+    """Counts per verdict, and the claims that are not verified."""
+    counts: dict[str, int] = {}
+    for v in verdicts:
+        counts[v.verdict] = counts.get(v.verdict, 0) + 1
+    line = ", ".join(f"{n} {name}" for name, n in counts.items())
+    others = [f"{v.claim} ({v.verdict})" for v in verdicts if v.verdict != "verified"]
+    return f"{len(verdicts)} claim{'' if len(verdicts) == 1 else 's'}: {line}" + (
+        f"; not verified: {', '.join(others)}" if others else "")
+
+
+def cmd_check(args) -> int:
+    from .output import check_table
+    from .parallel import check_all
+    from .runner import validate
+
+    claims = select_claims(args)
+    options = run_options(args)
+    mine = formula_overrides(args.set, claims)
     for claim in claims:  # every claim's sizes before any work
         validate(claim, options["sizes"], options["sigma"], options["budget"], options["tiers"])
     executor = executor_from(args, "claims")
-    mine = {c.id: {k: v for k, v in overrides.items() if k in {f.name for f in c.formulas}}
-            for c in claims}
     # training progress bars only where one process runs the claims in order
     local = executor.jobs == 1 and executor.scheduler is None
     verdicts = check_all(claims, {**options, "progress": executor.progress and local}, mine,
@@ -311,6 +328,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
+        args.argv = list(sys.argv[1:] if argv is None else argv)  # a report records it
         if not getattr(args, "func", None):
             raise UsageError("choose a command: " + ", ".join(sorted(
                 parser._subparsers._group_actions[0].choices)))  # noqa: SLF001

@@ -13,6 +13,7 @@ delimiters); every plain string is escaped on output, LaTeX passes only as ``ver
 """
 from __future__ import annotations
 
+import argparse
 import importlib
 import io
 import shutil
@@ -39,9 +40,14 @@ def register(sub) -> None:
     """Add ``report`` to the CLI's subcommands (``verify.cli`` calls this)."""
     from .cli import add_run_options, add_selection
 
-    p = sub.add_parser("report", help="check claims and write a LaTeX report (with --pdf, a PDF)")
+    from .cli import EXIT_TEXT
+
+    p = sub.add_parser("report", help="check claims and write a LaTeX report (with --pdf, a PDF)",
+                       epilog=EXIT_TEXT, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_selection(p)
     add_run_options(p)
+    p.add_argument("--set", action="append", default=[], metavar="NAME=EXPR",
+                   help="replace a named formula by a sympy expression (as for check)")
     p.add_argument("--out", required=True, metavar="DIR",
                    help="directory for report.tex, its figures and (with --pdf) report.pdf")
     p.add_argument("--pdf", action="store_true", help="compile with latexmk -pdf (or pdflatex)")
@@ -49,12 +55,14 @@ def register(sub) -> None:
 
 
 def cmd_report(args) -> int:
-    from .cli import EXIT_FAILED, EXIT_OK, executor_from, run_options, select_claims
+    from .cli import (EXIT_FAILED, EXIT_OK, executor_from, formula_overrides, run_options,
+                      select_claims, verdict_summary)
     from .parallel import check_all
     from .runner import validate
 
     claims = select_claims(args)
     options = run_options(args)
+    mine = formula_overrides(args.set, claims)
     for claim in claims:  # every claim's sizes before any work
         validate(claim, options["sizes"], options["sigma"], options["budget"], options["tiers"])
     compiler = find_compiler() if args.pdf else None
@@ -62,16 +70,17 @@ def cmd_report(args) -> int:
     executor = executor_from(args, "claims")
     with locked(out):  # one run per directory: a second one exits 2 instead of losing claims
         local = executor.jobs == 1 and executor.scheduler is None
-        verdicts = check_all(claims, {**options, "progress": executor.progress and local}, {},
+        verdicts = check_all(claims, {**options, "progress": executor.progress and local}, mine,
                              executor)
         try:
-            tex = write_report(claims, verdicts, out, options)
+            tex = write_report(claims, verdicts, out, {**options, "argv": args.argv})
         except OSError as exc:
             raise UsageError(f"--out {args.out}: cannot write the report "
                              f"({exc.strerror or exc})") from None
         print(f"wrote {tex}")
         if compiler is not None:
             print(f"wrote {compile_pdf(tex, compiler)}")
+    print(verdict_summary(verdicts))
     return EXIT_OK if all(v.passed for v in verdicts) else EXIT_FAILED
 
 
@@ -137,16 +146,59 @@ def paper_reference(key: str) -> str:
 
 
 def _settings(options: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[tuple[str, Any]]:
-    rows = [("tiers", ", ".join(options.get("tiers", TIERS))),
+    """The provenance on the title page: what ran, where, when, and the command."""
+    from datetime import datetime, timezone
+
+    from . import __version__
+
+    asked = options.get("device", verdicts[0].device if verdicts else "auto")
+    rows = [("icl-verify", __version__), ("commit", _commit()),
+            ("date", datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
+            ("tiers", ", ".join(options.get("tiers", TIERS))),
             ("budget", options.get("budget", verdicts[0].budget if verdicts else "")),
-            ("device", options.get("device", verdicts[0].device if verdicts else "")),
+            ("device", _device_used(asked)),
             ("seed", options.get("seed", verdicts[0].seed if verdicts else 0))]
+    if options.get("argv") is not None:
+        import shlex
+
+        rows.append(("command", code(shlex.join(["icl-verify", *options["argv"]]))))
     if options.get("sizes"):
         rows.append(("sizes", ", ".join(f"{k}={v}" for k, v in options["sizes"].items())))
     if options.get("sigma") is not None:
         sigma = options["sigma"]
         rows.append(("sigma", sigma.describe() if hasattr(sigma, "describe") else str(sigma)))
     return rows
+
+
+def _commit() -> str:
+    """The git commit of the checkout the engine runs from (with "+changes" when it has
+    uncommitted ones), or "not a git checkout"."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root, text=True,
+                              capture_output=True, timeout=10)
+        if head.returncode != 0:
+            return "not a git checkout"
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=root, text=True, capture_output=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return "not a git checkout"
+    return head.stdout.strip() + (" +changes" if dirty.stdout.strip() else "")
+
+
+def _device_used(asked: str) -> str:
+    """The device the tiers ran on (``auto`` resolved), with the GPU's name."""
+    import torch
+
+    from models.device import DeviceUnavailable, resolve_device
+
+    try:
+        device = resolve_device(asked)
+    except DeviceUnavailable:
+        return asked
+    if device.type == "cuda":
+        return f"cuda ({torch.cuda.get_device_name(device)})"
+    return f"cpu ({torch.get_num_threads()} threads)"
 
 
 # ------------------------------------------------------------------------------- claim views

@@ -174,6 +174,21 @@ def test_pdf_without_latex_is_one_line(capsys, tmp_path, monkeypatch):
     assert not (tmp_path / "r").exists()  # failed before running any check
 
 
+def test_report_takes_set_and_records_its_provenance(capsys, tmp_path):
+    """report takes --set like check, prints a verdict summary, and its title page says what
+    ran: version, commit, date, the device used (not "auto"), seed and the exact command."""
+    code, out, _ = _run(capsys, "report", "vonoswald2023.prop1", "--budget", "quick", "--tier",
+                        "symbolic", "--out", str(tmp_path / "r"), "--set",
+                        "P=eta/(N+1)*Identity(d+m)")
+    assert code == 1
+    assert "1 claim: 1 refuted; not verified: vonoswald2023.prop1 (refuted)" in out
+    tex = (tmp_path / "r" / "report.tex").read_text()
+    for key in ("icl-verify &", "commit &", "date &", "device & cpu (", "seed & 0",
+                "command & \\texttt{icl-verify report vonoswald2023.prop1"):
+        assert key in tex, key
+    assert "--set 'P=" in tex and "auto" not in tex.split("\\tableofcontents")[0]
+
+
 # ------------------------------------------------------------------------------ the PDF itself
 @needs_latex
 def test_ahn2023_report_pdf_shows_verdicts_derivation_and_figures(capsys, tmp_path):
