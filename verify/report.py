@@ -16,11 +16,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import io
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
+
+import sympy
 
 from .claim import TIERS, Claim
 from .errors import UsageError
@@ -31,7 +34,7 @@ from .verdict import Verdict
 
 TEMPLATES = Path(__file__).with_name("templates")
 REFERENCE_LOSS_KEYS = ("reference_loss", "paper_loss", "optimal_loss")
-_LONG_TEXT = 200  # evidence strings longer than this are cut (the full text is in --json)
+_LONG_TEXT = None  # evidence strings are never cut: they wrap (breakable)
 _SKIP_KEYS = {"curve", "distance_curve"}
 
 
@@ -415,7 +418,7 @@ def value_rows(values: Mapping[str, Any], shown: set[str]) -> list[dict]:
 
 
 def _key(key: str) -> str:
-    return key.replace("_", " ")
+    return key  # escaped on output: w_star stays w_star
 
 
 def value_tex(v: Any, depth: int = 0) -> Latex:
@@ -429,7 +432,16 @@ def value_tex(v: Any, depth: int = 0) -> Latex:
     if isinstance(v, str):
         if is_scalar(v) and "/" in v:
             return Latex(f"${number(v, slash=True)}$")
+        typeset = expression_tex(v)
+        if typeset is not None:
+            return typeset
         return breakable(v, _LONG_TEXT)
+    if _symbolic_matrix(v):
+        rows = [[number(x, 4) if is_scalar(x) else expression_tex(x, bare=True)[1:-1]
+                 for x in row]
+                for row in v]
+        return Latex(r"${\renewcommand{\arraystretch}{1.4}\begin{bmatrix}"
+                     + r" \\ ".join(" & ".join(r) for r in rows) + r"\end{bmatrix}}$")
     if is_matrix(v):
         if len(v) <= 8 and len(v[0]) <= 8:
             return Latex("$" + matrix(v) + "$")
@@ -456,6 +468,59 @@ def value_tex(v: Any, depth: int = 0) -> Latex:
                  for k, x in v.items() if k not in _SKIP_KEYS and x != ""]
         return Latex("; ".join(parts))
     return breakable(str(v), _LONG_TEXT)
+
+
+_EXPRESSION = re.compile(r"[\w\s.+\-*/()^]+")
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+
+
+def _matrix_text(text: str) -> list | None:
+    """``[[a, b], [c, d]]`` written as text, as a list of lists of entry strings."""
+    if not (text.startswith("[[") and text.endswith("]]")) or text.count("[") != text.count("]"):
+        return None
+    rows = [r.split(",") for r in text[2:-2].split("], [")]
+    if any("[" in e or "]" in e for r in rows for e in r):
+        return None
+    return [[e.strip() for e in r] for r in rows]
+
+
+def _symbolic_matrix(v: Any) -> bool:
+    """A small list of equally long lists whose entries are numbers or expressions, at least
+    one an expression (``[[1, 0, sigma0], ...]``)."""
+    if not (isinstance(v, (list, tuple)) and v and len(v) <= 8 and not is_matrix(v)):
+        return False
+    if not all(isinstance(r, (list, tuple)) and r and len(r) == len(v[0]) <= 8 for r in v):
+        return False
+    return all(is_scalar(x) or (isinstance(x, str) and expression_tex(x, bare=True) is not None)
+               for r in v for x in r)
+
+
+def expression_tex(text: str, bare: bool = False) -> Latex | None:
+    """An evidence string that is an arithmetic expression (``4*(d**4 + ...)/C**2``, as sympy
+    prints derived quantities) typeset as math; None for anything else.  Read by the engine's
+    whitelisting formula parser with every identifier a scalar symbol (never sympify)."""
+    from .formula_parser import FUNCTIONS, FormulaError, read
+
+    text = text.strip()
+    rows = _matrix_text(text)
+    if rows is not None:
+        return value_tex(rows) if _symbolic_matrix(rows) or is_matrix(rows) else None
+    little_o = re.fullmatch(r"(.+?)\s*\+\s*o\((.+)\)", text)
+    if little_o:  # an asymptotic expansion: the leading term + o(rate)
+        head, rate = expression_tex(little_o.group(1)), expression_tex(little_o.group(2), True)
+        if head is not None and rate is not None:
+            return Latex(f"{head[:-1]} + o\\left({rate[1:-1]}\\right)$")
+        return None
+    text = re.sub(r"\)\s+(?=[A-Za-z(])", ")*", text)  # "(4*d) C^(-2)": a product
+    if len(text) > 4000 or not _EXPRESSION.fullmatch(text) or not (re.search(
+            r"\*\*|[\w)]\s*\*\s*[\w(]|\^", text) or (bare and re.fullmatch(r"[A-Za-z]\w*", text))):
+        return None
+    names = {n: sympy.Symbol(n) for n in set(_IDENTIFIER.findall(text)) - set(FUNCTIONS)}
+    try:
+        expr = read(text.replace("^", "**"), names, what="evidence").expr
+    except FormulaError:
+        return None
+    return Latex("$" + sympy_latex(expr) + "$")
 
 
 def mc_table(rows: list[dict]) -> dict:

@@ -135,7 +135,7 @@ def test_errata_show_counterexample_and_correction(tmp_path, monkeypatch):
     assert r"\verdict{corrected}" in errata
     assert "-21/61" in errata and "-21/55" in errata  # the two numbers that disagree, n = 7
     assert r"a typo of 100\% \& \#1 size\_n" in errata
-    assert r"\to$\,\status{pass}" in text  # summary: fail -> pass under the correction
+    assert r"\to$\allowbreak{}\status{pass}" in text  # summary: fail -> pass, corrected
     if shutil.which("pdflatex"):  # the fallback compiler (the PDF test below uses latexmk)
         from verify import report
 
@@ -235,3 +235,16 @@ def test_whole_paper_report_compiles(capsys, tmp_path):
     claims = by_paper("ahn2023")
     assert len(verdicts) == len(claims)
     assert all(c.id in flat for c in claims)
+
+
+def test_evidence_expressions_are_typeset_and_nothing_else_is():
+    """sympy-printed expressions in evidence are typeset (read by the whitelisting parser, never
+    sympified); prose, identifiers and anything executable stay text."""
+    from verify.report import value_tex
+
+    assert value_tex("4*(d**4 + 2*d**3*s)/C**2") == r"$\frac{4 d^{4} + 8 d^{3} s}{C^{2}}$"
+    assert r"+ o\left(\frac{1}{C^{2}}\right)$" in value_tex("(d + s)*C^(-2) + o(C^(-2))")
+    assert r"\sigma_{0}^{2}" in value_tex("[[1, sigma0], [sigma0, sigma0**2]]")
+    for text in ("converged", "w_star", "__import__('os').system('true')*2",
+                 "(lambda: 1)()*x", "a typo of 100% & #1"):
+        assert "$" not in value_tex(text), text
