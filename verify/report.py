@@ -287,6 +287,18 @@ def formula_view(claim: Claim, name: str, text: str, overridden: bool = False) -
             "description": description, "overridden": overridden}
 
 
+def _side_by_side(claim: Claim, name: str, text: str) -> dict:
+    """The formula as printed and as corrected, each typeset to half the text width."""
+    try:
+        f = claim.formula(name)
+        printed = display(f"{_symbol(name)} = {sympy_latex(f.parse())}", width=29.0)
+        fixed = display(f"{_symbol(name)} = {sympy_latex(f.parse(text))}", width=29.0)
+    except UsageError:
+        return {"name": name, "equation": "", "printed": Latex(""), "correct": Latex("")}
+    where = f"eq. {f.equation}" if f.equation.startswith("(") else f.equation
+    return {"name": name, "equation": where, "printed": printed, "correct": fixed}
+
+
 def _symbol(name: str) -> str:
     """A formula name as a math symbol: A_top -> A_{\\mathrm{top}}."""
     head, _, tail = name.partition("_")
@@ -305,6 +317,8 @@ def correction_view(claim: Claim, verdict: Verdict) -> dict | None:
     return {"description": f"{c['description']} [{source}]", "reason": c["reason"],
             "source": c["source"],
             "formulas": [formula_view(claim, name, text) for name, text in c["formulas"].items()],
+            "side_by_side": [_side_by_side(claim, name, text)
+                             for name, text in c["formulas"].items()],
             "readings": [{"symbol": r["symbol"], "where": r["where"], "why": r["why"],
                           "paper": r["paper_definition"], "read_as": r["read_as"]}
                          for r in c.get("readings", [])],

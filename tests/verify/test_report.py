@@ -135,6 +135,7 @@ def test_errata_show_counterexample_and_correction(tmp_path, monkeypatch):
     assert r"\verdict{corrected}" in errata
     assert "-21/61" in errata and "-21/55" in errata  # the two numbers that disagree, n = 7
     assert r"a typo of 100\% \& \#1 size\_n" in errata
+    assert r"\textit{The paper says} (eq. (8))" in errata and r"\textit{Correct}" in errata
     assert r"\to$\allowbreak{}\status{pass}" in text  # summary: fail -> pass, corrected
     if shutil.which("pdflatex"):  # the fallback compiler (the PDF test below uses latexmk)
         from verify import report
