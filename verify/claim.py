@@ -194,6 +194,9 @@ class Claim:
     # (gatmiry2024's losses from the forward pass's bilinear error): what a correction falls
     # back to where no single change to the printed formula is proved (verify/corrections.py)
     derive: Callable[[], dict[str, str]] | None = field(default=None, compare=False, repr=False)
+    # where the conclusion of a bound says something (verify.vacuity.Vacuity): a finding about
+    # usefulness beside the verdict
+    vacuity: Any = None
 
     def __post_init__(self) -> None:
         if not ID_PATTERN.match(self.id) or not self.id.startswith(self.paper + "."):

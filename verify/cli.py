@@ -59,6 +59,9 @@ def _add_list(sub) -> None:
     p.add_argument("--paper", help="only this paper's claims")
     p.add_argument("--definitions", action="store_true",
                    help="the paper's definitions of its symbols instead (with --paper)")
+    p.add_argument("--coverage", action="store_true",
+                   help="the paper's coverage ledger instead (with --paper): every statement "
+                        "of the paper that asserts something, with its claims or why none")
     p.add_argument("--verdicts", nargs="?", const="expected_verdicts.toml", default=None,
                    metavar="TOML", help="add the verdict recorded for each claim in TOML "
                    "(default: expected_verdicts.toml in the current directory)")
@@ -214,6 +217,19 @@ def cmd_list(args) -> int:
         if not path.is_file():
             raise UsageError(f"--verdicts {args.verdicts}: no such file")
         verdicts = read_expected(path)
+    if args.coverage:
+        from .coverage import coverage_lines, load
+
+        if not args.paper:
+            raise UsageError("list --coverage needs --paper KEY")
+        cov = load(args.paper)
+        if args.json:
+            print(json.dumps({"paper": cov.paper, "statements": len(cov.items),
+                              "checkable": cov.checkable, "checked": cov.checked,
+                              "items": [i.as_dict() for i in cov.items]}, indent=2))
+        else:
+            print("\n".join(coverage_lines(cov, verdicts)))
+        return EXIT_OK
     if args.json:
         rows = [c.summary() for c in claims]
         if verdicts is not None:

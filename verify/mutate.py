@@ -384,7 +384,7 @@ def _check_mutant(claim: Claim, fixed: dict, name: str, m: Mutant, eq: Equivalen
             for tier in options["tiers"]:
                 start = time.perf_counter()
                 last = check_claim(claim, overrides={**fixed, name: m.text},
-                                   **{**options, "tiers": [tier]})
+                                   **{**options, "tiers": [tier]}, usefulness=False)
                 results.update(last.tiers)
                 gap = _proof_gap(results, base_proof)
                 if (last.verdict == "refuted" or gap) and not every_tier:

@@ -162,6 +162,7 @@ def check_table(verdicts: list[Verdict], quiet: bool = False) -> str:
             out += [f"  derived: the least {name} that holds is {s['value']} "
                     f"(printed: {s['printed']})" for name, s in v.sharp.items()
                     if s["value"] != s["printed"]]
+            out += _vacuity_lines(v)
             continue
         out.append(f"\n{v.claim}: {v.verdict}: {v.reason}")
         out += tier_lines(v)
@@ -180,6 +181,16 @@ def check_table(verdicts: list[Verdict], quiet: bool = False) -> str:
                 out.append(f"  the correction's {describe_approach(closest)}")
     out.append("\n(--json prints every tier's evidence)")
     return "\n".join(out)
+
+
+def _vacuity_lines(v: Verdict) -> list[str]:
+    """Whether the conclusion says something where the hypothesis admits sizes."""
+    vac = v.vacuous or {}
+    if vac.get("status") not in ("informative", "vacuous"):
+        return []
+    head = "usefulness: vacuous: " if vac["status"] == "vacuous" else "usefulness: informative: "
+    return [textwrap.fill(head + vac["where"], 100, initial_indent="  ",
+                          subsequent_indent="    ")]
 
 
 def _proof_line(gap: list[dict]) -> str:

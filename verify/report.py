@@ -226,6 +226,7 @@ class ClaimView:
     correction: dict | None
     notes: str = ""
     overridden: list[str] = field(default_factory=list)
+    usefulness: str = ""  # the vacuity finding, where the claim declares one
 
 
 def claim_view(claim: Claim, verdict: Verdict, out: Path | None) -> ClaimView:
@@ -251,7 +252,9 @@ def claim_view(claim: Claim, verdict: Verdict, out: Path | None) -> ClaimView:
         counterexample=value_rows({k: v for k, v in (verdict.counterexample or {}).items()
                                    if not (k == "reason" and v in verdict.reason)}, shown),
         correction=correction_view(claim, verdict),
-        notes=claim.notes, overridden=list(verdict.overridden))
+        notes=claim.notes, overridden=list(verdict.overridden),
+        usefulness=(f"{verdict.vacuous['status']}: {verdict.vacuous['where']}"
+                    if verdict.vacuous.get("status") in ("informative", "vacuous") else ""))
 
 
 def _evidence_views(verdict: Verdict, shown: set[str]) -> list[dict]:

@@ -7,6 +7,8 @@ import warnings
 from dataclasses import replace
 from typing import Mapping, Sequence
 
+import sympy
+
 from models.device import DeviceUnavailable, cpu_threads, gpu_monitor
 
 from .claim import BUDGETS, TIERS, Claim, Context, FormulaReads, TierResult
@@ -109,8 +111,10 @@ def validate(claim: Claim, sizes: Mapping[str, int], sigma, budget: str,
 def check_claim(claim: Claim, tiers: Sequence[str] = TIERS, budget: str = "quick",
                 device: str = "auto", seed: int = 0, overrides: Mapping[str, str] | None = None,
                 sizes: Mapping[str, int] | None = None, sigma=None,
-                progress: bool = False, timeout: float | None = None) -> Verdict:
+                progress: bool = False, timeout: float | None = None,
+                usefulness: bool = True) -> Verdict:
     """Check one claim: run the tiers on the formulas as printed (or as overridden).
+    ``usefulness=False`` skips the vacuity finding (``mutate`` judges truth only).
 
     ``timeout`` (seconds, None: none) stops the claim where it is: the tiers that finished keep
     their results, the one running is an error "timed out after S s", and the verdict is
@@ -160,6 +164,9 @@ def check_claim(claim: Claim, tiers: Sequence[str] = TIERS, budget: str = "quick
             out.verdict = "corrected"
     out.reason = _reason(out)
     out.sharp = _sharp(claim, texts, names) if out.verdict in ("verified", "corrected") else {}
+    if usefulness:
+        out.vacuous = _vacuous(claim, formulas) if out.verdict in ("verified", "corrected") \
+            else {"status": "not checked", "where": "the statement is not verified"}
     if timed_out:
         out.reason = f"timed out after {timeout:g} s: {out.reason}"
     return out
@@ -178,6 +185,21 @@ def _stop(results: dict, claim: Claim, tiers: Sequence[str], timeout: float,
         else:
             results[tier] = TierResult("skipped", reason=f"not run: the claim timed out after "
                                                          f"{timeout:g} s")
+
+
+def _vacuous(claim: Claim, formulas: Mapping) -> dict:
+    """Where the claim's conclusion is informative (``Claim.vacuity``), from the formulas as
+    read (``--set`` included)."""
+    if claim.vacuity is None:
+        return {"status": "not checked", "where": "the claim declares no informative condition"}
+    from .formula_parser import read
+    from .vacuity import vacuity
+
+    names = {s.name: s.sympy() for f in claim.formulas for s in f.symbols}
+    names.update({f.name: sympy.Symbol(f.name) for f in claim.formulas})
+    return vacuity(claim.vacuity, formulas,
+                   lambda text: read(text, names, what="informative condition",
+                                     expect="condition").expr)
 
 
 def _sharp(claim: Claim, texts: Mapping[str, str], overridden: Sequence[str]) -> dict:

@@ -111,6 +111,8 @@ class Verdict:
     reason: str = ""
     proof: dict = field(default_factory=lambda: {"status": "not checked", "findings": []})
     sharp: dict = field(default_factory=dict)  # {formula: {value, printed}}: derived least bounds
+    # verify.vacuity: whether the conclusion is informative where the hypothesis admits sizes
+    vacuous: dict = field(default_factory=lambda: {"status": "not checked", "where": ""})
 
     def as_dict(self) -> dict:
         return {
@@ -126,6 +128,7 @@ class Verdict:
             "correction_tiers": None if self.correction_tiers is None else
             {name: r.as_dict() for name, r in self.correction_tiers.items()},
             "sharp": self.sharp,
+            "vacuous": self.vacuous,
             "formulas": self.formulas,
             "overridden": self.overridden,
             "seed": self.seed,

@@ -17,6 +17,7 @@ from models.progress import Progress
 from models.sampler import PromptLaw, sample_prompts
 from models.trainers import optimise, optimise_batched
 from moments.poly import Poly
+from verify.vacuity import Vacuity
 from verify.claim import Claim, Context, ExactValues, TierResult
 from verify.evidence import Closest, Finding, combine, step
 from verify.formulas import NamedFormula, formula_value
@@ -666,6 +667,11 @@ OPTIMUM_EXACT = ExactValues(optimum_exact, "a* and f(a*) of the derived loss, th
                                            f"A^opt = a* Sigma*^(-1) (L <= {OPT_EXACT_MAX_L}, "
                                            "d <= 10^6)")
 
+# (2)'s lower bound (1 - c) Sigma*^{-1} is positive definite, so says something, only for c < 1
+LOWER_BOUND_SAYS_SOMETHING = Vacuity(
+    "c < 1", "the lower bound (1 - c) Sigma*^{-1} of (2) is positive definite", vary="n",
+    fixed={"L": (1, 2), "d": (1, 5)})
+
 THM3_2 = Claim(
     id="gatmiry2024.thm3_2",
     title="Characterisation of the global minimiser of the looped transformer's loss",
@@ -681,6 +687,7 @@ THM3_2 = Claim(
             "train": single_threaded(thm32_train)},
     setting=OPT_SETTING,
     exact=OPTIMUM_EXACT,
+    vacuity=LOWER_BOUND_SAYS_SOMETHING,
     notes="The optimum is exactly A^opt = a*(n, d, L) Sigma*^{-1}, u^opt = 0, with a* the unique "
           "minimiser of f(a) = E tr (I - a W/n)^{2L}; the bounds hold with a wide margin at "
           "every size checked (and also below the hypothesis).",
@@ -725,5 +732,6 @@ THM_A8 = Claim(
     checks={"symbolic": thm_a8_symbolic},
     setting=OPT_SETTING,
     exact=OPTIMUM_EXACT,
+    vacuity=LOWER_BOUND_SAYS_SOMETHING,
 )
 
