@@ -35,32 +35,87 @@ _UNICODE_MATH = {
     "≤": r"\le", "≥": r"\ge", "≠": r"\ne", "≈": r"\approx", "±": r"\pm", "×": r"\times",
     "⊗": r"\otimes", "·": r"\cdot", "→": r"\to", "←": r"\leftarrow", "∈": r"\in",
     "∞": r"\infty", "√": r"\surd", "∑": r"\sum", "⋆": r"\star", "−": "-", "∼": r"\sim",
-    "⊤": r"\top",
+    "⊤": r"\top", "‖": r"\|", "≼": r"\preccurlyeq", "≽": r"\succcurlyeq", "𝒩": r"\mathcal{N}",
+    "𝔼": r"\mathbb{E}", "ℝ": r"\mathbb{R}", "ζ": r"\zeta", "ξ": r"\xi", "κ": r"\kappa",
+    "†": r"\dagger", "Â": r"\hat{A}", "ŷ": r"\hat{y}", "Ẑ": r"\hat{Z}",
 }
 _UNICODE_TEXT = {"…": r"\dots{}", "–": "--", "—": "---", "‘": "`", "’": "'", "“": "``",
                  "”": "''", "\u00a0": "~"}
 
 
+_SUPERSCRIPT = dict(zip("⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁼⁽⁾ⁿⁱᵏᵀᵗʲᵈʰ", "0123456789+-=()nik\x00tjdh"))
+_ACCENTS = {"\u0302": "hat", "\u0304": "bar"}  # a letter with a combining accent: Z̄
+_SUBSCRIPT = dict(zip("₀₁₂₃₄₅₆₇₈₉₊₋₌₍₎ₐₑₒₓₕₖₗₘₙₚₛₜᵢⱼᵣ", "0123456789+-=()aeoxhklmnpstijr"))
+
+
+def _math_run(chars: str) -> str:
+    """A run of Unicode math characters as one $...$: super- and subscript characters grouped
+    (Σ⁻¹ -> $\\Sigma^{-1}$, never two $...$ side by side, which TeX reads as $$)."""
+    out, k = [], 0
+    while k < len(chars):
+        for table, mark in ((_SUPERSCRIPT, "^"), (_SUBSCRIPT, "_")):
+            j = k
+            while j < len(chars) and chars[j] in table:
+                j += 1
+            if j > k:
+                body = "".join(table[c] for c in chars[k:j]).replace("\x00", r"\top ")
+                out.append(mark + "{" + body.strip() + "}")
+                k = j
+                break
+        else:
+            out.append(_UNICODE_MATH[chars[k]] + " ")
+            k += 1
+    return "$" + "".join(out).strip() + "$"
+
+
+def _is_math(ch: str) -> bool:
+    return ch in _UNICODE_MATH or ch in _SUPERSCRIPT or ch in _SUBSCRIPT
+
+
 def escape(text: Any) -> Latex:
-    """Plain text -> LaTeX that prints it literally (pdflatex-safe, ASCII out)."""
-    out = []
-    for ch in str(text):
+    """Plain text -> LaTeX that prints it literally (pdflatex-safe, ASCII out); Unicode math
+    (Greek, operators, super- and subscripts, accented letters) becomes math, each run of it
+    one $...$ (two side by side would read as $$)."""
+    out: list[tuple[bool, str]] = []  # (is math, LaTeX)
+    text = str(text)
+    k = 0
+    while k < len(text):
+        ch = text[k]
+        if k + 1 < len(text) and text[k + 1] in _ACCENTS and ch.isascii() and ch.isalpha():
+            out.append((True, f"\\{_ACCENTS[text[k + 1]]}{{{ch}}}"))
+            k += 2
+            continue
+        if _is_math(ch):
+            j = k
+            while j < len(text) and _is_math(text[j]):
+                j += 1
+            out.append((True, _math_run(text[k:j])[1:-1]))
+            k = j
+            continue
+        k += 1
         if ch in _SPECIAL:
-            out.append(_SPECIAL[ch])
-        elif ch in _UNICODE_MATH:
-            out.append(f"${_UNICODE_MATH[ch]}$")
+            out.append((False, _SPECIAL[ch]))
         elif ch in _UNICODE_TEXT:
-            out.append(_UNICODE_TEXT[ch])
-        elif ch == "\n":
-            out.append(" ")
-        elif ch == "\t" or ord(ch) < 32:
-            out.append(" ")
+            out.append((False, _UNICODE_TEXT[ch]))
+        elif ch == "\n" or ch == "\t" or ord(ch) < 32:
+            out.append((False, " "))
         elif ord(ch) < 128:
-            out.append(ch)
+            out.append((False, ch))
         else:
             base = "".join(c for c in unicodedata.normalize("NFKD", ch) if ord(c) < 128)
-            out.append(escape(base) if base else "?")
-    return Latex("".join(out))
+            out.append((False, escape(base) if base else "?"))
+    pieces, k = [], 0
+    while k < len(out):
+        if out[k][0]:
+            j = k
+            while j < len(out) and out[j][0]:
+                j += 1
+            pieces.append("$" + " ".join(m for _, m in out[k:j]) + "$")
+            k = j
+        else:
+            pieces.append(out[k][1])
+            k += 1
+    return Latex("".join(pieces))
 
 
 _BREAK_AFTER = set(",;:=+*/([{")

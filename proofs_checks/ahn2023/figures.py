@@ -682,7 +682,7 @@ FIG3 = Claim(
                r"and the loss converges (to an almost-0 value)."),
     assumptions=_S61, formulas=(), checks={"train": fig3_train}, setting=THM5_SETTING)
 FIG4 = Claim(
-    id="ahn2023.fig4", title="Sec. 6.1, Fig. 4: A_0, A_1, A_2 have increasing magnitude",
+    id="ahn2023.fig4", title="Sec. 6.1, Fig. 4: A₀, A₁, A₂ have increasing magnitude",
     paper=PAPER,
     statement=r"The trained $A_0, A_1, A_2$ have increasing magnitude, in that order.",
     assumptions=_S61, formulas=(), checks={"train": fig4_train}, setting=THM5_SETTING)

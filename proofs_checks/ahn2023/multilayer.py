@@ -582,7 +582,7 @@ def thm5_numeric(ctx: Context) -> TierResult:
 
 THM4 = Claim(
     id="ahn2023.thm4",
-    title="k-layer sparse transformer (9): A_i = a_i inv(Sigma) essentially contains critical points",
+    title="k-layer sparse transformer (9): Aᵢ = aᵢ Σ⁻¹ essentially contains critical points",
     paper=PAPER,
     statement=(r"For $x^{(i)}\sim\mathcal N(0,\Sigma)$, $w_\star\sim\mathcal N(0,\Sigma^{-1})$ and "
                r"the parameters (9), with $\mathcal S=\{A: A_i=a_i\Sigma^{-1}\}$, "
@@ -597,7 +597,7 @@ THM4 = Claim(
 
 THM5 = Claim(
     id="ahn2023.thm5",
-    title="k-layer transformer (13): A_i = a_i inv(Sigma), B_i = b_i I essentially contains "
+    title="k-layer transformer (13): Aᵢ = aᵢ Σ⁻¹, Bᵢ = bᵢ I essentially contains "
           "critical points",
     paper=PAPER,
     statement=(r"For $x^{(i)}\sim\mathcal N(0,\Sigma)$, $w_\star\sim\mathcal N(0,\Sigma^{-1})$ and "
@@ -782,7 +782,7 @@ def thm3_numeric(ctx: Context) -> TierResult:
 
 THM3 = Claim(
     id="ahn2023.thm3",
-    title="Two-layer sparse transformer (9), isotropic data: diagonal A_0, A_1 are a global minimiser",
+    title="Two-layer sparse transformer (9), isotropic data: diagonal A₀, A₁ are a global minimiser",
     paper=PAPER,
     statement=(r"For $x_i\sim\mathcal N(0,I_d)$, $w_\star\sim\mathcal N(0,I_d)$ and two layers of "
                r"(9), there are diagonal $A_0, A_1$ that minimise $f$ globally."),

@@ -196,7 +196,7 @@ def lemma43_symbolic(ctx: Context) -> TierResult:
 
 LEMMA4_3 = Claim(
     id="gatmiry2024.lemma4_3",
-    title="Eigenvalue approximation: E[(I - A^{1/2} Sigma A^{1/2})^k] near (1 - lambda_i)^k",
+    title="Eigenvalue approximation: E[(I - A^{1/2} Σ A^{1/2})ᵏ] near (1 - λᵢ)ᵏ",
     paper=PAPER,
     statement=r"With $A^{1/2}\Sigma^*A^{1/2}=\sum_i\lambda_iu_iu_i^\top$ and $k\le2L$, "
               r"$\mathbb E[(I-A^{1/2}\Sigma A^{1/2})^k]=\sum_i\beta_i^{(k)}u_iu_i^\top$ with "
@@ -236,7 +236,7 @@ LEMMA_A7_FORMULAS = (
 
 LEMMA_A7 = Claim(
     id="gatmiry2024.lemma_a7",
-    title="Restatement of Lemma 4.3 (delta^k = 4kd / sqrt(n))",
+    title="Restatement of Lemma 4.3 (δᵏ = 4kd / √n)",
     paper=PAPER,
     statement=r"$\mathbb E[(A^{1/2}\Sigma A^{1/2}-I)^k]=\sum_i\beta_i^{(k)}u_iu_i^\top$ with "
               r"$(\lambda_i-1)^k-\delta^k(\lambda_1+1)^k\le\beta_i^{(k)}\le(\lambda_i-1)^k+\delta^k"

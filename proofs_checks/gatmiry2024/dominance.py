@@ -560,7 +560,7 @@ def _gd_reason(example: str) -> str:
 
 THM3_4 = Claim(
     id="gatmiry2024.thm3_4",
-    title="Gradient dominance of the loss at u = 0 (Sigma* = I)",
+    title="Gradient dominance of the loss at u = 0 (Σ* = I)",
     paper=PAPER,
     statement=r"For $\Sigma^*=I$ and any $A$ with $L(A,0)\ge\frac{16Ld4^L}{\sqrt n}$, "
               r"$\|\nabla_AL(A,0)\|^2\ge\frac1{16}L(A,0)^{(2L-1)/L}$.",
@@ -588,7 +588,7 @@ THM_A11_FORMULAS = (
 
 THM_A11 = Claim(
     id="gatmiry2024.thm_a11",
-    title="Restatement of Theorem 3.4 (threshold 2 (4 delta)^{2L})",
+    title="Restatement of Theorem 3.4 (threshold 2 (4δ)^{2L})",
     paper=PAPER,
     statement=r"For any $A$ with $L(A,0)\ge2(4\delta)^{2L}$, $\|\nabla_AL(A,0)\|^2\ge\frac1{16}"
               r"L(A,0)^{(2L-1)/L}$.",

@@ -495,7 +495,7 @@ def lemma_a6_symbolic(ctx: Context) -> TierResult:
 
 LEMMA_A6 = Claim(
     id="gatmiry2024.lemma_a6",
-    title="Changing the covariance: the trace form as a Wishart moment at A^{1/2} Sigma* A^{1/2}",
+    title="Changing the covariance: the trace form as a Wishart moment at A^{1/2} Σ* A^{1/2}",
     paper=PAPER,
     statement=r"$\mathbb E_X\big[\operatorname{tr}\big((I-A^{1/2}\Sigma A^{1/2})^{2L}\big)\big]="
               r"\operatorname{tr}\big(\mathbb E_X\big[(I-\tilde\Sigma)^{2L}\big]\big)$ with "
@@ -643,7 +643,7 @@ def thm_a1_numeric(ctx: Context) -> TierResult:
 
 THM_A1 = Claim(
     id="gatmiry2024.thm_a1",
-    title="The multi-layer recursions (12)-(13) for y^(t) and y_q^(t)",
+    title="The multi-layer recursions (12)-(13) for y⁽ᵗ⁾ and y_q⁽ᵗ⁾",
     paper=PAPER,
     statement=r"$y^{(t)\top}=w^{*\top}\prod_{i<t}(I-\Sigma A^{(i)})X+\sum_{i<t}u^{(i)\top}\Sigma "
               r"A^{(i)}\prod_{j=i+1}^{t-1}(I-\Sigma A^{(j)})X$ and $y_q^{(t)}=y_q-w^{*\top}\prod_{i<t}"

@@ -225,7 +225,7 @@ def lemma_a2_symbolic(ctx: Context) -> TierResult:
 
 LEMMA_A2 = Claim(
     id="gatmiry2024.lemma_a2",
-    title="Moments of the Gaussian covariance at Sigma = I",
+    title="Moments of the Gaussian covariance at Σ = I",
     paper=PAPER,
     statement=r"For $n\ge4k^2d^2$ and $x_i\sim\mathcal N(0,I)$, $\mathbb E[(\frac1n\sum_i "
               r"x_ix_i^\top)^k]=\alpha_{n,d,k}I$ with $1\le\alpha_{n,d,k}\le1+\frac{4kd}{\sqrt n}$.",
@@ -334,7 +334,7 @@ def _moment_numeric(ctx: Context, k_max: int = 4) -> TierResult:
 
 LEMMA4_2 = Claim(
     id="gatmiry2024.lemma4_2",
-    title="Moment controls: eigenvalues of E[(S~)^k] within delta^k lambda_1^k of lambda_j^k",
+    title="Moment controls: eigenvalues of E[(S~)ᵏ] within δᵏ λ₁ᵏ of λⱼᵏ",
     paper=PAPER,
     statement=r"For $\tilde x_i\sim\mathcal N(0,\tilde\Sigma)$, $\tilde\Sigma=\sum_j\lambda_ju_ju_j^\top$ "
               r"($\lambda_1\ge\dots\ge\lambda_d$) and $1\le k\le2L$, $\mathbb E[(\frac1n\sum_i\tilde "
@@ -378,7 +378,7 @@ def lemma_a5_symbolic(ctx: Context) -> TierResult:
 
 LEMMA_A5 = Claim(
     id="gatmiry2024.lemma_a5",
-    title="Restatement of Lemma 4.2 (bound delta lambda_1^k)",
+    title="Restatement of Lemma 4.2 (bound δ λ₁ᵏ)",
     paper=PAPER,
     statement=r"$\mathbb E[(\frac1n\sum_i\tilde x_i\tilde x_i^\top)^k]=\sum_j\alpha^{(j)}_{n,d,k}u_j"
               r"u_j^\top$ with $\lambda_j^k-\delta\lambda_1^k\le\alpha^{(j)}_{n,d,k}\le\lambda_j^k+"

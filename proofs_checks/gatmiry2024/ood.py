@@ -365,7 +365,7 @@ THM4_5 = _ood_claim(
     r"y_q^{out})^2\le(1+16\delta d^{1/(2L)})^2(1+16\delta d^{1/(2L)}-\zeta)^{2L}\|x_q^{out}\|"
     r"^2_{\Sigma^*}\|w^{out,*}\|^2_{\Sigma^{*-1}}$, with $\Sigma^{out}=X^{out}X^{out\top}$.")
 THM_A13 = _ood_claim(
-    "gatmiry2024.thm_a13", "Restatement of Theorem 4.5 (window zeta Sigma* .. (2 - zeta) Sigma*)",
+    "gatmiry2024.thm_a13", "Restatement of Theorem 4.5 (window ζ Σ* .. (2 - ζ) Σ*)",
     "zeta", "Thm. A.13 (30)",
     r"If $\zeta\Sigma^*\preccurlyeq\Sigma^{out}\preccurlyeq(2-\zeta)\Sigma^*$, the same bound as "
     r"Thm. 4.5.")

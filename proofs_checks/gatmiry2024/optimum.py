@@ -721,7 +721,7 @@ def thm_a8_symbolic(ctx: Context) -> TierResult:
 
 THM_A8 = Claim(
     id="gatmiry2024.thm_a8",
-    title="Restatement of Theorem 3.2 with delta (optimal loss and spectral closeness)",
+    title="Restatement of Theorem 3.2 with δ (optimal loss and spectral closeness)",
     paper=PAPER,
     statement=r"If $\delta d^{1/(2L)}<\frac12$: (1) $L(A^{opt},d^{opt})\le d(2\delta)^{2L}$; (2) "
               r"$\|A^{opt\,1/2}\Sigma^*A^{opt\,1/2}-I\|\le4\delta d^{1/(2L)}$, $d^{opt}=0$; (3) "

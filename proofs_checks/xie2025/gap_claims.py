@@ -215,7 +215,7 @@ def fig3_train(ctx: Context) -> TierResult:
 
 FIG3 = Claim(
     id="xie2025.fig3",
-    title="Figs. 1, 3: the gap to one-step GD is zero only at w* = 0 and grows linearly in ||w*||^2",
+    title="Figs. 1, 3: the gap to one-step GD is zero only at w* = 0 and grows linearly in ‖w*‖²",
     paper=PAPER,
     statement=(r"With $H\ge d+1$ heads and $y_q=0$, multi-head LSA matches the one-step GD loss "
                r"only when $w_\star=0$; for $w_\star\neq0$ a gap persists (Fig. 1) and grows "
@@ -341,7 +341,7 @@ def fig4_train(ctx: Context) -> TierResult:
 
 FIG4 = Claim(
     id="xie2025.fig4",
-    title="Fig. 4: the gap to GD is proportional to ||y_q_guess||^2 and to y_q_bias^2",
+    title="Fig. 4: the gap to GD is proportional to ‖y_q_guess‖² and to y_q_bias²",
     paper=PAPER,
     statement=(r"With $w_\star=0$, $d+1$ heads and $y_q=x_q^\top y_{q\_guess}+y_{q\_bias}$, "
                r"multi-head LSA reaches the one-step GD loss only when both offsets vanish; the "

@@ -361,7 +361,7 @@ def eq9_numeric(ctx: Context) -> TierResult:
 
 EQ9 = Claim(
     id="xie2025.eq9",
-    title="With y_q = w*^T x_q the GD transformer is one GD step from the prior mean (eqs. (9), (10))",
+    title="With y_q = w*ᵀ x_q the GD transformer is one GD step from the prior mean (eqs. (9), (10))",
     paper=PAPER,
     statement=(r"With $y_q=w_\star^\top x_q$, eq. (8) reads "
                r"$f_{\mathsf{LSA}}(E)=\big(w_\star-\frac{\eta}{C}X^\top(Xw_\star-y)\big)^\top x_q$ "

@@ -86,7 +86,7 @@ THM2_FORMULAS = (
                  "(21)", ("d", "1")),
     NamedFormula("EwG_yy", "w_i*(w_star.T*w_star + (d + 2)*Identity(1))", (D, _WI, WSTAR),
                  "corner of E[w[i] G]", "(21)", ("1", "1")),
-    NamedFormula("GG_limit", "M_mn*M_pq", (_MMN, _MPQ), "lim_{C -> oo} E[G_mn G_pq]", "(23)"),
+    NamedFormula("GG_limit", "M_mn*M_pq", (_MMN, _MPQ), "lim_{C → ∞} E[G_mn G_pq]", "(23)"),
     NamedFormula("GG_finite", "(1 - 1/C)*M_mn*M_pq + T_mnpq/C", (C, _MMN, _MPQ, _T4),
                  "E[G_mn G_pq] at finite C", "(27)"),
 )
@@ -251,7 +251,7 @@ def thm2_symbolic(ctx: Context) -> TierResult:
         "gradient_norm2": str(t0["norm2"]), "limit_C_to_infinity": str(lim),
         "at_d=3,s=12,C=10": nums["3"]["C=10"], "at_d=3,s=12,C=1000": nums["3"]["C=1000"],
         "risk_at_point": str(t0["risk"])},
-        "" if ok else "at a non-trivial point the exact gradient tends to 0 as C -> oo for every "
+        "" if ok else "at a non-trivial point the exact gradient tends to 0 as C → ∞ for every "
                       "w*, so the limit risk has a stationary point (its minimum 0)"))
     findings += _eq21_22(F, d_small)
     findings += _eq23_27(F, d_small, (2, 2))
@@ -277,7 +277,7 @@ def thm2_symbolic(ctx: Context) -> TierResult:
     ]
     extra = {"finite_C_stationary_point": fin,
              "reading": "Thm. 2 as a limit statement: for every non-trivial parameter the gradient "
-                        "stays away from 0 as C -> oo when w* != 0"}
+                        "stays away from 0 as C → ∞ when w* ≠ 0"}
     return finish(findings, extra, steps=steps)
 
 
@@ -420,7 +420,7 @@ def _trained_grad_norm(res, inst: Instance) -> float:
 
 THM2 = Claim(
     id="xie2025.thm2",
-    title="No stationary point of the multi-head risk as C -> oo when w* != 0",
+    title="No stationary point of the multi-head risk as C → ∞ when w* ≠ 0",
     paper=PAPER,
     statement=(r"For every $H$, with context size $C\to\infty$ the ICL risk of "
                r"$\mathcal F_{H\text{-}\mathsf{LSA}}$ has no non-trivial stationary point: "
@@ -544,7 +544,7 @@ def thm4_symbolic(ctx: Context) -> TierResult:
         "gradient": rows, "limits": limits, "gradient_norm2": str(norm2),
         "gradient_norm2_leading": leading_text(norm2, C_SYM), "risk_at_point": str(risk),
         "risk_leading": leading_text(risk, C_SYM)}, ce,
-        "" if ok else "the gradient at the named point does not vanish as C -> oo"))
+        "" if ok else "the gradient at the named point does not vanish as C → ∞"))
     # A.3: the residual gradient is exactly of order 1/C
     _, k, a = leading(norm2, C_SYM)
     order_ok = ok and k == -2
@@ -602,7 +602,7 @@ def _gradient_limit_at_instance(F, R, d: int = 2, w_star=(1, 2)) -> Finding:
         "limits": {k: str(v) for k, v in limits.items()}},
         None if ok else {"sizes": {"d": d}, "w_star": list(w_star), "point": values,
                          "nonzero_limits_as_C_to_oo": nonzero},
-        "" if ok else "the gradient at the named point does not vanish as C -> oo")
+        "" if ok else "the gradient at the named point does not vanish as C → ∞")
 
 
 def _ewwww(F) -> Finding:
@@ -713,7 +713,7 @@ def train_yq_exact(inst: Instance, ctx: Context, seed: int) -> dict:
 
 THM4 = Claim(
     id="xie2025.thm4",
-    title="y_q-LSA at the GD weights with w = w* is stationary as C -> oo",
+    title="y_q-LSA at the GD weights with w = w* is stationary as C → ∞",
     paper=PAPER,
     statement=(r"For $y_q$-LSA (eq. (12)) with $w_\star\ne0$ and $C\to\infty$, the weights of "
                r"eq. (7) with $w=w_\star$ ($b=[-w_\star;1]$, $a_j=[e_j;0]$, $a_{d+1}=0$, "

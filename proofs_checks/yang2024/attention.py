@@ -155,7 +155,7 @@ EQ8 = Claim(
 
 EQ35 = Claim(
     id="yang2024.eq35",
-    title="Ahat(theta) of eq. (35): the model is the linear map yhat = Ahat(theta)^T y",
+    title="Â(θ) of eq. (35): the model is the linear map ŷ = Â(θ)ᵀ y",
     paper=PAPER,
     statement=(r"$\hat A(\theta)=(\sum_h w_{h,1}s_1^h,\dots,\sum_h w_{h,K}s_K^h)\in\mathbb R^{N\times K}$ "
                r"and $\hat y=\hat A(\theta)^\top y$ (used in (70) and (75))."),

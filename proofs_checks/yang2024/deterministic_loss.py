@@ -412,7 +412,7 @@ def eq33_numeric(ctx: Context) -> TierResult:
 
 EQ33 = Claim(
     id="yang2024.eq33",
-    title="delta_k of eq. (33): the k-th column of Ahat minus its optimum",
+    title="δ_k of eq. (33): the k-th column of Â minus its optimum",
     paper=PAPER,
     statement=(r"$\delta_k^\theta=\sum_h w_{h,k}s_k^h-(Z^\top Z+m\tau I)^{-1}(z_k+m\tau e_k)$ for "
                r"$k\in[N]$ and $\sum_h w_{h,k}s_k^h-(Z^\top Z+m\tau I)^{-1}z_k$ for $k\notin[N]$; "
@@ -620,7 +620,7 @@ def eq36_numeric(ctx: Context) -> TierResult:
 
 EQ36 = Claim(
     id="yang2024.eq36",
-    title="The loss as a distance to A: L = (1/2K)||Zbar(Ahat - A)||_F^2 + L* (eqs. (36), (70))",
+    title="The loss as a distance to A: L = (1/2K)‖Z̄(Â - A)‖²_F + L* (eqs. (36), (70))",
     paper=PAPER,
     statement=(r"$\mathcal L(\theta)=\frac1{2K}\sum_k\|\bar Z\delta_k^\theta\|_2^2+\mathcal L^\star"
                r"=\frac1{2K}\|\bar Z(\hat A-A)\|_F^2+\mathcal L^\star$ with $\mathcal L^\star$ of "

@@ -258,7 +258,7 @@ def fig3_train(ctx: Context) -> TierResult:
 
 FIG3 = Claim(
     id="yang2024.fig3",
-    title="The closer N is to m, the better: gap (1/K)||yhat* - yhat_best||^2 versus N (Figure 3)",
+    title="The closer N is to m, the better: gap (1/K)‖ŷ* - ŷ_best‖² versus N (Figure 3)",
     paper=PAPER,
     statement=(r"At $m=100$, $\tau=0.01$, the gap $\frac1K\|\hat y^\star-\hat y^{\mathrm{best}}\|_2^2$ for "
                r"$N\in[50,150]$ shows that the closer $N$ is to $m$, the better the transformer's "

@@ -356,7 +356,7 @@ def lemma8_symbolic(ctx: Context) -> TierResult:
 
 LEMMA8 = Claim(
     id="yang2024.lemma8",
-    title="Lipschitzness of b_k^h and delta_k (Lemma 8, eqs. (50), (51))",
+    title="Lipschitzness of b_kʰ and δ_k (Lemma 8, eqs. (50), (51))",
     paper=PAPER,
     statement=(r"$\|b_k^h(\theta)-b_k^h(\theta')\|_2\le2\|\bar Z\|_2\|Q_h-Q_h'\|_F$ and "
                r"$\|\delta_k^\theta-\delta_k^{\theta'}\|_2\le2\gamma\sqrt H\alpha(\sum_h\|Q_h-Q_h'\|_F^2)^{1/2}"
@@ -369,7 +369,7 @@ LEMMA8 = Claim(
 
 LEMMA9 = Claim(
     id="yang2024.lemma9",
-    title="Norm bounds on b_k^h and delta_k (Lemma 9, eqs. (52), (53))",
+    title="Norm bounds on b_kʰ and δ_k (Lemma 9, eqs. (52), (53))",
     paper=PAPER,
     statement=r"$\|b_k^h\|_2\le\|\bar Z\|_2$ and $\|\delta_k^\theta\|_2\le\gamma H\alpha+\|A\|_2$.",
     assumptions=("|alpha_{h,k}| <= alpha",),

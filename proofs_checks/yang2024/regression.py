@@ -228,7 +228,7 @@ def eq26_numeric(ctx: Context) -> TierResult:
 
 EQ26 = Claim(
     id="yang2024.eq26",
-    title="Noise-free limit: A becomes Z^dagger Zhat and y_k = <y, Z^dagger Zhat_{:,k}> (eq. (26))",
+    title="Noise-free limit: A becomes Z† Ẑ and y_k = <y, Z† Ẑ_{:,k}> (eq. (26))",
     paper=PAPER,
     statement=(r"When $\tau=0$ and $N\ge m$, $A$ becomes $Z^\dagger\hat Z$, and the label of each "
                r"token is $y_k=\langle y,Z^\dagger\hat Z_{:,k}\rangle$ (26)."),
@@ -342,7 +342,7 @@ def eq27_numeric(ctx: Context) -> TierResult:
 
 EQ27 = Claim(
     id="yang2024.eq27",
-    title="At the optimum the transformer performs ridge regression: yhat*_k = <y, A_{:,k}> (eq. (27))",
+    title="At the optimum the transformer performs ridge regression: ŷ*_k = <y, A_{:,k}> (eq. (27))",
     paper=PAPER,
     statement=(r"$\hat y^\star_k=\langle y,A_{:,k}\rangle$ with $\hat y^\star=(y;(Z^Q)^\top\hat\lambda)$ "
                r"(22) and $\hat\lambda=(m\tau I_m+ZZ^\top)^{-1}Zy$ (67) the ridge solution of (20)."),

@@ -190,7 +190,7 @@ def prop1_numeric(ctx: Context) -> TierResult:
 
 PROP1 = Claim(
     id="yang2024.prop1",
-    title="Gaussian initialisation with H >= N satisfies Assumption 2 a.s. (Prop. 1)",
+    title="Gaussian initialisation with H ≥ N satisfies Assumption 2 a.s. (Prop. 1)",
     paper=PAPER,
     statement=(r"Under Assumptions 1, 3 and $H\ge N$, $Q_h^{(0)}(i,j)\sim\mathcal N(0,\beta^2)$ i.i.d. "
                r"gives $B_k^{(0)}$ of full row rank for all $k$ almost surely."),
@@ -273,7 +273,7 @@ def lemma6_numeric(ctx: Context) -> TierResult:
 
 LEMMA6 = Claim(
     id="yang2024.lemma6",
-    title="Reparametrisation xi = (Q_h, w_h / gamma) unifies the learning rates (Lemma 6)",
+    title="Reparametrisation ξ = (Q_h, w_h / γ) unifies the learning rates (Lemma 6)",
     paper=PAPER,
     statement=(r"With $\gamma=\sqrt{\eta_w/\eta_Q}$, $\alpha_h=w_h/\gamma$, $\ell(\xi)=\mathcal L(\theta)$, "
                r"the GD (10) is $\xi^{(t)}=\xi^{(t-1)}-\eta_Q\nabla_\xi\ell(\xi^{(t-1)})$ (41)."),
