@@ -478,7 +478,7 @@ def _break_statement(statement: str, width: float) -> list[tuple[str, str]]:
     budget = width - tex_width(lhs) - 2
     chunks: list[list[str]] = [[]]
     used = 0.0
-    for term in split_terms(rhs):
+    for term in (piece for t in split_terms(rhs) for piece in _open(t, budget)):
         w = tex_width(term) + 1.8
         if chunks[-1] and used + w > budget:
             chunks.append([])
@@ -489,6 +489,36 @@ def _break_statement(statement: str, width: float) -> list[tuple[str, str]]:
     for k, chunk in enumerate(chunks):
         body = " ".join(_signed(t, first=(j == 0 and k == 0)) for j, t in enumerate(chunk))
         out.append((lhs, f"{op} {body}".strip()) if k == 0 else ("", "\\quad " + body))
+    return out
+
+
+_DELIM = re.compile(r"\\(left|right)(?![A-Za-z])")
+
+
+def _open(term: str, budget: float, depth: int = 0) -> list[str]:
+    """A term too wide for a line that ends in a parenthesised sum, ``c \\left(a + b\\right)``,
+    opened into lines ``c \\bigl(a``, ``+ b\\bigr)`` (recursively, a few levels), so a huge
+    polynomial breaks instead of shrinking past reading."""
+    if depth > 3 or tex_width(term) <= budget or not term.rstrip().endswith(r"\right)"):
+        return [term]
+    term = term.rstrip()
+    marks = list(_DELIM.finditer(term))
+    level, start = 0, None
+    for m in reversed(marks):
+        level += 1 if m.group(1) == "right" else -1
+        if level == 0:
+            start = m
+            break
+    if start is None or not term.startswith("(", start.end()):
+        return [term]
+    prefix, inner = term[:start.start()], term[start.end() + 1:-len(r"\right)")]
+    parts = split_terms(inner)
+    if len(parts) < 2:
+        return [term]
+    pieces = [prefix + r"\bigl(" + parts[0], *parts[1:-1], parts[-1] + r"\bigr)"]
+    out = []
+    for k, piece in enumerate(pieces):
+        out += _open(piece, budget, depth + 1) if 0 < k < len(pieces) - 1 else [piece]
     return out
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import keyword
 import io
 import re
 import shutil
@@ -29,7 +30,7 @@ from .claim import TIERS, Claim
 from .errors import UsageError
 from .outdir import locked, prepare_out, write_atomic
 from .latex import (Latex, breakable, code, display, escape, is_matrix, is_scalar, matrix, number,
-                    sympy_latex)
+                    sympy_latex, tex_width)
 from .verdict import Verdict
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -127,7 +128,8 @@ def write_report(claims: Sequence[Claim], verdicts: Sequence[Verdict], out: Path
                  options: Mapping[str, Any] | None = None) -> Path:
     """Write ``out/report.tex`` and ``out/figures/*.pdf``; returns the .tex path."""
     options = dict(options or {})
-    views = [claim_view(c, v, out) for c, v in zip(claims, verdicts)]
+    appendix: list[dict] = []
+    views = [claim_view(c, v, out, appendix) for c, v in zip(claims, verdicts)]
     papers = []
     for key in dict.fromkeys(c.paper for c in claims):
         mine = [cv for cv in views if cv.paper == key]
@@ -135,7 +137,7 @@ def write_report(claims: Sequence[Claim], verdicts: Sequence[Verdict], out: Path
                        "errata": [cv for cv in mine if cv.verdict in ("refuted", "corrected")],
                        "undecided": [cv for cv in mine if cv.verdict == "inconclusive"]})
     text = render("report.tex.j2", papers=papers, settings=_settings(options, verdicts),
-                  tiers=TIERS)
+                  tiers=TIERS, appendix=appendix, long_display=LONG_DISPLAY)
     tex = out / "report.tex"
     write_atomic(tex, text)
     return tex
@@ -229,8 +231,9 @@ class ClaimView:
     usefulness: str = ""  # the vacuity finding, where the claim declares one
 
 
-def claim_view(claim: Claim, verdict: Verdict, out: Path | None) -> ClaimView:
-    steps = derivation_steps(verdict)
+def claim_view(claim: Claim, verdict: Verdict, out: Path | None,
+               appendix: list | None = None) -> ClaimView:
+    steps = derivation_steps(verdict, appendix)
     shown = {s["source"] for s in steps}
     figure = None
     if out is not None and "train" in verdict.tiers:
@@ -247,7 +250,7 @@ def claim_view(claim: Claim, verdict: Verdict, out: Path | None) -> ClaimView:
                 verdict.correction_tiers[t].status}
                for t, r in verdict.tiers.items()],
         derivation=steps,
-        evidence=_evidence_views(verdict, shown),
+        evidence=_evidence_views(verdict, shown, appendix),
         figure=figure,
         counterexample=value_rows({k: v for k, v in (verdict.counterexample or {}).items()
                                    if not (k == "reason" and v in verdict.reason)}, shown),
@@ -257,13 +260,13 @@ def claim_view(claim: Claim, verdict: Verdict, out: Path | None) -> ClaimView:
                     if verdict.vacuous.get("status") in ("informative", "vacuous") else ""))
 
 
-def _evidence_views(verdict: Verdict, shown: set[str]) -> list[dict]:
+def _evidence_views(verdict: Verdict, shown: set[str], appendix: list | None = None) -> list[dict]:
     """Each tier's evidence; an instance equal to the previous tier's is named, not repeated."""
     out, previous = [], None
     for tier, result in verdict.tiers.items():
         if not result.evidence:
             continue
-        view = tier_evidence(tier, result.evidence, shown)
+        view = tier_evidence(tier, result.evidence, shown, (appendix, verdict.claim))
         inst = result.evidence.get("instance")
         if view["instance"] is not None and inst == (previous or {}).get("instance"):
             view["instance"] = {"same_as": previous["tier"]}
@@ -317,7 +320,9 @@ def correction_view(claim: Claim, verdict: Verdict) -> dict | None:
     c = verdict.correction
     source = ("derived by the engine" if c["source"] == "derived" else
               "documented (no closed form derived)")
-    return {"description": f"{c['description']} [{source}]", "reason": c["reason"],
+    return {"description": breakable(f"{c['description']} [{source}]"),
+            "reason": breakable(c["reason"]),
+            "command": f"icl-verify check {claim.id} --json",
             "source": c["source"],
             "formulas": [formula_view(claim, name, text) for name, text in c["formulas"].items()],
             "side_by_side": [_side_by_side(claim, name, text)
@@ -329,20 +334,34 @@ def correction_view(claim: Claim, verdict: Verdict) -> dict | None:
                       for t, r in (verdict.correction_tiers or {}).items()]}
 
 
-def derivation_steps(verdict: Verdict) -> list[dict]:
-    """The derivation each tier recorded, typeset: title, prose, and a display that fits."""
+LONG_DISPLAY = 40  # lines: a longer derived formula is typeset in the appendix
+
+
+def derivation_steps(verdict: Verdict, appendix: list | None = None) -> list[dict]:
+    """The derivation each tier recorded, typeset: title, prose, and a display that fits; with
+    ``appendix``, a display longer than LONG_DISPLAY lines goes there (in full) and the step
+    refers to it."""
     out = []
     for tier, result in verdict.tiers.items():
         for k, s in enumerate(result.steps):
             latex = str(s.get("latex", "")).strip()
+            math = display(latex) if latex else Latex("")
+            lines = math.count("\\\\\n") + 1
+            if appendix is not None and lines > LONG_DISPLAY:
+                label = f"long:{_label(verdict.claim)[len('claim:'):]}:{len(out) + 1}"
+                title = f"{verdict.claim}, derivation step {len(out) + 1}: {s.get('title', '')}"
+                appendix.append({"label": label, "title": title, "math": math})
+                math = Latex(r"\textit{" + escape(f"The derived formula has {lines} lines; it is "
+                                                  "typeset in full in the appendix (")
+                             + r"\hyperref[" + label + "]{" + escape(title) + "}).}")
             out.append({"tier": tier, "number": len(out) + 1, "title": s.get("title", ""),
-                        "text": s.get("text", ""), "math": display(latex) if latex else Latex(""),
-                        "source": latex})
+                        "text": prose_tex(s.get("text", "")), "math": math, "source": latex})
     return out
 
 
 # ------------------------------------------------------------------------------------ evidence
-def tier_evidence(tier: str, evidence: Mapping[str, Any], shown: set[str]) -> dict:
+def tier_evidence(tier: str, evidence: Mapping[str, Any], shown: set[str],
+                  long: tuple | None = None) -> dict:
     """One tier's evidence: its instance, its plain values, and one block per finding."""
     instance = evidence.get("instance") if isinstance(evidence.get("instance"), dict) else None
     findings, extra = [], {}
@@ -350,14 +369,15 @@ def tier_evidence(tier: str, evidence: Mapping[str, Any], shown: set[str]) -> di
         if key == "instance" and instance is not None:
             continue
         if isinstance(value, dict) and "ok" in value:
-            findings.append(finding_view(key, value, shown))
+            findings.append(finding_view(key, value, shown, long))
         else:
             extra[key] = value
     return {"tier": tier, "instance": instance_view(instance) if instance else None,
-            "extra": value_rows(extra, shown), "findings": findings}
+            "extra": value_rows(extra, shown, long), "findings": findings}
 
 
-def finding_view(name: str, value: Mapping[str, Any], shown: set[str]) -> dict:
+def finding_view(name: str, value: Mapping[str, Any], shown: set[str],
+                 long: tuple | None = None) -> dict:
     rest = {k: v for k, v in value.items() if k != "ok"}
     mc, runs = [], []
     for key, v in list(rest.items()):
@@ -368,7 +388,7 @@ def finding_view(name: str, value: Mapping[str, Any], shown: set[str]) -> dict:
             runs.append({"key": key, "table": runs_table(v)})
             del rest[key]
     return {"name": name, "ok": value.get("ok"), "status": _ok_word(value.get("ok")),
-            "rows": value_rows(rest, shown), "mc": mc, "runs": runs}
+            "rows": value_rows(rest, shown, long), "mc": mc, "runs": runs}
 
 
 def _ok_word(ok: Any) -> str:
@@ -396,7 +416,7 @@ def instance_view(inst: Mapping[str, Any]) -> dict:
                            + [f"{_name_tex(k)} = {matrix(v)}" for k, v in mats]
                            + [f"{_name_tex(k)} = ({', '.join(number(x, 4) for x in v)})"
                               for k, v in vecs])
-    rest = [Latex(escape(_key(k)) + ": " + value_tex(v, 1)) for k, v in inst.items()
+    rest = [Latex(_key(k) + ": " + value_tex(v, 1)) for k, v in inst.items()
             if k not in used]
     return {"math": display(math, width=70) if math else Latex(""),
             "text": Latex("; ".join(rest)), "same_as": None}
@@ -414,7 +434,7 @@ def _name_tex(key: str) -> str:
     return r"\text{" + escape(key.replace("_", " ")) + "}"
 
 
-def value_rows(values: Mapping[str, Any], shown: set[str]) -> list[dict]:
+def value_rows(values: Mapping[str, Any], shown: set[str], long: tuple | None = None) -> list[dict]:
     """(key, typeset value) rows.  A ``*_latex`` string is typeset as a display (``math``), or
     noted as shown when the derivation already displays it; its plain twin ``*`` is dropped."""
     rows = []
@@ -430,12 +450,27 @@ def value_rows(values: Mapping[str, Any], shown: set[str]) -> list[dict]:
                 rows.append({"key": name, "value": escape("displayed below the table"),
                              "math": display(v)})
             continue
-        rows.append({"key": _key(key), "value": value_tex(v), "math": Latex("")})
+        value = value_tex(v)
+        if long is not None and long[0] is not None and value.count(r"\newline") > 30:
+            value = _to_appendix(long, key, value)
+        rows.append({"key": _key(key), "value": value, "math": Latex("")})
     return rows
 
 
-def _key(key: str) -> str:
-    return key  # escaped on output: w_star stays w_star
+def _key(key: str) -> Latex:
+    """An evidence key, escaped (w_star stays w_star) and breakable after its underscores."""
+    return breakable(key)
+
+
+def _to_appendix(long: tuple, key: str, value: Latex) -> Latex:
+    """A value of more than 30 lines, typeset in the appendix; the table refers to it."""
+    appendix, claim = long
+    label = f"long:{_label(claim)[len('claim:'):]}:ev{len(appendix) + 1}"
+    title = f"{claim}, evidence {key}"
+    appendix.append({"label": label, "title": title, "math": value})
+    lines = value.count(r"\newline") + 1
+    return Latex(r"\textit{" + escape(f"{lines} lines, typeset in the appendix (")
+                 + r"\hyperref[" + label + "]{" + escape(title) + "}).}")
 
 
 def value_tex(v: Any, depth: int = 0) -> Latex:
@@ -452,9 +487,9 @@ def value_tex(v: Any, depth: int = 0) -> Latex:
         typeset = expression_tex(v)
         if typeset is not None:
             return typeset
-        return breakable(v, _LONG_TEXT)
+        return prose_tex(v, cell=True) if "**" in v else breakable(v, _LONG_TEXT)
     if _symbolic_matrix(v):
-        rows = [[number(x, 4) if is_scalar(x) else expression_tex(x, bare=True)[1:-1]
+        rows = [[number(x, 4) if is_scalar(x) else _math_of(expression_tex(x, bare=True))
                  for x in row]
                 for row in v]
         return Latex(r"${\renewcommand{\arraystretch}{1.4}\begin{bmatrix}"
@@ -481,7 +516,7 @@ def value_tex(v: Any, depth: int = 0) -> Latex:
     if isinstance(v, dict):
         if depth >= 2:
             return escape(f"({len(v)} entries)")
-        parts = [Latex(r"\textit{" + escape(_key(str(k))) + "}: " + value_tex(x, depth + 1))
+        parts = [Latex(r"\textit{" + _key(str(k)) + "}: " + value_tex(x, depth + 1))
                  for k, x in v.items() if k not in _SKIP_KEYS and x != ""]
         return Latex("; ".join(parts))
     return breakable(str(v), _LONG_TEXT)
@@ -489,6 +524,46 @@ def value_tex(v: Any, depth: int = 0) -> Latex:
 
 _EXPRESSION = re.compile(r"[\w\s.+\-*/()^]+")
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+
+
+_SPAN = re.compile(r"[-\w.()*/+^ ]*\*\*[-\w.()*/+^ ]*")
+
+
+def prose_tex(text: str, cell: bool = False) -> Latex:
+    """Prose with sympy-printed expressions inside ("difference -2*(n**3 + ...)/n**4; ..."):
+    in each maximal span that contains a power, the longest run of words that reads as an
+    expression (prose words dropped from its ends) is typeset, the rest escaped (``cell``:
+    breakable too, for a table cell's long identifiers)."""
+    text, plain = str(text), (breakable if cell else escape)
+    out, last = [], 0
+    for m in _SPAN.finditer(text):
+        found = _expression_in(m.group(0))
+        if found is None:
+            continue
+        (a, b), typeset = found
+        out += [plain(text[last:m.start() + a]), typeset]
+        last = m.start() + b
+    out.append(plain(text[last:]))
+    return Latex("".join(out))
+
+
+def _expression_in(span: str) -> tuple[tuple[int, int], Latex] | None:
+    """(start, end) in ``span`` of the longest word run that typesets, and its LaTeX."""
+    words = [(w.start(), w.end(), w.group(0)) for w in re.finditer(r"\S+", span)]
+    prose = [bool(re.fullmatch(r"[A-Za-z]{4,}[.,;:]?", w)) for _, _, w in words]
+    for k in range(len(words)):
+        if prose[k] and k + 1 < len(words):
+            continue  # a word of prose ("difference -2*n"), not a symbol being subtracted
+        for j in range(len(words), max(k, len(words) - 6), -1):
+            if prose[j - 1] and j - 1 > k:
+                continue
+            piece = span[words[k][0]:words[j - 1][1]]
+            if "**" not in piece:
+                break
+            typeset = expression_tex(piece)
+            if typeset is not None:
+                return (words[k][0], words[j - 1][1]), typeset
+    return None
 
 
 def _matrix_text(text: str) -> list | None:
@@ -519,6 +594,10 @@ def expression_tex(text: str, bare: bool = False) -> Latex | None:
     from .formula_parser import FUNCTIONS, FormulaError, read
 
     text = text.strip()
+    operator = re.search(r"\*\*|[\w)]\s*\*\s*[\w(]|\^", text)
+    if len(text) > 400000 or not (operator or text.startswith("[[") or (
+            bare and re.fullmatch(r"[A-Za-z]\w*|-?\d+(\.\d+)?", text))):
+        return None
     rows = _matrix_text(text)
     if rows is not None:
         return value_tex(rows) if _symbolic_matrix(rows) or is_matrix(rows) else None
@@ -526,18 +605,73 @@ def expression_tex(text: str, bare: bool = False) -> Latex | None:
     if little_o:  # an asymptotic expansion: the leading term + o(rate)
         head, rate = expression_tex(little_o.group(1)), expression_tex(little_o.group(2), True)
         if head is not None and rate is not None:
-            return Latex(f"{head[:-1]} + o\\left({rate[1:-1]}\\right)$")
+            return _fit(f"{_math_of(head)} + o\\left({_math_of(rate)}\\right)")
         return None
+    relation = re.fullmatch(r"([^=<>]+?)\s*(=|<=|>=)\s*([^=<>]+)", text)
+    if relation:  # "2*lambda**2*(...)/n = 0"
+        lhs, rhs = expression_tex(relation.group(1), True), expression_tex(relation.group(3), True)
+        if lhs is None or rhs is None:
+            return None
+        op = {"=": "=", "<=": r"\le", ">=": r"\ge"}[relation.group(2)]
+        return _fit(f"{_math_of(lhs)} {op} {_math_of(rhs)}")
     text = re.sub(r"\)\s+(?=[A-Za-z(])", ")*", text)  # "(4*d) C^(-2)": a product
-    if len(text) > 4000 or not _EXPRESSION.fullmatch(text) or not (re.search(
-            r"\*\*|[\w)]\s*\*\s*[\w(]|\^", text) or (bare and re.fullmatch(r"[A-Za-z]\w*", text))):
+    if not _EXPRESSION.fullmatch(text):
         return None
-    names = {n: sympy.Symbol(n) for n in set(_IDENTIFIER.findall(text)) - set(FUNCTIONS)}
+    names = {}
+    for n in set(_IDENTIFIER.findall(text)) - set(FUNCTIONS):
+        if keyword.iskeyword(n):  # lambda: a symbol here, renamed for Python's grammar
+            text = re.sub(rf"\b{n}\b", f"{n}_kw_", text)
+            names[f"{n}_kw_"] = sympy.Symbol(n)
+        else:
+            names[n] = sympy.Symbol(n)
     try:
         expr = read(text.replace("^", "**"), names, what="evidence").expr
     except FormulaError:
         return None
-    return Latex("$" + sympy_latex(expr) + "$")
+    return _fit(sympy_latex(expr))
+
+
+def _math_of(tex: Latex) -> str:
+    """The math inside ``_fit``'s output."""
+    if tex.startswith(r"\resizebox"):
+        return tex.split("{$", 1)[1][:-2]
+    if r"\newline " in tex:
+        return " ".join(_math_of(Latex(line)) for line in tex.split(r"\newline "))
+    return tex[1:-1]
+
+
+def _fit(tex: str, width: float = 34.0) -> Latex:
+    """Inline math, scaled down to the line where it is wider than a table's value column
+    (a fraction does not break)."""
+    if tex_width(tex) <= width:
+        return Latex("$" + tex + "$")
+    if tex_width(tex) > 3 * width:  # a long sum: lines of whole terms (a table cell holds
+        lines = _term_lines(tex, width)  # no display environment)
+        if len(lines) > 1:
+            return Latex(r"\newline ".join(line if line.startswith(r"\resizebox") else
+                                            "$" + line + "$" for line in lines))
+    return Latex(r"\resizebox{\linewidth}{!}{$" + tex + "$}")
+
+
+def _term_lines(tex: str, width: float) -> list[str]:
+    """A sum's top-level terms (parenthesised sums opened), grouped greedily into lines of at
+    most ``width``; a term wider than that is scaled down on its own line."""
+    from .latex import _open, split_terms
+
+    lines, used = [[]], 0.0
+    for term in (p for t in split_terms(tex) for p in _open(t, width)):
+        w = tex_width(term) + 1.8
+        if lines[-1] and used + w > width:
+            lines.append([])
+            used = 0.0
+        lines[-1].append(term)
+        used += w
+    out = []
+    for chunk in lines:
+        body = " ".join(chunk)
+        out.append(body if tex_width(body) <= width else
+                   r"\resizebox{\linewidth}{!}{$" + body + "$}")
+    return out
 
 
 def mc_table(rows: list[dict]) -> dict:

@@ -283,12 +283,13 @@ def inf_gradient_symbolic(ctx: Context, model: str, setting: LinearICLSetting) -
 
 
 def _short(expr, limit: int = 2000) -> str:
-    """The expression as text, or a summary when printing it would be slow or long."""
+    """The expression as text, or, where printing it would be slow or long, how many terms it
+    has (the derivation steps carry it in full); never cut in the middle."""
     terms = len(sympy.Add.make_args(expr))
     if terms > 60:
-        return f"<{terms} terms>"
+        return f"{terms} terms (in full in the derivation)"
     text = str(expr)
-    return text if len(text) <= limit else text[:limit] + f" ... ({terms} terms)"
+    return text if len(text) <= limit else f"{terms} terms (in full in the derivation)"
 
 
 def _frob2(G: sympy.Expr, eigs, n: int) -> sympy.Expr:

@@ -362,7 +362,7 @@ def flow_radius_probe(F, sizes: Sequence = FARTHEST_PROBE_SIZES,
     xi^{1/(2L)} (4 L (L - 1) K)^{-1/(2L-2)} when T = K xi^{-(L-1)/L}), at every xi the hypothesis
     admits from 10^-12 to 10^40.  The closeness check at one xi from A(0) = 0 passed radii in
     another power of xi, or constant in xi.  A violation is confirmed at a concrete start."""
-    rows, near = [], Closest(RADIUS_MEASURE + " (the flow from a0 -> -oo)")
+    rows, near = [], Closest(RADIUS_MEASURE + " (the flow from a0 → -∞)")
     for L, n, d, xi in _admitted_targets(F, sizes, xis):
         with mpmath.workdps(30):
             T, c = _flow_named(F, "time", n, d, L, xi), _flow_named(F, "c", n, d, L, xi)
@@ -390,8 +390,8 @@ def flow_radius_probe(F, sizes: Sequence = FARTHEST_PROBE_SIZES,
                                deviation_at_t=mpmath.nstr(dev_end, 15), ok=bool(dev_end <= c))
         rows.append(row)
     return _farthest_finding(
-        "closeness_from_the_farthest_start", "a0 -> -oo (the farthest scalar start)", rows,
-        lambda b: f"the flow from A(0) = {b.get('A0', '-oo I')} is "
+        "closeness_from_the_farthest_start", "a0 → -∞ (the farthest scalar start)", rows,
+        lambda b: f"the flow from A(0) = {b.get('A0', '-∞ I')} is "
                   f"{b.get('deviation_at_t', b['sup_deviation'])} below A^opt at the named time "
                   f"> c = {b['c']}", near)
 
@@ -403,7 +403,7 @@ def flow_farthest_time_probe(F, sizes: Sequence = FARTHEST_PROBE_SIZES,
     xi the hypothesis admits from 10^-12 to 10^40.  From A(0) = 0 the loss starts at f(0) <= d,
     so at xi >= d that start says nothing and a time too short at large xi passed.  A violation
     is confirmed at a concrete start."""
-    rows, near = [], Closest(TIME_MEASURE + " (the sup over the starts a0 -> +-oo)")
+    rows, near = [], Closest(TIME_MEASURE + " (the sup over the starts a0 → ±∞)")
     for L, n, d, xi in _admitted_targets(F, sizes, xis):
         with mpmath.workdps(30):
             T = _flow_named(F, "time", n, d, L, xi)
@@ -428,7 +428,7 @@ def flow_farthest_time_probe(F, sizes: Sequence = FARTHEST_PROBE_SIZES,
                            t_from_A0=mpmath.nstr(t_sup - tau0, 15))
         rows.append(row)
     return _farthest_finding(
-        "hitting_time_from_the_farthest_start", "a0 -> -oo or +oo (the farthest scalar starts)",
+        "hitting_time_from_the_farthest_start", "a0 → -∞ or +∞ (the farthest scalar starts)",
         rows, lambda b: f"the flow from A(0) = {b['A0']} needs {b['t_from_A0']} > "
                         f"{b['t_named']} to reach xi", near)
 
