@@ -245,7 +245,7 @@ def test_whole_paper_report_compiles(capsys, tmp_path):
 def test_evidence_expressions_are_typeset_and_nothing_else_is():
     """sympy-printed expressions in evidence are typeset (read by the whitelisting parser, never
     sympified); prose, identifiers and anything executable stay text."""
-    from verify.report import value_tex
+    from verify.report_values import value_tex
 
     assert value_tex("4*(d**4 + 2*d**3*s)/C**2") == r"$\frac{4 d^{4} + 8 d^{3} s}{C^{2}}$"
     assert r"+ o\left(\frac{1}{C^{2}}\right)$" in value_tex("(d + s)*C^(-2) + o(C^(-2))")

@@ -1,0 +1,240 @@
+"""How a report typesets evidence values: numbers, matrices, sympy-printed expressions (read by
+the whitelisting formula parser, never sympified), prose with expressions inside, and values
+too long for their place (into the appendix).  Used by ``verify.report``."""
+from __future__ import annotations
+
+import keyword
+import re
+from typing import Any
+
+import sympy
+
+from .latex import (Latex, breakable, escape, is_matrix, is_scalar, matrix, number, sympy_latex,
+                    tex_width)
+
+_LONG_TEXT = None  # evidence strings are never cut: they wrap (breakable)
+_SKIP_KEYS = {"curve", "distance_curve"}
+
+def _label(claim_id: str) -> str:
+    # no "_" in labels: the template escapes it to "\_", which \hyperref rejects (thm3_4)
+    return "claim:" + claim_id.replace(".", ":").replace("_", "-")
+
+
+
+def _key(key: str) -> Latex:
+    """An evidence key, escaped (w_star stays w_star) and breakable after its underscores."""
+    return breakable(key)
+
+
+def _to_appendix(long: tuple, key: str, value: Latex) -> Latex:
+    """A value of more than 30 lines, typeset in the appendix; the table refers to it."""
+    appendix, claim = long
+    label = f"long:{_label(claim)[len('claim:'):]}:ev{len(appendix) + 1}"
+    title = f"{claim}, evidence {key}"
+    appendix.append({"label": label, "title": title, "math": value})
+    lines = value.count(r"\newline") + 1
+    return Latex(r"\textit{" + escape(f"{lines} lines, typeset in the appendix (")
+                 + r"\hyperref[" + label + "]{" + escape(title) + "}).}")
+
+
+def value_tex(v: Any, depth: int = 0) -> Latex:
+    """Any JSON evidence value as LaTeX text (numbers in math, strings escaped and breakable)."""
+    if v is None:
+        return escape("--")
+    if isinstance(v, bool):
+        return escape("yes" if v else "no")
+    if isinstance(v, (int, float)):
+        return Latex(f"${number(v)}$")
+    if isinstance(v, str):
+        if is_scalar(v) and "/" in v:
+            return Latex(f"${number(v, slash=True)}$")
+        typeset = expression_tex(v)
+        if typeset is not None:
+            return typeset
+        return prose_tex(v, cell=True) if "**" in v else breakable(v, _LONG_TEXT)
+    if _symbolic_matrix(v):
+        rows = [[number(x, 4) if is_scalar(x) else _math_of(expression_tex(x, bare=True))
+                 for x in row]
+                for row in v]
+        return Latex(r"${\renewcommand{\arraystretch}{1.4}\begin{bmatrix}"
+                     + r" \\ ".join(" & ".join(r) for r in rows) + r"\end{bmatrix}}$")
+    if is_matrix(v):
+        if len(v) <= 8 and len(v[0]) <= 8:
+            return Latex("$" + matrix(v) + "$")
+        return escape(f"({len(v)} x {len(v[0])} matrix)")
+    if isinstance(v, (list, tuple)):
+        if not v:
+            return escape("none")
+        if all(isinstance(x, str) and len(x) <= 40 and not is_scalar(x) for x in v):
+            return breakable(", ".join(v), _LONG_TEXT)
+        if all(is_scalar(x) for x in v):
+            head = [number(x, 4) for x in v[:10]]
+            more = r", \dots" + f"\\ ({len(v)}\\ \\text{{values}})" if len(v) > 10 else ""
+            return Latex("$(" + ", ".join(head) + more + ")$")
+        if depth >= 2:
+            return escape(f"({len(v)} items)")
+        items = [value_tex(x, depth + 1) for x in v[:12]]
+        if len(v) > 12:
+            items.append(escape(f"... ({len(v) - 12} more)"))
+        return Latex(r"\newline ".join(items) if depth == 0 else "; ".join(items))
+    if isinstance(v, dict):
+        if depth >= 2:
+            return escape(f"({len(v)} entries)")
+        parts = [Latex(r"\textit{" + _key(str(k)) + "}: " + value_tex(x, depth + 1))
+                 for k, x in v.items() if k not in _SKIP_KEYS and x != ""]
+        return Latex("; ".join(parts))
+    return breakable(str(v), _LONG_TEXT)
+
+
+_EXPRESSION = re.compile(r"[\w\s.+\-*/()^]+")
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+
+
+_SPAN = re.compile(r"[-\w.()*/+^ ]*\*\*[-\w.()*/+^ ]*")
+
+
+def prose_tex(text: str, cell: bool = False) -> Latex:
+    """Prose with sympy-printed expressions inside ("difference -2*(n**3 + ...)/n**4; ..."):
+    in each maximal span that contains a power, the longest run of words that reads as an
+    expression (prose words dropped from its ends) is typeset, the rest escaped (``cell``:
+    breakable too, for a table cell's long identifiers)."""
+    text, plain = str(text), (breakable if cell else escape)
+    out, last = [], 0
+    for m in _SPAN.finditer(text):
+        found = _expression_in(m.group(0))
+        if found is None:
+            continue
+        (a, b), typeset = found
+        out += [plain(text[last:m.start() + a]), typeset]
+        last = m.start() + b
+    out.append(plain(text[last:]))
+    return Latex("".join(out))
+
+
+def _expression_in(span: str) -> tuple[tuple[int, int], Latex] | None:
+    """(start, end) in ``span`` of the longest word run that typesets, and its LaTeX."""
+    words = [(w.start(), w.end(), w.group(0)) for w in re.finditer(r"\S+", span)]
+    prose = [bool(re.fullmatch(r"[A-Za-z]{4,}[.,;:]?", w)) for _, _, w in words]
+    for k in range(len(words)):
+        if prose[k] and k + 1 < len(words):
+            continue  # a word of prose ("difference -2*n"), not a symbol being subtracted
+        for j in range(len(words), max(k, len(words) - 6), -1):
+            if prose[j - 1] and j - 1 > k:
+                continue
+            piece = span[words[k][0]:words[j - 1][1]]
+            if "**" not in piece:
+                break
+            typeset = expression_tex(piece)
+            if typeset is not None:
+                return (words[k][0], words[j - 1][1]), typeset
+    return None
+
+
+def _matrix_text(text: str) -> list | None:
+    """``[[a, b], [c, d]]`` written as text, as a list of lists of entry strings."""
+    if not (text.startswith("[[") and text.endswith("]]")) or text.count("[") != text.count("]"):
+        return None
+    rows = [r.split(",") for r in text[2:-2].split("], [")]
+    if any("[" in e or "]" in e for r in rows for e in r):
+        return None
+    return [[e.strip() for e in r] for r in rows]
+
+
+def _symbolic_matrix(v: Any) -> bool:
+    """A small list of equally long lists whose entries are numbers or expressions, at least
+    one an expression (``[[1, 0, sigma0], ...]``)."""
+    if not (isinstance(v, (list, tuple)) and v and len(v) <= 8 and not is_matrix(v)):
+        return False
+    if not all(isinstance(r, (list, tuple)) and r and len(r) == len(v[0]) <= 8 for r in v):
+        return False
+    return all(is_scalar(x) or (isinstance(x, str) and expression_tex(x, bare=True) is not None)
+               for r in v for x in r)
+
+
+def expression_tex(text: str, bare: bool = False) -> Latex | None:
+    """An evidence string that is an arithmetic expression (``4*(d**4 + ...)/C**2``, as sympy
+    prints derived quantities) typeset as math; None for anything else.  Read by the engine's
+    whitelisting formula parser with every identifier a scalar symbol (never sympify)."""
+    from .formula_parser import FUNCTIONS, FormulaError, read
+
+    text = text.strip()
+    operator = re.search(r"\*\*|[\w)]\s*\*\s*[\w(]|\^", text)
+    if len(text) > 400000 or not (operator or text.startswith("[[") or (
+            bare and re.fullmatch(r"[A-Za-z]\w*|-?\d+(\.\d+)?", text))):
+        return None
+    rows = _matrix_text(text)
+    if rows is not None:
+        return value_tex(rows) if _symbolic_matrix(rows) or is_matrix(rows) else None
+    little_o = re.fullmatch(r"(.+?)\s*\+\s*o\((.+)\)", text)
+    if little_o:  # an asymptotic expansion: the leading term + o(rate)
+        head, rate = expression_tex(little_o.group(1)), expression_tex(little_o.group(2), True)
+        if head is not None and rate is not None:
+            return _fit(f"{_math_of(head)} + o\\left({_math_of(rate)}\\right)")
+        return None
+    relation = re.fullmatch(r"([^=<>]+?)\s*(=|<=|>=)\s*([^=<>]+)", text)
+    if relation:  # "2*lambda**2*(...)/n = 0"
+        lhs, rhs = expression_tex(relation.group(1), True), expression_tex(relation.group(3), True)
+        if lhs is None or rhs is None:
+            return None
+        op = {"=": "=", "<=": r"\le", ">=": r"\ge"}[relation.group(2)]
+        return _fit(f"{_math_of(lhs)} {op} {_math_of(rhs)}")
+    text = re.sub(r"\)\s+(?=[A-Za-z(])", ")*", text)  # "(4*d) C^(-2)": a product
+    if not _EXPRESSION.fullmatch(text):
+        return None
+    names = {}
+    for n in set(_IDENTIFIER.findall(text)) - set(FUNCTIONS):
+        if keyword.iskeyword(n):  # lambda: a symbol here, renamed for Python's grammar
+            text = re.sub(rf"\b{n}\b", f"{n}_kw_", text)
+            names[f"{n}_kw_"] = sympy.Symbol(n)
+        else:
+            names[n] = sympy.Symbol(n)
+    try:
+        expr = read(text.replace("^", "**"), names, what="evidence").expr
+    except FormulaError:
+        return None
+    return _fit(sympy_latex(expr))
+
+
+def _math_of(tex: Latex) -> str:
+    """The math inside ``_fit``'s output."""
+    if tex.startswith(r"\resizebox"):
+        return tex.split("{$", 1)[1][:-2]
+    if r"\newline " in tex:
+        return " ".join(_math_of(Latex(line)) for line in tex.split(r"\newline "))
+    return tex[1:-1]
+
+
+def _fit(tex: str, width: float = 34.0) -> Latex:
+    """Inline math, scaled down to the line where it is wider than a table's value column
+    (a fraction does not break)."""
+    if tex_width(tex) <= width:
+        return Latex("$" + tex + "$")
+    if tex_width(tex) > 3 * width:  # a long sum: lines of whole terms (a table cell holds
+        lines = _term_lines(tex, width)  # no display environment)
+        if len(lines) > 1:
+            return Latex(r"\newline ".join(line if line.startswith(r"\resizebox") else
+                                            "$" + line + "$" for line in lines))
+    return Latex(r"\resizebox{\linewidth}{!}{$" + tex + "$}")
+
+
+def _term_lines(tex: str, width: float) -> list[str]:
+    """A sum's top-level terms (parenthesised sums opened), grouped greedily into lines of at
+    most ``width``; a term wider than that is scaled down on its own line."""
+    from .latex import _open, split_terms
+
+    lines, used = [[]], 0.0
+    for term in (p for t in split_terms(tex) for p in _open(t, width)):
+        w = tex_width(term) + 1.8
+        if lines[-1] and used + w > width:
+            lines.append([])
+            used = 0.0
+        lines[-1].append(term)
+        used += w
+    out = []
+    for chunk in lines:
+        body = " ".join(chunk)
+        out.append(body if tex_width(body) <= width else
+                   r"\resizebox{\linewidth}{!}{$" + body + "$}")
+    return out
