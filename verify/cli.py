@@ -80,7 +80,8 @@ def _add_show(sub) -> None:
 def add_selection(p) -> None:
     """The claim selection shared by check, report and mutate: IDs, --paper or --all."""
     p.add_argument("ids", nargs="*", metavar="ID", help="claim ids, e.g. ahn2023.thm1")
-    p.add_argument("--paper", help="every claim of this paper")
+    p.add_argument("--paper", action="append", default=[], metavar="KEY",
+                   help="every claim of this paper (repeatable)")
     p.add_argument("--all", action="store_true", help="every claim")
 
 
@@ -160,8 +161,8 @@ def select_claims(args) -> list:
     chosen = []
     if args.all:
         chosen = registry.all_claims()
-    if args.paper:
-        chosen += registry.by_paper(args.paper)
+    for paper in args.paper:
+        chosen += registry.by_paper(paper)
     for cid in args.ids:
         chosen.append(registry.find(cid))
     if not chosen:

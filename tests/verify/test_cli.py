@@ -175,3 +175,10 @@ def test_check_verified_exits_0(capsys):
     assert code == 0 and v["verdict"] == "verified"
     found = v["tiers"]["numeric"]["evidence"]["identity_float64"]
     assert found["ok"] and found["max_difference"] <= found["allowance"] < 1e-10
+
+
+def test_paper_repeats_and_keeps_the_order_given(capsys):
+    code, out, _ = run(capsys, "check", "--paper", "vonoswald2023", "--paper", "ahn2023",
+                       "--tier", "symbolic", "--budget", "quick", "--json")
+    ids = [v["claim"] for v in json.loads(out)]
+    assert ids[0] == "vonoswald2023.prop1" and "ahn2023.thm1" in ids
