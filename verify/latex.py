@@ -476,20 +476,28 @@ def _break_statement(statement: str, width: float) -> list[tuple[str, str]]:
     if tex_width(statement) <= width:
         return [(lhs, f"{op} {rhs}".strip())]
     budget = width - tex_width(lhs) - 2
-    chunks: list[list[str]] = [[]]
-    used = 0.0
-    for term in (piece for t in split_terms(rhs) for piece in _open(t, budget)):
-        w = tex_width(term) + 1.8
-        if chunks[-1] and used + w > budget:
-            chunks.append([])
-            used = 2.0
-        chunks[-1].append(term)
-        used += w
+    chunks = group_terms((piece for t in split_terms(rhs) for piece in _open(t, budget)), budget,
+                         indent=2.0)
     out = []
     for k, chunk in enumerate(chunks):
         body = " ".join(_signed(t, first=(j == 0 and k == 0)) for j, t in enumerate(chunk))
         out.append((lhs, f"{op} {body}".strip()) if k == 0 else ("", "\\quad " + body))
     return out
+
+
+def group_terms(terms: Iterable[str], budget: float, indent: float = 0.0) -> list[list[str]]:
+    """Terms grouped greedily into lines of at most ``budget`` (a continuation line starts
+    ``indent`` in)."""
+    chunks: list[list[str]] = [[]]
+    used = 0.0
+    for term in terms:
+        w = tex_width(term) + 1.8
+        if chunks[-1] and used + w > budget:
+            chunks.append([])
+            used = indent
+        chunks[-1].append(term)
+        used += w
+    return chunks
 
 
 _DELIM = re.compile(r"\\(left|right)(?![A-Za-z])")

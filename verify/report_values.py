@@ -222,18 +222,10 @@ def _fit(tex: str, width: float = 34.0) -> Latex:
 def _term_lines(tex: str, width: float) -> list[str]:
     """A sum's top-level terms (parenthesised sums opened), grouped greedily into lines of at
     most ``width``; a term wider than that is scaled down on its own line."""
-    from .latex import _open, split_terms
+    from .latex import _open, group_terms, split_terms
 
-    lines, used = [[]], 0.0
-    for term in (p for t in split_terms(tex) for p in _open(t, width)):
-        w = tex_width(term) + 1.8
-        if lines[-1] and used + w > width:
-            lines.append([])
-            used = 0.0
-        lines[-1].append(term)
-        used += w
     out = []
-    for chunk in lines:
+    for chunk in group_terms((p for t in split_terms(tex) for p in _open(t, width)), width):
         body = " ".join(chunk)
         out.append(body if tex_width(body) <= width else
                    r"\resizebox{\linewidth}{!}{$" + body + "$}")
