@@ -462,7 +462,7 @@ def _fit(head: str, tail: str, width: float) -> str:
     w = tex_width(head) + tex_width(tail)
     if w <= width * 1.1:
         return f"{head} &{tail}" if head else f"&{tail}"
-    factor = max(0.4, width / w)
+    factor = max(0.3, width / w)
     return f"{head} &\\scalebox{{{factor:.2f}}}{{$\\displaystyle {{}}{tail}$}}"
 
 

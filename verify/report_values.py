@@ -86,7 +86,7 @@ def value_tex(v: Any, depth: int = 0) -> Latex:
     return breakable(str(v), _LONG_TEXT)
 
 
-_EXPRESSION = re.compile(r"[\w\s.+\-*/()^]+")
+_EXPRESSION = re.compile(r"[\w\s.,+\-*/()^]+")
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
