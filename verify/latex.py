@@ -49,8 +49,8 @@ _SUBSCRIPT = dict(zip("₀₁₂₃₄₅₆₇₈₉₊₋₌₍₎ₐₑₒₓ
 
 
 def _math_run(chars: str) -> str:
-    """A run of Unicode math characters as one $...$: super- and subscript characters grouped
-    (Σ⁻¹ -> $\\Sigma^{-1}$, never two $...$ side by side, which TeX reads as $$)."""
+    """A run of Unicode math characters as math (escape puts it in one $...$): super- and
+    subscript characters grouped (Σ⁻¹ -> \\Sigma^{-1})."""
     out, k = [], 0
     while k < len(chars):
         for table, mark in ((_SUPERSCRIPT, "^"), (_SUBSCRIPT, "_")):
@@ -65,7 +65,7 @@ def _math_run(chars: str) -> str:
         else:
             out.append(_UNICODE_MATH[chars[k]] + " ")
             k += 1
-    return "$" + "".join(out).strip() + "$"
+    return "".join(out).strip()
 
 
 def _is_math(ch: str) -> bool:
@@ -89,7 +89,7 @@ def escape(text: Any) -> Latex:
             j = k
             while j < len(text) and _is_math(text[j]):
                 j += 1
-            out.append((True, _math_run(text[k:j])[1:-1]))
+            out.append((True, _math_run(text[k:j])))
             k = j
             continue
         k += 1
@@ -225,9 +225,10 @@ def _is_float(text: str) -> bool:
     return True
 
 
-def matrix(rows: Iterable[Iterable[Any]], digits: int = 4) -> Latex:
-    """A small matrix of numbers as a bmatrix (math mode)."""
-    body = r" \\ ".join(" & ".join(number(v, digits) for v in row) for row in rows)
+def matrix(rows: Iterable[Iterable[Any]], digits: int = 4, entry=None) -> Latex:
+    """A small matrix as a bmatrix (math mode): numbers, or each entry through ``entry``."""
+    entry = entry or (lambda v: number(v, digits))
+    body = r" \\ ".join(" & ".join(entry(v) for v in row) for row in rows)
     return Latex(r"{\renewcommand{\arraystretch}{1.4}\begin{bmatrix}" + body
                  + r"\end{bmatrix}}")
 

@@ -26,7 +26,8 @@ from .errors import UsageError
 from .outdir import locked, prepare_out, write_atomic
 from .latex import (Latex, breakable, code, display, escape, is_matrix, is_scalar, matrix, number,
                     sympy_latex)
-from .report_values import _SKIP_KEYS, _key, _label, _to_appendix, prose_tex, value_tex
+from .report_values import (_SKIP_KEYS, _key, _label, _to_appendix, appendix_ref, prose_tex,
+                            value_tex)
 from .verdict import Verdict
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -339,12 +340,10 @@ def derivation_steps(verdict: Verdict, appendix: list | None = None) -> list[dic
             math = display(latex) if latex else Latex("")
             lines = math.count("\\\\\n") + 1
             if appendix is not None and lines > LONG_DISPLAY:
-                label = f"long:{_label(verdict.claim)[len('claim:'):]}:{len(out) + 1}"
-                title = f"{verdict.claim}, derivation step {len(out) + 1}: {s.get('title', '')}"
-                appendix.append({"label": label, "title": title, "math": math})
-                math = Latex(r"\textit{" + escape(f"The derived formula has {lines} lines; it is "
-                                                  "typeset in full in the appendix (")
-                             + r"\hyperref[" + label + "]{" + escape(title) + "}).}")
+                math = appendix_ref(
+                    appendix, f"long:{_label(verdict.claim)[len('claim:'):]}:{len(out) + 1}",
+                    f"{verdict.claim}, derivation step {len(out) + 1}: {s.get('title', '')}",
+                    math, f"The derived formula has {lines} lines")
             out.append({"tier": tier, "number": len(out) + 1, "title": s.get("title", ""),
                         "text": prose_tex(s.get("text", "")), "math": math, "source": latex})
     return out

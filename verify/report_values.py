@@ -26,15 +26,20 @@ def _key(key: str) -> Latex:
     return breakable(key)
 
 
+def appendix_ref(appendix: list, label: str, title: str, math: Latex, what: str) -> Latex:
+    """Put ``math`` in the report's appendix under ``title``; the place it came from says
+    ``what`` it was and refers to it."""
+    appendix.append({"label": label, "title": title, "math": math})
+    return Latex(r"\textit{" + escape(f"{what}; it is typeset in full in the appendix (")
+                 + r"\hyperref[" + label + "]{" + escape(title) + "}).}")
+
+
 def _to_appendix(long: tuple, key: str, value: Latex) -> Latex:
     """A value of more than 30 lines, typeset in the appendix; the table refers to it."""
     appendix, claim = long
-    label = f"long:{_label(claim)[len('claim:'):]}:ev{len(appendix) + 1}"
-    title = f"{claim}, evidence {key}"
-    appendix.append({"label": label, "title": title, "math": value})
     lines = value.count(r"\newline") + 1
-    return Latex(r"\textit{" + escape(f"{lines} lines, typeset in the appendix (")
-                 + r"\hyperref[" + label + "]{" + escape(title) + "}).}")
+    return appendix_ref(appendix, f"long:{_label(claim)[len('claim:'):]}:ev{len(appendix) + 1}",
+                        f"{claim}, evidence {key}", value, f"{lines} lines")
 
 
 def value_tex(v: Any, depth: int = 0) -> Latex:
@@ -52,12 +57,9 @@ def value_tex(v: Any, depth: int = 0) -> Latex:
         if typeset is not None:
             return typeset
         return prose_tex(v, cell=True) if "**" in v else breakable(v, _LONG_TEXT)
-    if _symbolic_matrix(v):
-        rows = [[number(x, 4) if is_scalar(x) else _math_of(expression_tex(x, bare=True))
-                 for x in row]
-                for row in v]
-        return Latex(r"${\renewcommand{\arraystretch}{1.4}\begin{bmatrix}"
-                     + r" \\ ".join(" & ".join(r) for r in rows) + r"\end{bmatrix}}$")
+    symbolic = _symbolic_matrix(v)
+    if symbolic is not None:
+        return Latex("$" + symbolic + "$")
     if is_matrix(v):
         if len(v) <= 8 and len(v[0]) <= 8:
             return Latex("$" + matrix(v) + "$")
@@ -142,21 +144,32 @@ def _matrix_text(text: str) -> list | None:
     return [[e.strip() for e in r] for r in rows]
 
 
-def _symbolic_matrix(v: Any) -> bool:
+def _symbolic_matrix(v: Any) -> str | None:
     """A small list of equally long lists whose entries are numbers or expressions, at least
-    one an expression (``[[1, 0, sigma0], ...]``)."""
+    one an expression (``[[1, 0, sigma0], ...]``), as a bmatrix; None for anything else."""
     if not (isinstance(v, (list, tuple)) and v and len(v) <= 8 and not is_matrix(v)):
-        return False
+        return None
     if not all(isinstance(r, (list, tuple)) and r and len(r) == len(v[0]) <= 8 for r in v):
-        return False
-    return all(is_scalar(x) or (isinstance(x, str) and expression_tex(x, bare=True) is not None)
-               for r in v for x in r)
+        return None
+    entries = [[number(x, 4) if is_scalar(x) else
+                _expression_math(x, bare=True) if isinstance(x, str) else None for x in row]
+               for row in v]
+    if any(e is None for row in entries for e in row):
+        return None
+    return matrix(entries, entry=str)
 
 
 def expression_tex(text: str, bare: bool = False) -> Latex | None:
     """An evidence string that is an arithmetic expression (``4*(d**4 + ...)/C**2``, as sympy
-    prints derived quantities) typeset as math; None for anything else.  Read by the engine's
-    whitelisting formula parser with every identifier a scalar symbol (never sympify)."""
+    prints derived quantities) typeset as math that fits its place; None for anything else."""
+    math = _expression_math(text, bare)
+    return None if math is None else _fit(math)
+
+
+def _expression_math(text: str, bare: bool = False) -> str | None:
+    """The math of ``expression_tex`` (no delimiters): read by the engine's whitelisting formula
+    parser with every identifier a scalar symbol (never sympify); ``bare`` also takes a lone
+    identifier or number (a matrix entry, a side of a relation)."""
     from .formula_parser import FUNCTIONS, FormulaError, read
 
     text = text.strip()
@@ -166,20 +179,17 @@ def expression_tex(text: str, bare: bool = False) -> Latex | None:
         return None
     rows = _matrix_text(text)
     if rows is not None:
-        return value_tex(rows) if _symbolic_matrix(rows) or is_matrix(rows) else None
+        small = is_matrix(rows) and len(rows) <= 8 and len(rows[0]) <= 8
+        return _symbolic_matrix(rows) or (matrix(rows) if small else None)
     little_o = re.fullmatch(r"(.+?)\s*\+\s*o\((.+)\)", text)
     if little_o:  # an asymptotic expansion: the leading term + o(rate)
-        head, rate = expression_tex(little_o.group(1)), expression_tex(little_o.group(2), True)
-        if head is not None and rate is not None:
-            return _fit(f"{_math_of(head)} + o\\left({_math_of(rate)}\\right)")
-        return None
+        head, rate = _expression_math(little_o.group(1)), _expression_math(little_o.group(2), True)
+        return None if head is None or rate is None else f"{head} + o\\left({rate}\\right)"
     relation = re.fullmatch(r"([^=<>]+?)\s*(=|<=|>=)\s*([^=<>]+)", text)
     if relation:  # "2*lambda**2*(...)/n = 0"
-        lhs, rhs = expression_tex(relation.group(1), True), expression_tex(relation.group(3), True)
-        if lhs is None or rhs is None:
-            return None
+        lhs, rhs = (_expression_math(relation.group(k), True) for k in (1, 3))
         op = {"=": "=", "<=": r"\le", ">=": r"\ge"}[relation.group(2)]
-        return _fit(f"{_math_of(lhs)} {op} {_math_of(rhs)}")
+        return None if lhs is None or rhs is None else f"{lhs} {op} {rhs}"
     text = re.sub(r"\)\s+(?=[A-Za-z(])", ")*", text)  # "(4*d) C^(-2)": a product
     if not _EXPRESSION.fullmatch(text):
         return None
@@ -191,19 +201,9 @@ def expression_tex(text: str, bare: bool = False) -> Latex | None:
         else:
             names[n] = sympy.Symbol(n)
     try:
-        expr = read(text.replace("^", "**"), names, what="evidence").expr
+        return str(sympy_latex(read(text.replace("^", "**"), names, what="evidence").expr))
     except FormulaError:
         return None
-    return _fit(sympy_latex(expr))
-
-
-def _math_of(tex: Latex) -> str:
-    """The math inside ``_fit``'s output."""
-    if tex.startswith(r"\resizebox"):
-        return tex.split("{$", 1)[1][:-2]
-    if r"\newline " in tex:
-        return " ".join(_math_of(Latex(line)) for line in tex.split(r"\newline "))
-    return tex[1:-1]
 
 
 def _fit(tex: str, width: float = 34.0) -> Latex:

@@ -12,7 +12,7 @@ monotone in n, which the bisection assumes), evaluating the formulas (as read, `
 included) with 50-digit arithmetic."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import product
 from typing import Any, Mapping, Sequence
 
@@ -29,7 +29,7 @@ class Vacuity:
     informative: str  # a condition over the claim's formulas and sizes, e.g. "c < 1"
     what: str  # in words: "the lower bound (1 - c) Sigma*^{-1} is positive definite"
     vary: str = "n"
-    fixed: Mapping[str, Sequence[int]] = None  # other sizes -> values to look at
+    fixed: Mapping[str, Sequence[int]] = field(default_factory=dict)  # other sizes -> values
     hypothesis: str = "hypothesis"  # the claim's formula holding its hypothesis
 
 
@@ -96,7 +96,7 @@ def vacuity(spec: Vacuity, formulas: Mapping[str, sympy.Basic], parse) -> dict:
     except Exception as exc:  # noqa: BLE001 - a finding about usefulness never stops a check
         return {"status": "not checked", "where": f"cannot read the conditions: {exc}"}
     rows = []
-    names = sorted(spec.fixed or {})
+    names = sorted(spec.fixed)
     for values in product(*(spec.fixed[k] for k in names)):
         env = {k: sympy.Integer(v) for k, v in zip(names, values)}
         admitted = _smallest(hypothesis, env, formulas, spec.vary)

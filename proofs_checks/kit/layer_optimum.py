@@ -39,7 +39,7 @@ from verify.claim import Check, Context, TierResult
 from verify.evidence import Finding, combine, step
 from verify.formulas import formula_value
 
-from .linear_icl import Instance, LinearICLSetting, make_instance, symbolic_prompt
+from .linear_icl import Instance, LinearICLSetting, SigmaSpec, make_instance, symbolic_prompt
 
 n_sym = sympy.Symbol("n", positive=True, integer=True)
 d_sym = sympy.Symbol("d", positive=True, integer=True)
@@ -234,7 +234,7 @@ def symbolic_tier(spec: LayerOptimum, ctx: Context) -> TierResult:
         if g is None:
             continue
         rng = ctx.rng("special", case.label)
-        fixed = [make_instance(N_SHOWN, d, _sigma_spec(case.sigma), rng) for d in SPECIAL_DIMS]
+        fixed = [make_instance(N_SHOWN, d, SigmaSpec(case.sigma), rng) for d in SPECIAL_DIMS]
         try:
             pts = [(inst, exact_point(case.point, F, inst, n_sym)) for inst in fixed]
         except (ValueError, TypeError, sympy.ShapeError) as exc:
@@ -248,12 +248,6 @@ def symbolic_tier(spec: LayerOptimum, ctx: Context) -> TierResult:
     return combine(findings, {"method": "moment kernel on the symbolic forward pass; exact "
                                         "rational Sigma instances with n symbolic"},
                    steps=_steps(parts, g, eq, spec, F))
-
-
-def _sigma_spec(kind: str):
-    from verify.sigma import SigmaSpec
-
-    return SigmaSpec(kind)
 
 
 def _reduction(parts: LayerLoss) -> Finding:
