@@ -10,5 +10,14 @@ from .head_claims import FIG2, THM1
 from .convexity_claims import LEMMA1, LEMMA2
 from .gap_claims import FIG3, FIG4, FIG5
 from .stationary_claims import THM2, THM4
+from .block_identities import B1, CONCAT
+from .head_counting import COUNTS
+from .limit_gradient import LIMIT
+from .risk_components import SPLIT
+from .saddle_points import SADDLE
+from .b3_risk import B3_RISK
+from .b3_moments import B3_MOMENTS
 
-CLAIMS = [THM1, THM2, LEMMA1, EQ8, EQ9, THM4, LEMMA2, LEMMA3, FIG2, FIG3, FIG4, FIG5]
+CLAIMS = [THM1, THM2, LEMMA1, EQ8, EQ9, THM4, LEMMA2, LEMMA3, FIG2, FIG3, FIG4, FIG5,
+          # the proofs' intermediate steps and the prose, in paper order
+          CONCAT, SADDLE, COUNTS, SPLIT, LIMIT, B1, B3_RISK, B3_MOMENTS]

@@ -24,8 +24,14 @@ AS_COMPUTED = {
 }
 
 
+# the ledger's claims (coverage.toml): their verdicts and wrong formulas are tested in
+# test_xie2025_<module>.py beside them
+LEDGER = {"xie2025.eq6_concat", "xie2025.thm1_counts", "xie2025.eq18", "xie2025.eq25",
+          "xie2025.lemma1_saddle", "xie2025.eq8_b1", "xie2025.thm4_risk", "xie2025.thm4_moments"}
+
+
 def test_every_claim_is_listed():
-    assert sorted(c.id for c in by_paper("xie2025")) == sorted(AS_COMPUTED)
+    assert sorted(c.id for c in by_paper("xie2025")) == sorted(set(AS_COMPUTED) | LEDGER)
 
 
 @pytest.mark.parametrize("claim_id", sorted(AS_COMPUTED))
