@@ -79,6 +79,30 @@ DEFINITIONS = (
                "eq. (11)"),
     Definition("zeta_0", "min_{k in [K]} lambda_min(B_k^(0) B_k^(0)T), B_k^(0) = Zbar C_k^(0) (13)",
                "eq. (14)"),
+    Definition("noise_var", "the variance of each entry of the label noise eps_k, as the sentence "
+               "after (77) states it (eq. (1) defines eps_k ~ N(0, tau I_m))", "App. D.3, after eq. (77)"),
+    Definition("beta", "the standard deviation of the Gaussian initialisation Q_h^(0)(i, j) ~ N(0, beta^2)",
+               "Prop. 1"),
+    Definition("vk_sq", "||v_k||_2^2 of the token v_k in q_h = Q_h v_k (1 for the unit-norm dictionary)",
+               "App. D.1, eq. (71)"),
+    # --- the proofs of Thm. 1 and Lemmas 7-10 (App. B, D.5) ------------------------------------
+    Definition("Zbar", "Zbar = (Z^T Z + m tau I_N)^{1/2} in R^{N x N}, symmetric positive definite",
+               "eq. (12)"),
+    Definition("zbar_j", "the j-th column of Zbar = (Z^T Z + m tau I_N)^{1/2}", "eq. (12)"),
+    Definition("z_j", "z_j = f(v_j) in R^m, the j-th column of Z (j in [N])", "App. A.2; eq. (12)"),
+    Definition("B_k", "B_k = Zbar C_k in R^{N x H}, its h-th column b_k^h = Zbar s_k^h", "eq. (13)"),
+    Definition("delta_k", "delta_k = Ahat_{:,k} - A_{:,k}, the k-th column of Ahat(theta) minus its "
+               "optimum (eq. (33) with Z^T z_k; (37)-(38))", "eqs. (33), (38)"),
+    Definition("alpha_hk", "alpha_{h,k} = w_{h,k} / gamma, the reparametrised value weight",
+               "Lemma 6, eq. (39)"),
+    Definition("L_star", "L* = inf_theta L(theta), the constant of Lemma 5's (36) (shown the infimum "
+               "after (64))", "Lemma 5, eq. (36); App. B"),
+    Definition("sigma", "sigma = zeta_0 gamma^2 / K, the constant of the PL inequality (49)", "eq. (44)"),
+    Definition("L_smooth", "L, the smoothness constant of l(xi) (60) with which Thm. 1 takes eta_Q <= 1/L "
+               "((16), (17)); the L of (63)-(64)", "Lemma 10, eq. (60); eqs. (16)-(17)"),
+    Definition("x_norm", "||x||_2 of the vector x in 'for all x: ||x^T B_k^(t)||_2 >= ...' after (48)",
+               "App. B, after eq. (48)"),
+    Definition("l", "the number of vectors x_1, ..., x_l in Lemma 3's inequality (31)", "Lemma 3, eq. (31)"),
     # --- inference: Thm. 2 ----------------------------------------------------------------------
     Definition("B", "a bound on the inference-time coefficient vector: ||lambda||_2 <= B",
                "Assumption 4"),
