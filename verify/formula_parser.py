@@ -349,6 +349,12 @@ class _Reader:
         elif b.big > MAX_EXPONENT:
             raise self.fail(f"has an exponent too large to evaluate in {self.token(node)!r} "
                             f"(a constant of {b.big:.3g} in it; at most {MAX_EXPONENT})")
+        if (a.kind == "matrix" and isinstance(a.expr, sympy.MatPow)
+                and b.expr.is_integer is not True):
+            # sympy folds (A^2)^(1/2) into A, which holds only for A PSD
+            raise self.fail(f"takes a fractional power of a matrix power in "
+                            f"{self.token(node)!r} (sympy would fold (A^2)^(1/2) into A); "
+                            f"write the power of a symmetric matrix, e.g. (A*A.T)**(1/2)")
         return Typed(a.expr ** b.expr, a.kind, a.shape, digits, max(a.big, b.big))
 
     def unary(self, node: ast.UnaryOp, depth: int) -> Typed:

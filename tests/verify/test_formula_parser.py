@@ -212,3 +212,13 @@ def test_conditions_join_with_and_or_and_chain():
     assert chained == sympy.And(sympy.Lt(0, SYMBOLS["x"]), sympy.Le(SYMBOLS["x"], 1))
     with pytest.raises(FormulaError, match="between values"):
         read("x & n", SYMBOLS, expect="any")
+
+
+def test_a_fractional_power_of_a_matrix_power_is_refused_not_folded():
+    # sympy folds (W^T W^T)^(-1/2) into W^(-T), true only for W PSD: a derived "correction"
+    # once passed through that fold
+    W, w = sympy.MatrixSymbol("W", 2, 2), sympy.MatrixSymbol("w", 2, 1)
+    with pytest.raises(FormulaError, match="fractional power of a matrix power"):
+        read("(Transpose(W)*Transpose(W))**(-1/2)*w", {"W": W, "w": w}, what="t")
+    assert str(read("(W*W.T)**(-1/2)*w", {"W": W, "w": w}, what="t").expr) == "(W*W.T)**(-1/2)*w"
+    assert str(read("(W*W)**2*w", {"W": W, "w": w}, what="t").expr) == "W**4*w"
