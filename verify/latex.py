@@ -68,6 +68,10 @@ def _math_run(chars: str) -> str:
     return "".join(out).strip()
 
 
+_ASCII_SUPERSCRIPT = re.compile(r"\^\{([-+/*.\w]{1,12})\}")
+_SUPERSCRIPT_BASE = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789)]")
+
+
 def _is_math(ch: str) -> bool:
     return ch in _UNICODE_MATH or ch in _SUPERSCRIPT or ch in _SUBSCRIPT
 
@@ -84,6 +88,11 @@ def escape(text: Any) -> Latex:
         if k + 1 < len(text) and text[k + 1] in _ACCENTS and ch.isascii() and ch.isalpha():
             out.append((True, f"\\{_ACCENTS[text[k + 1]]}{{{ch}}}"))
             k += 2
+            continue
+        sup = _ASCII_SUPERSCRIPT.match(text, k) if k and text[k - 1] in _SUPERSCRIPT_BASE else None
+        if sup:  # A^{1/2}, written in ASCII where Unicode has no superscript for it
+            out.append((True, "^{" + sup.group(1) + "}"))
+            k = sup.end()
             continue
         if _is_math(ch):
             j = k
@@ -461,9 +470,10 @@ def display(tex: str, width: float = 62.0) -> Latex:
 def _fit(head: str, tail: str, width: float) -> str:
     """One line of the align*, shrunk to the width if it is still too wide."""
     w = tex_width(head) + tex_width(tail)
-    if w <= width * 1.1:
+    if w <= width:
         return f"{head} &{tail}" if head else f"&{tail}"
-    factor = max(0.3, width / w)
+    # tex_width reads wide fractions and \left...\right nests about a tenth short
+    factor = max(0.3, width / (1.12 * w))
     return f"{head} &\\scalebox{{{factor:.2f}}}{{$\\displaystyle {{}}{tail}$}}"
 
 

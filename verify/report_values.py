@@ -72,7 +72,7 @@ def value_tex(v: Any, depth: int = 0) -> Latex:
         if all(is_scalar(x) for x in v):
             head = [number(x, 4) for x in v[:10]]
             more = r", \dots" + f"\\ ({len(v)}\\ \\text{{values}})" if len(v) > 10 else ""
-            return Latex("$(" + ", ".join(head) + more + ")$")
+            return Latex("$(" + r",\allowbreak ".join(head) + more + ")$")
         if depth >= 2:
             return escape(f"({len(v)} items)")
         items = [value_tex(x, depth + 1) for x in v[:12]]
@@ -109,10 +109,25 @@ def prose_tex(text: str, cell: bool = False) -> Latex:
         if found is None:
             continue
         (a, b), typeset = found
-        out += [plain(text[last:m.start() + a]), typeset]
+        before = text[last:m.start() + a]
         last = m.start() + b
-    out.append(plain(text[last:]))
+        if _wide(typeset):  # a line of its own: after the text before it, before the rest
+            stop = re.match(r"[;,.:]?", text[last:]).end()
+            typeset = Latex(typeset.replace(r"\resizebox{\linewidth}", r"\resizebox{0.97\linewidth}")
+                            + plain(text[last:last + stop]))
+            last += stop
+            lead = r"\newline " if before.strip() or out else ""
+            tail = r"\newline " if text[last:].strip() else ""
+            out += [plain(before.rstrip()), Latex(lead), typeset, Latex(tail)]
+            continue
+        out += [plain(before), typeset]
+    out.append(plain(text[last:].lstrip() if out and out[-1] == r"\newline " else text[last:]))
     return Latex("".join(out))
+
+
+def _wide(typeset: str) -> bool:
+    """A typeset expression that takes whole lines (scaled to the line, or split into lines)."""
+    return r"\resizebox" in typeset or r"\newline" in typeset
 
 
 def _expression_in(span: str) -> tuple[tuple[int, int], Latex] | None:
@@ -230,3 +245,17 @@ def _term_lines(tex: str, width: float) -> list[str]:
         out.append(body if tex_width(body) <= width else
                    r"\resizebox{\linewidth}{!}{$" + body + "$}")
     return out
+
+
+_INLINE_MATH = re.compile(r"(?<![\\$])\$([^$]+?)(?<!\\)\$(?!\$)")
+
+
+def statement_tex(text: str, width: float = 50.0) -> Latex:
+    """A claim's statement (LaTeX written with the claim) with each inline formula too long
+    for a line set as a display that breaks at its relations and top-level terms."""
+    from .latex import display
+
+    return Latex(_INLINE_MATH.sub(
+        lambda m: m.group(0) if tex_width(m.group(1)) <= width else display(m.group(1), width),
+        str(text)))
+

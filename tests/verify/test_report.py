@@ -253,3 +253,34 @@ def test_evidence_expressions_are_typeset_and_nothing_else_is():
     for text in ("converged", "w_star", "__import__('os').system('true')*2",
                  "(lambda: 1)()*x", "a typo of 100% & #1"):
         assert "$" not in value_tex(text), text
+
+
+# ------------------------------------------------------------------ what would run past the margin
+def test_ascii_braced_superscripts_are_math():
+    assert escape("A^{1/2} Σ A^{1/2}") == r"A$^{1/2}$ $\Sigma$ A$^{1/2}$"
+    assert escape("^{1} x^{a b}") == r"\textasciicircum{}\{1\} x\textasciicircum{}\{a b\}"
+
+
+def test_an_expression_scaled_to_the_line_gets_a_line_of_its_own():
+    from verify.report_values import prose_tex
+
+    big = "(" + " + ".join(f"{7 ** k}*n**{k}" for k in range(12)) + ")/(3*n**13)"
+    out = prose_tex(f"generic d=2: difference {big}; generic d=3: difference n**2 exactly")
+    assert r"difference\newline \resizebox{0.97\linewidth}" in out
+    assert r"};\newline generic d=3: difference $n^{2}$ exactly" in out.replace("  ", " ")
+    assert not prose_tex(big).startswith(r"\newline")  # nothing before it: no empty line
+
+
+def test_a_statement_formula_too_long_for_a_line_is_displayed():
+    from verify.report_values import statement_tex
+
+    long = r"L=" + "+".join(rf"\mathbb E\big[\|(I-\Sigma A_{k})^2\|^2\big]" for k in range(4))
+    out = statement_tex(rf"${long}$ with $\Sigma=\frac1n XX^\top$ (Lemma 4.1).")
+    assert out.startswith(r"\begin{align*}") and r"with $\Sigma=\frac1n XX^\top$" in out
+    assert statement_tex(r"short $a=b$ and \$5") == r"short $a=b$ and \$5"
+
+
+def test_a_display_line_that_is_still_too_wide_is_scaled_with_room_to_spare():
+    wide = r"x = \frac{" + " ".join(rf"\left(a_{k} + b_{k}\right)" for k in range(12)) + "}{2}"
+    factor = float(re.search(r"\\scalebox\{([0-9.]+)\}", display(wide)).group(1))
+    assert factor * tex_width(wide) < 62 / 1.1
