@@ -4,8 +4,9 @@ Per paper: a summary table of the claims and their verdicts, an errata section (
 or corrected, with their counterexamples and corrections), then per claim its statement and
 assumptions, the named formulas checked, the derivation as the symbolic tier did it (the
 ``TierResult.steps`` the tiers recorded), the numeric evidence (the instance, exact values against
-Monte Carlo estimates with their intervals), the training curves (a vector PDF figure) and the
-verdict with its counterexample or correction.
+Monte Carlo estimates with their intervals), the paper's figure re-drawn from the tiers' own
+numbers (``verify.paper_figures``), the training curves (a vector PDF figure) and the verdict
+with its counterexample or correction.
 
 The report runs the checks itself (``verify.runner.check_claim``) and typesets the ``Verdict``
 objects.  Templates live in ``verify/templates`` (Jinja2 with ``\\BLOCK{}``/``\\VAR{}``
@@ -24,10 +25,11 @@ from typing import Any, Mapping, Sequence
 from .claim import TIERS, Claim
 from .errors import UsageError
 from .outdir import locked, prepare_out, write_atomic
+from .paper_figures import KEY as PAPER_FIGURE_KEY, paper_figure
 from .latex import (Latex, breakable, code, display, escape, is_matrix, is_scalar, matrix, number,
                     sympy_latex)
 from .report_values import (_SKIP_KEYS, _key, _label, _to_appendix, appendix_ref, prose_tex,
-                            value_tex)
+                            statement_tex, value_tex)
 from .verdict import Verdict
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -224,6 +226,7 @@ class ClaimView:
     notes: str = ""
     overridden: list[str] = field(default_factory=list)
     usefulness: str = ""  # the vacuity finding, where the claim declares one
+    paper_figure: dict | None = None  # the paper's figure re-drawn (verify.paper_figures)
 
 
 def claim_view(claim: Claim, verdict: Verdict, out: Path | None,
@@ -233,10 +236,11 @@ def claim_view(claim: Claim, verdict: Verdict, out: Path | None,
     figure = None
     if out is not None and "train" in verdict.tiers:
         figure = training_figure(verdict, out)
+    redrawn = paper_figure(verdict, out) if out is not None else None
     return ClaimView(
         id=claim.id, paper=claim.paper, title=claim.title, label=_label(claim.id),
         verdict=verdict.verdict, reason=verdict.reason.rstrip(". "),
-        statement=Latex(claim.statement),
+        statement=statement_tex(claim.statement),
         assumptions=list(claim.assumptions),
         formulas=[formula_view(claim, name, text, name in verdict.overridden)
                   for name, text in verdict.formulas.items()],
@@ -252,7 +256,8 @@ def claim_view(claim: Claim, verdict: Verdict, out: Path | None,
         correction=correction_view(claim, verdict),
         notes=claim.notes, overridden=list(verdict.overridden),
         usefulness=(f"{verdict.vacuous['status']}: {verdict.vacuous['where']}"
-                    if verdict.vacuous.get("status") in ("informative", "vacuous") else ""))
+                    if verdict.vacuous.get("status") in ("informative", "vacuous") else ""),
+        paper_figure=redrawn)
 
 
 def _evidence_views(verdict: Verdict, shown: set[str], appendix: list | None = None) -> list[dict]:
@@ -356,8 +361,8 @@ def tier_evidence(tier: str, evidence: Mapping[str, Any], shown: set[str],
     instance = evidence.get("instance") if isinstance(evidence.get("instance"), dict) else None
     findings, extra = [], {}
     for key, value in evidence.items():
-        if key == "instance" and instance is not None:
-            continue
+        if (key == "instance" and instance is not None) or key == PAPER_FIGURE_KEY:
+            continue  # the paper figure is drawn, not tabulated
         if isinstance(value, dict) and "ok" in value:
             findings.append(finding_view(key, value, shown, long))
         else:

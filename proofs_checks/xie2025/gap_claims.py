@@ -3,6 +3,7 @@ Sec. 5.2 and its conjecture), as exact functions of C, ||w*||^2 and the query-gu
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Sequence
 
 import numpy as np
 import sympy
@@ -14,12 +15,13 @@ from verify.claim import Claim, Context, TierResult
 from verify.evidence import Finding, step
 from verify.formulas import FormulaSymbol, NamedFormula
 
+from ..kit.figures import Mark, Panel, PaperFigure, Series, curve_steps, figure_entry
 from . import saturated as sat
 from .common import (ETA, as_float, finish, finish_at_size, float_heads, gd_risk_star, heads_risk,
                      mc_heads_risk)
 from .gd_claims import C as C_F, D as D_F, ETA as ETA_F, WSTAR, X as X_F, Y as Y_F
-from .setting import (BETA, C_SYM, D_SYM, SETTING, Instance, figure_dims, symbolic_dims, symbolic_prompt,
-                      w_star_letter)
+from .setting import (BETA, C_SYM, D_SYM, PAPER_C, PAPER_D, SETTING, Instance, figure_dims, symbolic_dims,
+                      symbolic_prompt, w_star_letter)
 from .stationary_claims import train_yq_exact
 from .structured import leading_text, value_at
 from .training import (budget_steps, head_sweep, loss_tol, restarts_for, train_exact,
@@ -117,6 +119,10 @@ def fig3_symbolic(ctx: Context) -> TierResult:
     a = sat.optimum(d, C_SYM, tuple([5] + [0] * (d - 1))).R_star
     b = sat.optimum(d, C_SYM, tuple([3, 4] + [0] * (d - 2))).R_star
     iso = sympy.cancel(a - b) == 0
+    figure = figure_entry(lambda: gap_figure(
+        "Fig. 3", r"$\|w_\star\|^2$", s,
+        {row["d"]: gap_in_s(row["d"]).subs(SIGMA, sympy.sqrt(s)) for row in rows}, 40,
+        "s = ||w*||^2 (w* = sigma e_1; the risk depends on w* only through ||w*||^2), y_q = 0"))
     findings = [Finding("gap_against_norm", ok_all, {"dims": rows}, ce,
                         "" if ok_all else "the exact gap is not of the named form with a "
                                                   "positive slope"),
@@ -133,7 +139,49 @@ def fig3_symbolic(ctx: Context) -> TierResult:
         step("Linear in ||w*||^2", r"\text{gap} = \kappa(C, d)\,\|w_\star\|^2",
              "Exactly linear, with a positive slope for every C; zero only at w* = 0."),
     ]
-    return finish(findings, {"setting": "y_q = 0, H >= d+1 (saturated)"}, steps=steps)
+    return finish(findings, {"setting": "y_q = 0, H >= d+1 (saturated)",
+                             **figure}, steps=steps)
+
+
+GAP_Y = r"$\mathcal{R}^\star-\mathcal{R}^\star_{\mathrm{GD}}$"
+
+
+def gap_figure(figure: str, x_label: str, var: sympy.Symbol, lines: dict, top: float,
+               what: str, C: int = PAPER_C, panel: str = "") -> PaperFigure:
+    """Figs. 1, 3, 4's axes: the gap of the optimal multi-head LSA risk to one-step GD against a
+    squared norm, one exact line per d (``lines``: d -> the gap as an expression in ``var`` and
+    C), at the paper's C."""
+    grid = [top * i / 20 for i in range(21)]
+    series = []
+    for d, gap in lines.items():
+        at = sympy.lambdify(var, gap.subs(C_SYM, C), "math")
+        series.append(Series(f"d = {d}", grid, [float(at(x)) for x in grid]))
+    return PaperFigure(figure, (Panel(panel or "gap to one-step GD", x_label, GAP_Y, series),),
+                       f"the least-squares optimum over the saturated class (H >= d+1 heads) "
+                       f"minus one-step GD with its best step, both exact in C and {what}, drawn "
+                       f"at the paper's C = {C}")
+
+
+SWEEP = tuple(sympy.Rational(k, 4) for k in range(5))  # the numeric tier's offsets, in units
+
+
+def _mc_series(xs: list, rows: list, R_gd: float) -> Series:
+    """Monte Carlo estimates of the risk minus the exact GD risk, with their intervals."""
+    return Series("Monte Carlo", xs, [r["mean"] - R_gd for r in rows], "monte carlo",
+                  [r["ci"][0] - R_gd for r in rows], [r["ci"][1] - R_gd for r in rows])
+
+
+def _trained_panel(x_label: str, groups: dict, R_gd: float) -> Panel:
+    """Trained risks (the best restart) minus the exact GD risk beside the exact gaps, at the
+    points the train tier trains (``groups``: name -> (xs, exact risks, trained risks))."""
+    series = []
+    for name, (xs, exact, trained) in groups.items():
+        series.append(Series(f"{name}exact", xs, [e - R_gd for e in exact], points=True,
+                             group=name or "exact"))
+        series.append(Series(f"{name}trained (L-BFGS)", xs,
+                             [t - R_gd for t in trained], "trained", points=True,
+                             group=(name or "exact") + " trained"))
+    return Panel("gap to one-step GD", x_label, GAP_Y, series)
 
 
 def fig3_numeric(ctx: Context) -> TierResult:
@@ -153,13 +201,22 @@ def fig3_numeric(ctx: Context) -> TierResult:
         ok &= agree
         rows.append({"point": f"saturated optimum, {label}", "exact": R, "z": est.z_score(R),
                      **est.as_dict(level, len(cases))})
+    figure = figure_entry(lambda: PaperFigure("Fig. 3", (Panel(
+        "gap to one-step GD", r"$\|w_\star\|^2$", GAP_Y, (
+        Series("exact", *norm_gaps(d, inst.C, [c * inst.w_entry for c in SWEEP])),
+        _mc_series([d * c * c for c in cases.values()], rows,
+                   as_float(gd_risk_star(d, inst.C))))),),
+        f"the saturated optimum at w* = c (1, ..., 1), c = 0 .. {inst.w_entry} (d = {d}, "
+        f"C = {inst.C}, y_q = 0): its exact risk minus the exact one-step GD risk, and Monte "
+        f"Carlo of the real forward pass at the optimal heads for c = 0 and {inst.w_entry} "
+        f"({ctx.budget.mc_samples} prompts, 99.9% intervals, Bonferroni over the points)"))
     return finish_at_size(inst, [Finding("optimum_vs_monte_carlo", ok, {"comparisons": rows},
                             None if ok else {"instance": inst.as_dict(), "rows": rows,
                                              "seed": ctx.seed},
                             "" if ok else "the saturated optimum's risk is off the Monte Carlo "
                                           "interval")],
                    {"instance": inst.as_dict(), "exact_gap_to_gd": exact_gap,
-                    "R_GD": str(gd_risk_star(d, inst.C))})
+                    "R_GD": str(gd_risk_star(d, inst.C)), **figure})
 
 
 class _ZeroPrior(Instance):
@@ -210,7 +267,14 @@ def fig3_train(ctx: Context) -> TierResult:
                     f"w_entry in {missed}; more restarts would decide")
     else:
         f = Finding("exact_risk_training", True, ev)
-    return finish_at_size(inst, [f], {"instance": inst.as_dict(), "reference_loss": R_gd})
+    figure = figure_entry(lambda: PaperFigure("Fig. 3", (_trained_panel(
+        r"$\|w_\star\|^2$", {"": ([r["s"] for r in rows], [r["R_star"] for r in rows],
+                                    [r["trained_risk"] for r in rows])}, R_gd),),
+        f"{d + 1} heads trained by L-BFGS on the exact risk (d = {d}, C = {inst.C}, y_q = 0, "
+        f"w* = c (1, ..., 1)), the best of the restarts, minus the exact one-step GD risk; "
+        f"exact: the saturated optimum's gap"))
+    return finish_at_size(inst, [f], {"instance": inst.as_dict(), "reference_loss": R_gd,
+                                      **figure})
 
 
 FIG3 = Claim(
@@ -276,10 +340,29 @@ def fig4_symbolic(ctx: Context) -> TierResult:
              sympy.latex(gap_in_bias(d)), "y_q = beta (g = 0): the features G_ij * beta join "
                                           "(the query Gram matrix has beta^2 in its corner)."),
     ]
+    figure = figure_entry(lambda: fig4_figure([row["d"] for row in rows]))
     return finish([Finding("gaps_against_offsets", ok_all, {"dims": rows}, ce,
                             "" if ok_all else "the exact gaps are not of the named form "
                                               "with positive slopes")],
-                   {"setting": "w* = 0, H >= d+1, y_q = x_q^T g + beta"}, steps=steps)
+                   {"setting": "w* = 0, H >= d+1, y_q = x_q^T g + beta", **figure}, steps=steps)
+
+
+def fig4_figure(dims: Sequence[int]) -> PaperFigure:
+    """Fig. 4's two gap panels, exact lines per d: against ||y_q_guess||^2 (the gap depends on
+    the guess through its norm only) and against y_q_bias^2."""
+    g2, b2 = sympy.Symbol("g2", positive=True), sympy.Symbol("b2", positive=True)
+    guess, bias = {}, {}
+    for d in dims:
+        gs = sympy.symbols(f"g0:{d}", real=True)
+        guess[d] = gap_in_guess(d).subs({gs[0]: sympy.sqrt(g2), **{x: 0 for x in gs[1:]}})
+        bias[d] = gap_in_bias(d).subs(BETA, sympy.sqrt(b2))
+    a = gap_figure("Fig. 4", r"$\|y_{q\_guess}\|^2$", g2, guess, 4, "", panel="guess offset")
+    b = gap_figure("Fig. 4", r"$y_{q\_bias}^2$", b2, bias, 4, "", panel="bias offset")
+    return PaperFigure("Fig. 4", (*a.panels, *b.panels),
+                       "the least-squares optimum over the saturated class (H >= d+1 heads, "
+                       "w* = 0, y_q = x_q^T y_q_guess + y_q_bias, one offset at a time) minus "
+                       f"one-step GD with its best step, both exact in C and the offset, drawn "
+                       f"at the paper's C = {PAPER_C}")
 
 
 def fig4_numeric(ctx: Context) -> TierResult:
@@ -299,11 +382,54 @@ def fig4_numeric(ctx: Context) -> TierResult:
         ok &= agree
         rows.append({"point": f"saturated optimum, {label}", "exact": R, "z": est.z_score(R),
                      **est.as_dict(level, len(cases))})
+    figure = figure_entry(lambda: fig4_numeric_figure(d, inst.C, rows, ctx.budget.mc_samples))
     return finish_at_size(inst, [Finding("optimum_vs_monte_carlo", ok, {"comparisons": rows},
                             None if ok else {"instance": inst.as_dict(), "rows": rows,
                                              "seed": ctx.seed},
                             "" if ok else "off the Monte Carlo interval")],
-                   {"instance": {**inst.as_dict(), "w_star": [0] * d}})
+                   {"instance": {**inst.as_dict(), "w_star": [0] * d}, **figure})
+
+
+def fig4_numeric_figure(d: int, C: int, rows: list, samples: int) -> PaperFigure:
+    """Fig. 4's panels at the numeric tier's size: the exact gap at offsets c = 0 .. 3/2 and
+    the Monte Carlo estimates at c = 1."""
+    R_gd = as_float(gd_risk_star(d, C))
+    sweep = offset_gaps(d, C, SWEEP[:-1] + (sympy.Rational(3, 2),))
+    return PaperFigure("Fig. 4", tuple(
+        Panel(title, label, GAP_Y, (Series("exact", *sweep[name]),
+                                    _mc_series([x], rows[i:i + 1], R_gd)))
+        for i, (name, title, label, x) in enumerate((
+            ("guess", "guess offset", r"$\|y_{q\_guess}\|^2$", d),
+            ("bias", "bias offset", r"$y_{q\_bias}^2$", 1)))),
+        f"the saturated optimum (d + 1 = {d + 1} heads, d = {d}, C = {C}, w* = 0) at "
+        f"y_q_guess = c (1, ..., 1) and at y_q_bias = c, c = 0 .. 3/2, one offset at a time: its "
+        f"exact risk minus the exact one-step GD risk; Monte Carlo of the real forward pass at "
+        f"the optimal heads for c = 1 ({samples} prompts, 99.9% intervals, Bonferroni over the "
+        f"points)")
+
+
+def norm_gaps(d: int, C: int, scales: Sequence) -> tuple[list, list]:
+    """The exact gap R* - R_GD* at w* = c (1, ..., 1), y_q = 0, for each c in ``scales``:
+    (||w*||^2 = d c^2, gaps)."""
+    R_gd = gd_risk_star(d, C)
+    return ([float(d * c * c) for c in scales],
+            [as_float(sat.optimum(d, C, tuple([c] * d)).R_star - R_gd) for c in scales])
+
+
+def offset_gaps(d: int, C: int, scales: Sequence) -> dict:
+    """The exact gap R* - R_GD* at w* = 0 with y_q_guess = c (1, ..., 1) (squared norm d c^2)
+    and with y_q_bias = c (squared c^2), for each c in ``scales``: (squared offsets, gaps)."""
+    R_gd = gd_risk_star(d, C)
+    out = {}
+    for name, guess in (("guess", "linear"), ("bias", "affine")):
+        gaps = []
+        for c in scales:
+            g = sympy.Matrix([c] * d) if guess == "linear" else sympy.zeros(d, 1)
+            sol = sat.solve(sat.lifted_problem(d, C, sympy.zeros(d, 1), guess, g,
+                                               c if guess == "affine" else 0))
+            gaps.append(as_float(sol.R_star - R_gd))
+        out[name] = ([float((d if guess == "linear" else 1) * c * c) for c in scales], gaps)
+    return out
 
 
 def fig4_train(ctx: Context) -> TierResult:
@@ -327,7 +453,8 @@ def fig4_train(ctx: Context) -> TierResult:
             bad = {"offset": label, "trained_risk": res.best, "R_star": R}
         if abs(gap) > tol:
             missed.append(label)
-    ev = {"runs": rows, "R_GD": as_float(gd_risk_star(d, inst.C)), "heads": d + 1}
+    R_gd = as_float(gd_risk_star(d, inst.C))
+    ev = {"runs": rows, "R_GD": R_gd, "heads": d + 1}
     if bad:
         f = Finding("exact_risk_training", False, ev, {"instance": inst.as_dict(), **bad},
                     "training found a risk below the saturated optimum")
@@ -336,7 +463,15 @@ def fig4_train(ctx: Context) -> TierResult:
                     f"{missed}")
     else:
         f = Finding("exact_risk_training", True, ev)
-    return finish_at_size(inst, [f], {"instance": {**inst.as_dict(), "w_star": [0] * d}})
+    figure = figure_entry(lambda: PaperFigure("Fig. 4", (_trained_panel(
+        r"squared offset $\|y_{q\_guess}\|^2$ or $y_{q\_bias}^2$",
+        {f"{name}: ": ([x], [r["R_star"]], [r["trained_risk"]])
+         for name, x, r in zip(("guess", "bias"), (d, 1), rows)}, R_gd),),
+        f"{d + 1} heads trained by L-BFGS on the exact risk (d = {d}, C = {inst.C}, w* = 0) at "
+        f"y_q_guess = (1, ..., 1) and at y_q_bias = 1, the best of the restarts, minus the exact "
+        f"one-step GD risk; exact: the saturated optimum's gap"))
+    return finish_at_size(inst, [f], {"instance": {**inst.as_dict(), "w_star": [0] * d},
+                                      **figure})
 
 
 FIG4 = Claim(
@@ -461,9 +596,38 @@ def fig5_symbolic(ctx: Context) -> TierResult:
              "So inf y_q-LSA = one-step GD with the best step: the conjectured lower bound holds "
              "with equality."),
     ]
+    at_paper = next((r for r in rows if r["d"] == PAPER_D), None)
+    figure = {} if gd["risk_star"] is None or at_paper is None else figure_entry(
+        lambda: fig5_figure(gd, PAPER_D, PAPER_C, yq_lower_bound(PAPER_D)["min"],
+                            "the y_q-LSA optimum over any number of heads (the minimum over v of "
+                            "the saturated class's least squares), exact"))
     return finish(findings, {"conjecture": "Sec. 4.2: one-step GD is a lower bound of y_q-LSA "
-                                            "and Thm. 4's point may be the global optimum"},
-                   steps=steps)
+                                            "and Thm. 4's point may be the global optimum",
+                             **figure}, steps=steps)
+
+
+def fig5_figure(gd: dict, d: int, C: int, yq_best, what: str,
+                estimate: dict | None = None) -> PaperFigure:
+    """Fig. 5's comparison on the step-size axis: the one-step GD risk R_GD(eta) of the named
+    update (exact), its best step eta*, and the y_q-LSA risk it is compared with."""
+    at = {D_SYM: d, C_SYM: C}
+    eta_star = as_float(gd["eta_star"].subs(at))
+    risk = sympy.lambdify(ETA, gd["risk"].subs(at), "math")
+    grid = [2 * eta_star * i / 40 for i in range(41)]
+    series = [Series(r"one-step GD $\mathcal{R}_{\mathrm{GD}}(\eta)$", grid,
+                     [float(risk(x)) for x in grid])]
+    if estimate is not None:
+        series.append(Series(r"y_q-LSA at $\eta^\star$, Monte Carlo", [eta_star],
+                             [estimate["mean"]], "monte carlo", [estimate["ci"][0]],
+                             [estimate["ci"][1]]))
+    marks = [Mark(r"best step $\eta^\star$", eta_star, "x")]
+    if yq_best is not None:
+        marks.insert(0, Mark("y_q-LSA optimum", as_float(sympy.sympify(yq_best).subs(at))))
+    return PaperFigure("Fig. 5", (Panel(f"GD risk (d={d}, C={C})",
+                                        r"GD step size $\eta$", "ICL risk", series, marks),),
+                       f"the risk of one step of the named GD update from w* (Sec. 5.2), derived "
+                       f"exactly in eta, C and d, at d = {d}, C = {C}; {what}; the paper draws "
+                       f"training curves, whose end points are these risks")
 
 
 def _without_best_step(gd: dict, inst) -> TierResult | None:
@@ -513,6 +677,10 @@ def fig5_numeric(ctx: Context) -> TierResult:
     agree = est.agrees(R_gd, level, 1)
     row = {"point": "y_q-LSA at b = eta*[-w*; 1], A = [[I,0],[0,0]], v = w*", "exact": R_gd,
            "z": est.z_score(R_gd), **est.as_dict(level, 1)}
+    figure = figure_entry(lambda: fig5_figure(
+        gd, d, C, gd["risk_star"].subs({D_SYM: d, C_SYM: C}),
+        f"Monte Carlo of y_q-LSA at b = eta*[-w*; 1], A = [[I, 0], [0, 0]], v = w* "
+        f"({ctx.budget.mc_samples} prompts, 99.9% interval)", estimate=row))
     return finish_at_size(inst, [
         Finding("yq_lsa_equals_gd_predictor", ok, {
             "max_prediction_difference": pred_diff, "max_gradient_difference": grad_diff,
@@ -523,7 +691,7 @@ def fig5_numeric(ctx: Context) -> TierResult:
         Finding("risk_vs_monte_carlo", agree, {"comparisons": [row]},
                 None if agree else {"instance": inst.as_dict(), "row": row, "seed": ctx.seed},
                 "" if agree else "off the Monte Carlo interval")],
-        {"instance": inst.as_dict(), "reference_loss": R_gd})
+        {"instance": inst.as_dict(), "reference_loss": R_gd, **figure})
 
 
 def fig5_train(ctx: Context) -> TierResult:
@@ -565,7 +733,32 @@ def fig5_train(ctx: Context) -> TierResult:
         {"instance": inst.as_dict(), "risk": risk, "R_GD": R_gd} if bad else None,
         "y_q-LSA trained below one-step GD" if bad else
         "evidence only: Adam on sampled prompts approaches one-step GD"))
-    return finish_at_size(inst, findings, {"instance": inst.as_dict(), "reference_loss": R_gd})
+    figure = figure_entry(lambda: fig5_train_figure(
+        res["curve"], budget_steps(ctx.budget.name)["lbfgs"], summary, R_gd, d, C))
+    return finish_at_size(inst, findings, {"instance": inst.as_dict(), "reference_loss": R_gd,
+                                           **figure})
+
+
+def fig5_train_figure(exact_curve: list, lbfgs_steps: int, sampled: dict, R_gd: float, d: int,
+                      C: int) -> PaperFigure:
+    """Fig. 5(a)'s axes: the training loss of y_q-LSA against the step, with the GD loss."""
+    every = len(exact_curve) < 60  # summary(30) keeps every loss of a run shorter than 60
+    exact_x = (list(range(1, len(exact_curve) + 1)) if every else
+               curve_steps(len(exact_curve), lbfgs_steps))
+    series = [Series("L-BFGS on the exact risk", exact_x, exact_curve, "trained")]
+    if sampled.get("curve"):
+        series.append(Series("Adam, sampled prompts (batch loss)",
+                             curve_steps(len(sampled["curve"]), sampled["steps"]),
+                             sampled["curve"], "trained"))
+    return PaperFigure("Fig. 5", (Panel(f"training (d={d}, C={C})", "training step",
+                                        "ICL risk", series,
+                                        (Mark("one-step GD, best step", R_gd),),
+                                        x_log=True, y_log=True),),
+                       f"y_q-LSA trained by L-BFGS on its exact risk (the best restart"
+                       + ("" if every else "; steps approximate: every k-th loss recorded")
+                       + f") and by Adam on sampled prompts (the paper's protocol, batch "
+                         f"{sampled.get('batch')}); dash-dotted: the exact risk of one GD step "
+                         f"with the best step size")
 
 
 def _c2_metrics(model, inst: Instance, eta: float, seed: int) -> dict:

@@ -12,10 +12,11 @@ from verify.claim import Claim, Context, Correction, TierResult
 from verify.evidence import Finding, step
 from verify.formulas import FormulaSymbol, NamedFormula
 
+from ..kit.figures import Mark, Note, Panel, PaperFigure, Series, figure_entry
 from . import derive, saturated as sat
 from .common import (as_float, finish, finish_at_size, float_heads, gd_risk_star, heads_from_bA, heads_risk,
                      mc_heads_risk)
-from .setting import C_SYM, D_SYM, PAPER_D, SETTING, figure_dims, symbolic_dims
+from .setting import C_SYM, D_SYM, PAPER_C, PAPER_D, SETTING, figure_dims, symbolic_dims
 from .training import budget_steps, head_sweep, loss_tol, restarts_for, train_sampled
 
 PAPER = "xie2025"
@@ -374,8 +375,56 @@ def fig2_symbolic(ctx: Context) -> TierResult:
                       + sympy.latex(sympy.factor(sol.R_star - gd_risk_star(d0, C_SYM))),
                       "R_GD* = d(d+1)/(C+d+1) is the GD baseline with the best step size "
                       "(derived in xie2025.fig5)."))
+    at_paper = next((r for r in rows if r["d"] == PAPER_D), None)
+    figure = {} if at_paper is None or at_paper["derived_H_risk"] is None else figure_entry(
+        lambda: fig2_figure(PAPER_D, PAPER_C, at_paper["derived_H_risk"],
+                            exact_optimum(PAPER_D, C_SYM, 2).R_star.subs(C_SYM, PAPER_C),
+                            gd_risk_star(PAPER_D, PAPER_C), _named_int(F["H_risk"], PAPER_D)))
     return finish(findings, {"setting": "y_q = 0, w* = 2 (1, ..., 1) (Table 1, head experiment)",
-                              "exact_in": "C (symbolic)"}, steps=steps)
+                              "exact_in": "C (symbolic)", **figure}, steps=steps)
+
+
+FIG2_CLAIM = "the risk improves up to d+1 heads and is flat beyond, above one-step GD"
+
+
+def fig2_figure(d: int, C: int, flat_from: int, R_star, R_gd, named: int | None,
+                estimate: dict | None = None, sweep: list | None = None) -> PaperFigure:
+    """Fig. 2(b)'s axes: the final risk against the number of heads, with one-step GD.  Exact:
+    R* from ``flat_from`` heads on (below it the certificate says only "above R*"); Monte
+    Carlo: the model realising R* with ``flat_from`` heads (``estimate``); trained: the best
+    exact risk L-BFGS reaches per number of heads (``sweep``)."""
+    top = d + 2 if not sweep else max(r["heads"] for r in sweep)
+    heads = list(range(flat_from, top + 1))
+    series = [Series(f"optimal risk $\\mathcal{{R}}^\\star$ (exact, from {flat_from} heads)",
+                     heads, [R_star] * len(heads), group="R")]
+    if sweep:
+        series.insert(0, Series("best trained risk (L-BFGS, exact risk)",
+                                [r["heads"] for r in sweep],
+                                [r["best_exact_risk"] for r in sweep], "trained", group="T"))
+    if estimate is not None:
+        series.append(Series(f"Monte Carlo of {flat_from} heads at $T^\\star$", [flat_from],
+                             [estimate["mean"]], "monte carlo", [estimate["ci"][0]],
+                             [estimate["ci"][1]], group="MC"))
+    marks = [Mark("one-step GD, best step", R_gd)]
+    notes = []
+    if named is not None:
+        marks.append(Mark(f"paper: flat from d+1 = {named} heads" if named == d + 1 else
+                          f"named: flat from {named} heads", named, "x", "paper's claim"))
+    if not sweep:
+        gd, top_risk = float(R_gd), float(R_star)
+        notes.append(Note(f"H < {flat_from}: above " + r"$\mathcal{R}^\star$" + " (certificate)",
+                          1.1, (gd + top_risk) / 2, "exact", arrow=False))
+    return PaperFigure("Fig. 2", (Panel(f"risk vs H (d={d}, C={C})",
+                                        "number of heads $H$", "ICL risk", series, marks, notes,
+                                        x_range=(1, top)),),
+                       f"the least-squares optimum over the saturated class, exact (d = {d}, "
+                       f"C = {C}, w* = 2 (1, ..., 1), y_q = 0): d heads attain it and d - 1 cannot "
+                       f"(exact certificate), so the optimal risk is flat from {flat_from} heads; "
+                       f"one-step GD with its best step, exact"
+                       + (f"; Monte Carlo of the {flat_from}-head model, 99.9% interval"
+                          if estimate else "")
+                       + ("; trained: the best of the restarts per number of heads" if sweep
+                          else ""), FIG2_CLAIM)
 
 
 def fig2_numeric(ctx: Context) -> TierResult:
@@ -396,13 +445,17 @@ def fig2_numeric(ctx: Context) -> TierResult:
     exact_paper = None
     if ctx.budget.name == "paper" or (d, inst.C) == (10, 10):
         exact_paper = str(sol.R_star)
+    # no mark of the named H_risk here: this tier does not check it, so it does not read it
+    figure = figure_entry(lambda: fig2_figure(d, inst.C, d, sol.R_star, gd_risk_star(d, inst.C),
+                                              None, estimate=row))
     return finish_at_size(inst, [Finding("d_heads_monte_carlo", ok, {"comparisons": [row]},
                             None if ok else {"instance": inst.as_dict(), "row": row,
                                              "seed": ctx.seed},
                             "" if ok else "the d-head model's Monte Carlo risk is not R*")],
                    {"instance": inst.as_dict(), "optimal_loss": R_star,
                     "R_star_exact": str(sol.R_star),
-                    "R_GD_exact": str(gd_risk_star(d, inst.C)), "paper_size_R_star": exact_paper})
+                    "R_GD_exact": str(gd_risk_star(d, inst.C)), "paper_size_R_star": exact_paper,
+                    **figure})
 
 
 def fig2_train(ctx: Context) -> TierResult:
@@ -433,7 +486,10 @@ def fig2_train(ctx: Context) -> TierResult:
     findings.append(Finding("sampled_prompt_training", True, {
         "runs": sampled, "R_star": R_star, "adam_steps": cfg["adam"]},
         reason="evidence only: the paper's protocol (Adam, fresh prompts) at this budget"))
-    return finish_at_size(inst, findings, {"instance": inst.as_dict(), "optimal_loss": R_star})
+    figure = figure_entry(lambda: fig2_figure(d, inst.C, d, R_star, gd_risk_star(d, inst.C), H,
+                                              sweep=ev["sweep"]))
+    return finish_at_size(inst, findings, {"instance": inst.as_dict(), "optimal_loss": R_star,
+                                           **figure})
 
 
 FIG2 = Claim(

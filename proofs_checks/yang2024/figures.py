@@ -20,6 +20,9 @@ from moments.wick import expectation
 from verify.claim import Claim, Context, TierResult
 from verify.evidence import Finding, as_stand_ins, combine, smaller_than_paper, step
 
+from ..kit.figures import (Mark, Note, Panel, PaperFigure, Series, across_runs, curve_steps,
+                           figure_entry)
+
 from .setting import (Instance, LEVEL, PAPER, SETTING, TAU_SYM, _task_letters, float_quadratic,
                       make_instance, small_threads)
 from .common import _mc_compare
@@ -90,7 +93,7 @@ def fig2_train(ctx: Context) -> TierResult:
           "protocol": f"Adam lr {tb['lr']} on the derived population loss, H = {inst.H}; inference loss "
                       f"(1/K) mean ||yhat - yhat*||^2 over 200 prompts with lambda ~ N(0, I) (in domain) "
                       f"and N(1, 4I) (out of domain); the 4-layer panel (b) is yang2024.fig5",
-          "runtime": rt.describe()}
+          "runtime": rt.describe(), **figure_entry(lambda: fig2_figure(cps, inst, tb))}
     findings = [
         Finding("all_descend", f_desc, {"final_over_initial": drop, "threshold": 1e-2},
                 None if f_desc else {"final_over_initial": drop, "instance": inst.as_dict()},
@@ -103,6 +106,21 @@ def fig2_train(ctx: Context) -> TierResult:
                                                                         "is not the higher one"),
     ]
     return _combine_at(tag, findings, ev)
+
+
+def fig2_figure(checkpoints: list, inst: Instance, tb: dict) -> PaperFigure:
+    """Fig. 2(a)'s axes: the training loss and the two inference losses against the iteration."""
+    steps = [c["step"] for c in checkpoints]
+    names = {"train_excess": "training loss (excess over its minimum)",
+             "in_domain": r"inference, in domain $\lambda\sim N(0, I)$",
+             "out_of_domain": r"inference, out of domain $\lambda\sim N(1, 4I)$"}
+    return PaperFigure("Fig. 2", (Panel("losses of the 1-layer transformer", "iteration",
+                                        "loss", [Series(label, steps, [c[k] for c in checkpoints],
+                                                        "trained") for k, label in names.items()],
+                                        y_log=True),),
+                       f"Adam (lr {tb['lr']}) on the derived population loss (9), H = {inst.H}, "
+                       f"K = {inst.K}, d = {inst.d}, m = {inst.m}, N = {inst.N}; the inference "
+                       f"losses (1/K) mean ||yhat - yhat*||^2 over 200 prompts per checkpoint")
 
 
 FIG2 = Claim(
@@ -216,8 +234,46 @@ def fig3_numeric(ctx: Context) -> TierResult:
                   "Wick over lambda and eps with y = (Z + eps^P)^T lambda (73)."),
              step("Curve", r"\frac1K\mathbb E\|\hat y^\star-\hat y^{\mathrm{best}}\|^2,\ N = 50,\dots,150",
                   f"averaged over {R} Gaussian representation matrices (m = 100, K = 200, tau = 0.01).")]
-    res = combine(findings, {"grid": {"m": g["m"], "K": g["K"], "tau": g["tau"]}}, steps=steps)
+    figure = figure_entry(lambda: fig3_figure(curve, bad, g["m"], R,
+                                              z_critical(LEVEL, len(Ns) - 1)))
+    res = combine(findings, {"grid": {"m": g["m"], "K": g["K"], "tau": g["tau"]},
+                             **figure}, steps=steps)
     return res
+
+
+FIG3_CLAIM = "the closer N is to m, the better: the gap falls as N approaches m and rises away"
+
+
+def fig3_figure(curve: list, bad: list, m: int, R: int, z: float) -> PaperFigure:
+    """Fig. 3's axes: the gap against N, the derived expectation averaged over R representation
+    matrices (intervals: the check's z times the standard error), beside the paper's reading (a
+    V through the computed end points and 0 at N = m) where the curve leaves it."""
+    Ns = [c["N"] for c in curve]
+    mean = [c["mean_gap"] for c in curve]
+    series = [Series(f"E gap, mean over {R} matrices", Ns, mean, "monte carlo",
+                     [c["mean_gap"] - z * c["se"] for c in curve],
+                     [c["mean_gap"] + z * c["se"] for c in curve])]
+    notes = []
+    if bad:
+        at = Ns.index(m) if m in Ns else None
+        vee = [mean[0] + (mean[at] - mean[0]) * (N - Ns[0]) / (m - Ns[0]) if N <= m else
+               mean[at] + (mean[-1] - mean[at]) * (N - m) / (Ns[-1] - m) for N in Ns] \
+            if at is not None else mean
+        series.append(Series("paper's claim: closer to N = m is better", Ns, vee,
+                             "paper's claim"))
+        first = bad[0]
+        notes.append(Note(f"{'rises' if first['mean_change'] > 0 else 'falls'} from N = "
+                          f"{first['from_N']} to {first['to_N']}", first["to_N"],
+                          mean[Ns.index(first["to_N"])]))
+    return PaperFigure("Fig. 3", (Panel("gap vs N, m = 100",
+                                        "$N$", r"$\frac{1}{K}\|\hat y^\star-\hat y^{\mathrm{best}}"
+                                        r"\|^2$", series, (Mark("N = m", m, "x"),), notes),),
+                       f"the gap's expectation over lambda and the noise, derived by Wick's "
+                       f"theorem (exact for each representation matrix), averaged over {R} "
+                       f"Gaussian matrices Z (m = 100, K = 200, tau = 0.01); intervals: "
+                       f"{z:.2f} standard errors over the matrices (the check's Bonferroni level); "
+                       f"dashed red: the paper's reading, falling linearly to 0 at N = m and "
+                       f"rising after, through the computed end points", FIG3_CLAIM)
 
 
 def fig3_train(ctx: Context) -> TierResult:
@@ -251,9 +307,27 @@ def fig3_train(ctx: Context) -> TierResult:
                      "training_excess": tr.result.final_loss})
     g = {r["N"]: r["trained_gap"] for r in rows}
     ok = g[10] < g[5] and g[10] < g[15]
+    figure = figure_entry(lambda: fig3_train_figure(rows, m, K))
     return _combine_at(tag, [Finding("trained_gap_minimal_at_N_equals_m", ok, {"rows": rows, "m": m, "tau": tau, "K": K},
                             None if ok else {"rows": rows}, "" if ok else "the trained gap is not smallest "
-                                                                          "at N = m")])
+                                                                          "at N = m")],
+                       figure)
+
+
+def fig3_train_figure(rows: list, m: int, K: int) -> PaperFigure:
+    """Fig. 3's axes for the trained models: their gap against N, beside the derived optimum's."""
+    Ns = [r["N"] for r in rows]
+    return PaperFigure("Fig. 3", (Panel(
+        f"trained models (m = {m})", "$N$",
+        r"$\frac{1}{K}\|\hat y-\hat y^{\mathrm{best}}\|^2$",
+        (Series("trained (Adam on the derived loss)", Ns, [r["trained_gap"] for r in rows],
+                "trained"),
+         Series("at the derived optimum (closed form)", Ns, [r["closed_form_gap"] for r in rows],
+                points=True)),
+        (Mark("N = m", m, "x"),)),),
+        f"1-layer models trained at N = {', '.join(map(str, Ns))} (m = {m}, K = {K}, m tau = 1, "
+        f"H = 2N): the expected gap of the trained predictor to the ridge with the true noise "
+        f"level, exact over lambda and the noise for the drawn dictionary", FIG3_CLAIM)
 
 
 FIG3 = Claim(
@@ -343,7 +417,26 @@ def fig4_train(ctx: Context) -> TierResult:
                 None if f_N else {"runs": flat_N}, "" if f_N else
                 f"H = N stops descending from {len(flat_N)} of {len(at_N)} starts"),
     ]
-    return _combine_at(tag, findings, {"runs": runs, "instance": inst.as_dict(), "protocol": protocol})
+    return _combine_at(tag, findings, {"runs": runs, "instance": inst.as_dict(), "protocol": protocol,
+                                       **figure_entry(lambda: fig4_figure(runs, Hs, N, steps, protocol))})
+
+
+def fig4_figure(runs: list, Hs: list, N: int, steps: int, protocol: str) -> PaperFigure:
+    """Fig. 4's axes: the training loss (relative to the initial one) against the iteration,
+    one curve per H: the mean over the starts, a band from the least to the largest."""
+    series = []
+    for H in Hs:
+        curves = [r["curve"] for r in runs if r["H"] == H and "curve" in r]
+        if not curves:
+            continue
+        mean, low, high = across_runs(curves)
+        stride = max(1, steps // 10)
+        series.append(Series(f"H = {H}" + (" (= N)" if H == N else ""),
+                             [stride * i for i in range(len(mean))], mean, "trained", low, high))
+    return PaperFigure("Fig. 4", (Panel("training loss vs heads",
+                                        "iteration", "loss / initial loss", series, y_log=True),),
+                       protocol + f"; N = {N}; every run of every start drawn as the mean over "
+                                  f"the starts with their spread")
 
 
 FIG4 = Claim(
@@ -424,7 +517,23 @@ def fig5_train(ctx: Context) -> TierResult:
         "" if ok else "the 4-layer model with H < N does not converge")],
         {"instance": inst.as_dict(), "protocol": f"4-layer post-norm encoder, d_model {fb['d_model']}, "
                                                  f"d_ff {fb['d_ff']}, Adam lr 1e-3, {fb['steps']} steps on "
-                                                 f"sampled tasks (batch {fb['batch']}), float32"})
+                                                 f"sampled tasks (batch {fb['batch']}), float32",
+         **figure_entry(lambda: fig5_figure(rows, fb, inst, fq.L_star, trivial))})
+
+
+def fig5_figure(rows: list, fb: dict, inst: Instance, L_star: float, trivial: float) -> PaperFigure:
+    """Fig. 5's axes: the training loss of the 4-layer model against the step, one curve per H."""
+    series = [Series(f"H = {r['H']}", curve_steps(len(r["curve"]), fb["steps"]), r["curve"],
+                     "trained") for r in rows if r.get("curve")]
+    return PaperFigure("Fig. 5", (Panel("4-layer model, training loss", "step",
+                                        "loss (batch)", series,
+                                        (Mark("1-layer optimum L* (exact)", L_star),
+                                         Mark("zero predictor", trivial))),),
+                       f"a 4-layer post-norm encoder (d_model {fb['d_model']}, d_ff {fb['d_ff']}) "
+                       f"trained by Adam (lr 1e-3, batch {fb['batch']}, float32) on sampled tasks, "
+                       f"N = {inst.N}, K = {inst.K}, d = {inst.d}, m = {inst.m}; curves: the batch "
+                       f"loss every {max(1, fb['steps'] // 10)} steps; the paper fixes the wall "
+                       f"clock (100 s), here the steps")
 
 
 FIG5 = Claim(

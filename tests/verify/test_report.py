@@ -284,3 +284,12 @@ def test_a_display_line_that_is_still_too_wide_is_scaled_with_room_to_spare():
     wide = r"x = \frac{" + " ".join(rf"\left(a_{k} + b_{k}\right)" for k in range(12)) + "}{2}"
     factor = float(re.search(r"\\scalebox\{([0-9.]+)\}", display(wide)).group(1))
     assert factor * tex_width(wide) < 62 / 1.1
+
+
+def test_every_statement_keeps_its_subscripts_in_math():
+    # the statement is LaTeX written with the claim: an _ outside $...$ stops pdflatex
+    from verify.registry import all_claims
+
+    bad = [c.id for c in all_claims()
+           if re.search(r"(?<!\\)[_^]", re.sub(r"(?<!\\)\$[^$]*\$", "", c.statement))]
+    assert not bad, bad
