@@ -472,8 +472,8 @@ def _fit(head: str, tail: str, width: float) -> str:
     w = tex_width(head) + tex_width(tail)
     if w <= width:
         return f"{head} &{tail}" if head else f"&{tail}"
-    # tex_width reads wide fractions and \left...\right nests about a tenth short
-    factor = max(0.3, width / (1.12 * w))
+    # tex_width reads wide fractions and \left...\right nests up to a fifth short
+    factor = max(0.3, width / (1.2 * w))
     return f"{head} &\\scalebox{{{factor:.2f}}}{{$\\displaystyle {{}}{tail}$}}"
 
 
