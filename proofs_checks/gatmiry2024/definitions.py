@@ -93,6 +93,57 @@ DEFINITIONS = (
                claims=(_P + "lemma_a10",)),
     Definition("xi", "the target loss xi >= 2 (4 delta)^{2L} the gradient flow reaches",
                "Thm. 3.3; Thm. A.12"),
+    # least squares (Sec. 3.2)
+    Definition("kappa", "the condition number of the Hessian of l_2^2(w) (of X X^T): its largest "
+               "over its smallest eigenvalue", "Sec. 3.2"),
+    Definition("lambda_max", "the largest eigenvalue of the Hessian of l_2^2(w) (the smoothness "
+               "constant of the loss)", "Sec. 3.2 (standard smooth convex analysis)"),
+    # the pairings of the proof of Lemma A.2
+    Definition("C_G", "C(G_p): the number of connected components (cycles) of the graph G_p of "
+               "a pairing p of the 2k factors, on the nodes (1, 2), (3, 4), ..., (2k - 1, 2k)",
+               "proof of Lemma A.2"),
+    Definition("C_Gp", "C(G'_p): the number of connected components (cycles) of the graph G'_p "
+               "of a pairing p, on the nodes (2, 3), ..., (2k - 2, 2k - 1), (1, 2k)",
+               "proof of Lemma A.2"),
+    Definition("r", "the number of self-loops of G_p (pairs (2i - 1, 2i) of p)",
+               "proof of Lemma A.2"),
+    Definition("s", "the summation index s = k - r of the chain (20)", "proof of Lemma A.2, (20)"),
+    Definition("dfact_even", "(2m)!! = 2 4 ... 2m, m = k - r, as the proof writes C_{k-r}",
+               "proof of Lemma A.2"),
+    Definition("dfact_odd", "(2m - 1)!! = 1 3 ... (2m - 1), m = k - r", "proof of Lemma A.2"),
+    # Gaussian identities in the proofs
+    Definition("v", "a fixed vector v in R^d of the identities (17)", "proof of Lemma A.2, (17)"),
+    Definition("alpha", "a fixed scalar alpha of the identities (17)", "proof of Lemma A.2, (17)"),
+    Definition("M_prod", "the product prod_{i=0}^{L-1} (I - Sigma A^(i)) of the multi-layer "
+               "model's residual", "proof of Lemma A.3"),
+    Definition("y_t", "the label row y^(t)T = [Z^(t)]_{d+1,1:n} of the prompt after t layers "
+               "(a column y^(t) here)", "proof of Thm. A.1"),
+    # the gradient flow (remark after Thm. 3.4, proof of Thm. A.12)
+    Definition("grad_sq", "||grad_A L(A, 0)||_F^2, the squared norm of the gradient of the loss",
+               "remark after Thm. 3.4; proof of Thm. A.12"),
+    Definition("t", "the time of the gradient flow dA/dt = -grad_A L(A(t), 0)",
+               "Thm. 3.3; proof of Thm. A.12"),
+    Definition("f0", "f(0) = L(A_0, 0), the loss at the start of the flow", "proof of Thm. A.12"),
+    Definition("g", "the solution g(t) of the comparison ODE (29)", "proof of Thm. A.12, (29)"),
+    Definition("c", "the constant c of the solution g(t) = (...)(t + c)^{-L/(L-1)} of (29)",
+               "proof of Thm. A.12"),
+    # proof steps of Thms. A.8, A.11 and Lemmas A.9, A.10 (their own lambda, epsilon)
+    Definition("max_dev", "max_i |lambda_i - 1| over the eigenvalues lambda_i of "
+               "A^{1/2} Sigma* A^{1/2}", "proof of Lemma A.10 (line 694)"),
+    *(Definition("lambda_1", "the largest eigenvalue of A^{1/2} Sigma* A^{1/2}", where,
+                 claims=(_P + cid,))
+      for cid, where in (("lemma_a10_lambda1_step", "proof of Lemma A.10"),
+                         ("lemma_a9_gradient_moment", "proof of Lemma A.9"))),
+    Definition("lambda_j", "the j-th largest eigenvalue of A^{1/2} Sigma* A^{1/2}",
+               "proof of Lemma A.9", claims=(_P + "lemma_a9_gradient_moment",)),
+    Definition("epsilon", "the level of Lemma A.10: 8 delta d^{3/(4L)} <= epsilon <= 1",
+               "proof of Lemma A.10", claims=(_P + "lemma_a10_lambda1_step",)),
+    Definition("epsilon", "the level of Lemma A.9: epsilon > 2 delta and L(A, 0) <= "
+               "epsilon^{2L} - delta^{2L} (epsilon + 2)^{2L}", "proof of Lemma A.9",
+               claims=(_P + "lemma_a9_eigenvalue_step",)),
+    Definition("epsilon", "the level the proof of Thm. A.11 feeds to Lemma A.10: epsilon > "
+               "4 delta, L(A, 0) >= 2 epsilon^{2L}", "proof of Thm. A.11",
+               claims=(_P + "thm_a11_epsilon_step", _P + "eq28")),
     # out of distribution
     Definition("zeta", "the parameter 0 < zeta < 1 of the window Sigma^out <= (2 - zeta) Sigma*",
                "Thm. 4.5, eq. (10); Thm. A.13, eq. (30)"),
@@ -106,4 +157,15 @@ DEFINITIONS = (
                "x_q^out", "Thm. 4.5"),
     Definition("w_norm2", "||w^{out,*}||^2_{Sigma*^{-1}} = w^{out,*T} Sigma*^{-1} w^{out,*}, for "
                "the OOD task vector w^{out,*}", "Thm. 4.5"),
+    Definition("xq_norm2_inv", "||x_q^out||^2_{Sigma*^{-1}} = x_q^out^T Sigma*^{-1} x_q^out, for "
+               "the OOD query x_q^out (the norm the proof's x_q^T A^opt x_q is close to)",
+               "Thm. 4.5; proof of Thm. A.13"),
+    Definition("w_norm2_sig", "||w^{out,*}||^2_{Sigma*} = w^{out,*T} Sigma* w^{out,*}, for the OOD "
+               "task vector w^{out,*} (the norm the proof's w^T A^opt^{-1} w is close to)",
+               "Thm. 4.5; proof of Thm. A.13"),
+    *(Definition(name, f"the {which} eigenvalue of Sigma*^{{-1}} Sigma^out (of Sigma*^{{-1/2}} "
+                 f"Sigma^out Sigma*^{{-1/2}}): the window (10) / (30) is s_min >= its lower end "
+                 f"and s_max <= 2 - zeta", "Thm. 4.5, eq. (10); Thm. A.13, eq. (30)",
+                 claims=(_P + "thm4_5", _P + "thm_a13", _P + "eq31"))
+      for name, which in (("s_min", "smallest"), ("s_max", "largest"))),
 )
