@@ -76,6 +76,8 @@ DEFINITIONS += (
     Definition("A_1", "the second layer's block A_1 of the two-layer model (9)", "Thm. 3; App. B.1"),
     Definition("U", "a uniformly random (Haar) orthogonal d x d matrix",
                "App. B.2 Step 1 (and B.3 Step 1)", claims=_PROOF_U_CLAIMS),
+    Definition("Sigma_half", "Sigma^{1/2}, the symmetric positive definite square root of Sigma",
+               "App. B.2 eq. (25), Step 1; B.3 eq. (34)"),
     Definition("U_Sigma", "U_Sigma = Sigma^{1/2} U Sigma^{-1/2} for the random orthogonal U",
                "App. B.2 Step 1 (before eq. (28))"),
     Definition("G", "the d x (n+1) matrix with Y_{k+1} = w*^T G: "

@@ -111,15 +111,52 @@ EQ22_IDENTITY = ForwardIdentity(
     claimed_latex=r"X_i = X_0,\ Y_{i+1} = Y_i + Y_i M X_0^\top A_i X_0 = "
                   r"Y_0\prod_{\ell\le i}(I + M X_0^\top A_\ell X_0)")
 
+def rescaling_finding(ctx: Context) -> Finding:
+    """"Doing so does not change the theorem statement": the absorbed weight is c A for one
+    constant c != 0 (exact at rational Sigma^{-1} and a general symmetric A), so A -> c A maps
+    S = {a Sigma^{-1}} onto itself and multiplies every gradient by the same c."""
+    from .proof_points import exact_point
+
+    p = exact_point(ctx.rng("rescaling"), 3, 2, 1, on_set=False)
+    cs, rows = [], []
+    for A in (p.Sigma_inv, p.A[0]):
+        try:
+            out = value(ctx.formulas, "A_absorbed", {"n": p.n, "d": p.d, "A": A}, True)
+        except Unevaluable as exc:
+            return Finding("rescaling_keeps_S", None if exc.undecided else False, {},
+                           None if exc.undecided else {"error": str(exc)}, str(exc))
+        k = next(i for i, e in enumerate(sympy.Matrix(A)) if e != 0)
+        c = sympy.Matrix(out)[k] / sympy.Matrix(A)[k]
+        rows.append(all(e == 0 for e in (sympy.Matrix(out) - c * sympy.Matrix(A))))
+        cs.append(c)
+    ok = all(rows) and cs[0] == cs[1] and cs[0] != 0
+    return Finding("rescaling_keeps_S", ok, {"factor": str(cs[0]), "n": p.n},
+                   None if ok else {"factors": [str(c) for c in cs], "n": p.n},
+                   "" if ok else "A -> A_absorbed(A) is not one nonzero multiple of A: it does "
+                                 "not map S onto S with the gradients scaled alike",
+                   summary=f"A_absorbed = {cs[0]} A at n = {p.n}: S onto S")
+
+
+def _eq22_checks() -> dict:
+    kit = forward_identity(EQ22_IDENTITY)
+
+    def symbolic(ctx: Context) -> TierResult:
+        res = kit["symbolic"](ctx)
+        return _merge(res, combine([rescaling_finding(ctx)]))
+
+    return {"symbolic": symbolic, "numeric": kit["numeric"]}
+
+
 EQ22 = Claim(
     id="ahn2023.eq22", title="The layers (9) on Zbar_0 with the 1/n absorbed (eq. (22))",
     paper=PAPER,
-    statement=(r"With the $1/n$ of (53) absorbed into the $A_i$ ($A_i\to A_i/n$), the parameters "
+    statement=(r"With the $1/n$ of (53) absorbed into the $A_i$ ($A_i\to A_i/n$, which maps "
+               r"$\mathcal S$ onto itself and scales the gradients alike), the parameters "
                r"(9) give $X_i=X_0$ and $Y_{i+1}=Y_i+Y_iMX_i^\top A_iX_i="
                r"Y_0\prod_{\ell=0}^i(I+MX_0^\top A_\ell X_0)$ (eq. (22))."),
     assumptions=("any prompt Zbar_0 = [[X_0], [Y_0]] (the identity is deterministic)",
                  "A_i symmetric (eq. (9))"),
-    formulas=EQ22_FORMULAS, checks=forward_identity(EQ22_IDENTITY), setting=EQ22_SETTING,
+    formulas=EQ22_FORMULAS, checks=_eq22_checks(), setting=EQ22_SETTING,
     exact=identity_truth(EQ22_IDENTITY, EQ22_FORMULAS, ({"d": 1, "n": 3, "layers": 3},)))
 
 

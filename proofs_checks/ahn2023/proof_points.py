@@ -38,6 +38,7 @@ from ..kit.linear_icl import LinearICLSetting
 SYM = {
     "n": FormulaSymbol("n"), "d": FormulaSymbol("d"),
     "Sigma": FormulaSymbol("Sigma", "matrix", ("d", "d"), symmetric=True),
+    "Sigma_half": FormulaSymbol("Sigma_half", "matrix", ("d", "d"), symmetric=True),
     "U": FormulaSymbol("U", "matrix", ("d", "d")),
     "U_Sigma": FormulaSymbol("U_Sigma", "matrix", ("d", "d")),
     "X_0": FormulaSymbol("X_0", "matrix", ("d", "n+1")),

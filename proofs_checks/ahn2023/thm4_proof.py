@@ -286,7 +286,7 @@ EQ_B2_STEP1 = step1_claim("eq9", "ahn2023.eq_b2_step1", "App. B.2 Step 1",
 # (28), (38): X_0 ~ U_Sigma X_0, and d/dt of the integrand
 # ================================================================================================
 EQ28_FORMULAS = (
-    NamedFormula("U_Sigma", "Sigma**(1/2)*U*Sigma**(-1/2)", syms("d", "Sigma", "U"),
+    NamedFormula("U_Sigma", "Sigma_half*U*Inverse(Sigma_half)", syms("d", "Sigma_half", "U"),
                  equation="App. B.2 Step 1", shape=("d", "d"),
                  description="the transformation with X_0 ~ U_Sigma X_0"),
     NamedFormula("df", "2*trace((Identity(n+1) - M)*G.T*Inverse(Sigma)*dG*(Identity(n+1) - M))",
@@ -449,7 +449,7 @@ def haar_finding(ctx: Context, F: Mapping, name_c: str, name_t: str, sym: str,
     count = max(2000, ctx.budget.mc_samples // 10)
     try:
         def c_batch(U):
-            T = tvalue(F["U_Sigma"], {"Sigma": p.Sigma, "U": U}, {"d": p.d})
+            T = tvalue(F["U_Sigma"], {"Sigma": p.Sigma, "Sigma_half": p.H, "U": U}, {"d": p.d})
             return tvalue(F[name_c], {**p.values(), "U_Sigma": T, sym: D},
                           {"n": p.n, "d": p.d}).numpy()
         mean, se = haar_mc(c_batch, p.d, count, rng)
@@ -558,13 +558,14 @@ def _with(res: TierResult, *findings: Finding) -> TierResult:
     return _merge(res, combine(list(findings)))
 
 
-_RT = "trace(Sigma**(1/2)*R_j*Sigma**(1/2))/d"
+_RT = "trace(Sigma_half*R_j*Sigma_half)/d"
 D_STEPS = (step("Derivative", "", "d/dt f at t = 0 on S along any direction D: E[2 e e'] by "
                 "Isserlis (e the query error, e' its change along D), model (9) with Sigma "
                 "symbolic; evaluated at rational points of S (and d = 1, Sigma = 4)."),)
 
 EQ25_FORMULAS = (
-    NamedFormula("R_tilde", f"{_RT}*Identity(d)", syms("d", "Sigma", "R_j"), equation="(25)",
+    NamedFormula("R_tilde", f"{_RT}*Identity(d)", syms("d", "Sigma", "Sigma_half", "R_j"),
+                 equation="(25)",
                  shape=("d", "d"), description="the direction in S that (25) compares with R_i"),
 )
 _E25 = derivative_points()
@@ -588,7 +589,7 @@ EQ25 = Claim(
         {"R_tilde": f"{_RT}*Inverse(Sigma)"}))
 
 EQ27_FORMULAS = (
-    NamedFormula("R_tilde", f"{_RT}*Inverse(Sigma)", syms("d", "Sigma", "R_j"),
+    NamedFormula("R_tilde", f"{_RT}*Inverse(Sigma)", syms("d", "Sigma", "Sigma_half", "R_j"),
                  equation="(27), Step 3", shape=("d", "d"),
                  description="r_j Sigma^{-1}, r_j = Tr(Sigma^{1/2} R_j Sigma^{1/2}) / d"),
     EQ28_FORMULAS[0],
@@ -637,8 +638,8 @@ def flow_sides(model: str, names: tuple):
 
 
 EQ26_FORMULAS = (
-    NamedFormula("flow_A", "-trace(Sigma**(1/2)*grad_A*Sigma**(1/2))*Inverse(Sigma)",
-                 syms("d", "Sigma", "grad_A"), equation="(26)", shape=("d", "d"),
+    NamedFormula("flow_A", "-trace(Sigma_half*grad_A*Sigma_half)*Inverse(Sigma)",
+                 syms("d", "Sigma", "Sigma_half", "grad_A"), equation="(26)", shape=("d", "d"),
                  description="dA_i/dt = -r_i(t) Sigma^{-1}, "
                              "r_i = Tr(Sigma^{1/2} grad Sigma^{1/2})"),
 )

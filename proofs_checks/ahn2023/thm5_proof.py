@@ -310,12 +310,14 @@ EQ49 = Claim(
 # ================================================================================================
 # (34)-(37), Steps 4 and 5: the directions R-tilde, S-tilde and the flow for (13)
 # ================================================================================================
-_RT = "trace(Sigma**(1/2)*R_j*Sigma**(1/2))/d"
-_ST = "trace(Sigma**(-1/2)*S_j*Sigma**(1/2))/d"
-R_TILDE = NamedFormula("R_tilde", f"{_RT}*Inverse(Sigma)", syms("d", "Sigma", "R_j"),
+_RT = "trace(Sigma_half*R_j*Sigma_half)/d"
+_ST = "trace(Inverse(Sigma_half)*S_j*Sigma_half)/d"
+R_TILDE = NamedFormula("R_tilde", f"{_RT}*Inverse(Sigma)",
+                       syms("d", "Sigma", "Sigma_half", "R_j"),
                        equation="(36), Step 5", shape=("d", "d"),
                        description="r_j Sigma^{-1}, r_j = Tr(Sigma^{1/2} R_j Sigma^{1/2}) / d")
-S_TILDE = NamedFormula("S_tilde", f"{_ST}*Identity(d)", syms("d", "Sigma", "S_j"),
+S_TILDE = NamedFormula("S_tilde", f"{_ST}*Identity(d)",
+                       syms("d", "Sigma", "Sigma_half", "S_j"),
                        equation="(34), Step 4", shape=("d", "d"),
                        description="s_j I, s_j = Tr(Sigma^{-1/2} S_j Sigma^{1/2}) / d")
 D13_STEPS = (step("Derivative", "", "d/dt f at t = 0 on S along any direction D of A_j or B_j: "
@@ -345,7 +347,8 @@ def eq34_sides(p: Point, F: Mapping) -> list:
 
 
 EQ34_FORMULAS = (
-    NamedFormula("R_tilde", f"{_RT}*Identity(d)", syms("d", "Sigma", "R_j"), equation="(34)",
+    NamedFormula("R_tilde", f"{_RT}*Identity(d)", syms("d", "Sigma", "Sigma_half", "R_j"),
+                 equation="(34)",
                  shape=("d", "d"), description="the direction in S that (34) compares with R_i"),
     S_TILDE,
 )
@@ -370,11 +373,11 @@ EQ34 = Claim(
         {"R_tilde": f"{_RT}*Inverse(Sigma)"}))
 
 EQ35_FORMULAS = (
-    NamedFormula("flow_A", "-trace(Sigma**(1/2)*grad_A*Sigma**(1/2))*Inverse(Sigma)",
-                 syms("d", "Sigma", "grad_A"), equation="(35)", shape=("d", "d"),
+    NamedFormula("flow_A", "-trace(Sigma_half*grad_A*Sigma_half)*Inverse(Sigma)",
+                 syms("d", "Sigma", "Sigma_half", "grad_A"), equation="(35)", shape=("d", "d"),
                  description="dA_i/dt = -r_i(t) Sigma^{-1}"),
-    NamedFormula("flow_B", "-trace(Sigma**(-1/2)*grad_B*Sigma**(1/2))*Inverse(Sigma)",
-                 syms("d", "Sigma", "grad_B"), equation="(35)", shape=("d", "d"),
+    NamedFormula("flow_B", "-trace(Inverse(Sigma_half)*grad_B*Sigma_half)*Inverse(Sigma)",
+                 syms("d", "Sigma", "Sigma_half", "grad_B"), equation="(35)", shape=("d", "d"),
                  description="dB_i/dt = -s_i(t) Sigma^{-1}, "
                              "s_i = Tr(Sigma^{-1/2} grad Sigma^{1/2})"),
 )
@@ -399,7 +402,7 @@ EQ35 = Claim(
         "B_i = b_i I on S, so a velocity along Sigma^{-1} leaves S; and with grad_{B_i} f = c_i I "
         "it gives d/dt f = -c_i^2 d tr(Sigma^{-1}) from B_i, above -||grad||^2 = -c_i^2 d "
         "where tr(Sigma^{-1}) < 1 (d = 1, Sigma = 4)",
-        {"flow_B": "-trace(Sigma**(-1/2)*grad_B*Sigma**(1/2))*Identity(d)"}))
+        {"flow_B": "-trace(Inverse(Sigma_half)*grad_B*Sigma_half)*Identity(d)"}))
 
 EQ36_FORMULAS = (R_TILDE, EQ27_FORMULAS[1], EQ27_FORMULAS[2])
 _E36 = derivative_points()
@@ -424,7 +427,7 @@ EQ36 = Claim(
                           extra=haar_judge("C_A", "R_tilde", "R_j")))
 
 EQ37_FORMULAS = (
-    NamedFormula("S_tilde", f"{_ST}*Inverse(Sigma)", syms("d", "Sigma", "S_j"),
+    NamedFormula("S_tilde", f"{_ST}*Inverse(Sigma)", syms("d", "Sigma", "Sigma_half", "S_j"),
                  equation="(37) (line 991)", shape=("d", "d"),
                  description="s_j Sigma^{-1}, the direction (37) compares with S_j"),
 )

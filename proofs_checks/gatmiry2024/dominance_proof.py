@@ -67,26 +67,25 @@ def _half_edge(d: int, L: int) -> int:
 
 
 def _eps_points(F, ctx: Context):
-    """Over n, d, L (with n around the edge delta d^{1/(2L)} = 1/2, where the corrected
-    relation is tight), delta from the named formula: epsilon = c delta (1 + 2^-j) for
-    c = 4 and 4 d^{1/(2L)}, j = 1, 4, 30, and epsilon = 1/2 and 2^k, k = 0, 1, 2, 4, 8, 16."""
-    for L in _loops(ctx):
+    """Over n (1, 2, 3, fixed ones and around the edge delta d^{1/(2L)} = 1/2, where the corrected
+    relation is tight), d, L (up to 5), delta from the named formula: epsilon = 4 delta
+    d^{t/(2L)} (1 + 2^-j) for t = 0, 1/4, 1/2, 3/4, 1 and j = 1, 4, 30, and epsilon = 1/2 and 2^k,
+    k = 0, 1, 2, 4, 8, 16."""
+    fixed = [sympy.Rational(1, 2)] + [sympy.Integer(2) ** k for k in (0, 1, 2, 4, 8, 16)]
+    for L in sorted(set(_loops(ctx)) | {3, 5}):
         for d in _EPS_DIMS:
             e = _half_edge(d, L)
-            for n in _EPS_NS + (e // 16, e // 4, e + 1, 4 * e):
-                if n < 1:
-                    continue
+            for n in sorted({1, 2, 3, *_EPS_NS, e // 16, e // 4, e + 1, 4 * e} - {0}):
                 env0 = _gd_env(n, d, L)
+                eps_list = []
                 with mpmath.workdps(40):
                     delta = value(F["delta"], env0)
-                    if not (mpmath.isfinite(delta) and delta > 0):
-                        continue
-                    root = mpmath.mpf(d) ** (mpmath.mpf(1) / (2 * L))
-                    eps_list = [sympy.Rational(mpmath.nstr(c * delta * (1 + mpmath.mpf(2) ** -j),
-                                                           35))
-                                for c in (4, 4 * root) for j in (1, 4, 30)]
-                for eps in eps_list + [sympy.Rational(1, 2)] + [sympy.Integer(2) ** k
-                                                                for k in (0, 1, 2, 4, 8, 16)]:
+                    if mpmath.isfinite(delta) and delta > 0:
+                        eps_list = [
+                            sympy.Rational(mpmath.nstr(4 * delta * mpmath.mpf(d) ** (
+                                mpmath.mpf(t) / (2 * L)) * (1 + mpmath.mpf(2) ** -j), 35))
+                            for t in (0, 0.25, 0.5, 0.75, 1) for j in (1, 4, 30)]
+                for eps in eps_list + fixed:
                     yield {**env0, "epsilon": eps}, {"L": L, "d": d, "n": _n_text(n),
                                                      "epsilon": mpmath.nstr(_mpf(eps), 12)}
 
