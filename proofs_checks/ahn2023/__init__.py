@@ -27,36 +27,21 @@ CLAIMS += [LEMMA7, LEMMA8, LEMMA9]
 from .single_layer_proof import CLAIMS as _PROOF_OF_THM1  # noqa: E402
 
 CLAIMS += _PROOF_OF_THM1
-from .multilayer_proof import EQ22  # noqa: E402
-
-CLAIMS += [EQ22]
 from .remarks import CLAIMS as _REMARKS  # noqa: E402
 
 CLAIMS += _REMARKS
-from .multilayer_proof import B1 as EQ_B1_LOSS  # noqa: E402
-
-CLAIMS += [EQ_B1_LOSS]
 from .remarks_multilayer import CLAIMS as _REMARKS_MULTILAYER  # noqa: E402
 
 CLAIMS += _REMARKS_MULTILAYER
-from .multilayer_proof import B4 as EQ_B4_LOSS  # noqa: E402
-
-CLAIMS += [EQ_B4_LOSS]
-from .thm4_proof import EQ29, EQ30  # noqa: E402
-
-CLAIMS += [EQ29, EQ30]
-from .thm4_proof import EQ28, EQ_B2_STEP1  # noqa: E402
-
-CLAIMS += [EQ28, EQ_B2_STEP1]
-from .thm4_proof import EQ25, EQ26, EQ27  # noqa: E402
-
-CLAIMS += [EQ25, EQ26, EQ27]
-from .thm5_proof import EQ31, EQ40, EQ41, EQ42, EQ49, EQ_B3_STEP1  # noqa: E402
-
-CLAIMS += [EQ31, EQ_B3_STEP1, EQ40, EQ41, EQ42, EQ49]
-from .thm5_proof import EQ34, EQ35, EQ36, EQ37, EQ_B3_STEP4  # noqa: E402
-
-CLAIMS += [EQ34, EQ35, EQ36, EQ37, EQ_B3_STEP4]
+# App. B and C, the displayed steps of the proofs (multilayer_proof: (22), App. B.1, B.4;
+# thm4_proof: App. B.2; thm5_proof: App. B.3; auxiliary: App. C; helpers in proof_points and
+# proof_moments)
+from .multilayer_proof import B1 as EQ_B1_LOSS, B4 as EQ_B4_LOSS, EQ22  # noqa: E402
+from .thm4_proof import EQ25, EQ26, EQ27, EQ28, EQ29, EQ30, EQ_B2_STEP1  # noqa: E402
+from .thm5_proof import (EQ31, EQ34, EQ35, EQ36, EQ37, EQ40, EQ41, EQ42, EQ49,  # noqa: E402
+                         EQ_B3_STEP1, EQ_B3_STEP4)
 from .auxiliary import EQ54, EQ56, EQ60, EQ61  # noqa: E402
 
-CLAIMS += [EQ54, EQ56, EQ60, EQ61]
+CLAIMS += [EQ_B1_LOSS, EQ22, EQ_B2_STEP1, EQ25, EQ26, EQ27, EQ28, EQ29, EQ30, EQ31, EQ_B3_STEP1,
+           EQ34, EQ35, EQ36, EQ37, EQ40, EQ41, EQ42, EQ49, EQ_B3_STEP4, EQ_B4_LOSS,
+           EQ54, EQ56, EQ60, EQ61]

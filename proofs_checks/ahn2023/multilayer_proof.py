@@ -20,6 +20,7 @@ import numpy as np
 import sympy
 import torch
 
+from models.device import randn as device_randn
 from models.lsa import lsa_forward
 from moments.blocks import BlockMat
 from moments.tensor import matrix
@@ -250,8 +251,8 @@ def sample_prompts(gen: torch.Generator, count: int, n: int, d: int, H: np.ndarr
                    w_prior: str):
     """X_0 with N(0, Sigma) columns (Sigma = H^2) and w* ~ N(0, I) or N(0, Sigma^{-1})."""
     Ht = _t(H)
-    X0 = Ht @ torch.randn(count, d, n + 1, generator=gen, dtype=torch.float64)
-    w = torch.randn(count, d, 1, generator=gen, dtype=torch.float64)
+    X0 = Ht @ device_randn(count, d, n + 1, generator=gen, dtype=torch.float64)
+    w = device_randn(count, d, 1, generator=gen, dtype=torch.float64)
     if w_prior != "identity":
         w = torch.linalg.inv(Ht) @ w
     return X0, w

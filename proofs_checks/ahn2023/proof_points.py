@@ -805,22 +805,6 @@ def more_points(on_set: bool = True):
     return more
 
 
-def projection(R, K, exact: bool):
-    """The multiple c K of K nearest to R (c = <R, K> / <K, K>): R is in span(K) iff equal."""
-    if exact:
-        R, K = sympy.Matrix(R), sympy.Matrix(K)
-        return K * (sum(R.multiply_elementwise(K)) / sum(K.multiply_elementwise(K)))
-    R, K = np.asarray(R, dtype=float), np.asarray(K, dtype=float)
-    return K * (np.sum(R * K) / np.sum(K * K))
-
-
-def inner(a, b, exact: bool):
-    """<a, b> = tr(a^T b)."""
-    if exact:
-        return sum(sympy.Matrix(a).multiply_elementwise(sympy.Matrix(b)))
-    return float(np.sum(np.asarray(a, dtype=float) * np.asarray(b, dtype=float)))
-
-
 def _merge(*results: TierResult) -> TierResult:
     """One tier result from several: fail if one failed, error/skipped as ``combine`` says."""
     findings, steps = [], []

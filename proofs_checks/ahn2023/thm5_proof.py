@@ -20,10 +20,10 @@ from verify.claim import Claim, Correction
 from verify.evidence import step
 from verify.formulas import NamedFormula
 
-from .proof_moments import directional
+from .proof_moments import directional, projection
 from .proof_points import (Point, Pointwise, inv, more_points, mul, on_set_points,
-                           pointwise_checks, pointwise_truth, projection, proof_setting,
-                           run_layers, syms, tangent, value)
+                           pointwise_checks, pointwise_truth, proof_setting, run_layers, syms,
+                           tangent, value)
 from .one_layer import PAPER
 from .thm4_proof import (DERIV_SIZES, EQ27_FORMULAS, SET_FORMULAS, _R_of, _neg,
                          _with_affinity, derivative_checks, derivative_points, flow_sides,

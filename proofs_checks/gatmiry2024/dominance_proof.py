@@ -17,7 +17,7 @@ from verify.formulas import FormulaSymbol, NamedFormula
 
 from ..kit import looped_icl as li
 from .common import _D, _DELTA, _EPS, _L, _LAM_1, _LOSS, _N, PAPER, _loops, _setting, sec35_delta
-from .exact_compare import holds, real_le, value
+from .exact_compare import compare, holds, real_le, value
 from .dominance import (GD_N, _gd_env, _gd_expr, _mpf,
                         _n_text, scalar_point)
 
@@ -41,12 +41,12 @@ def _relation_finding(F, name: str, points, what: str, eq: str, lhs: str = "lhs"
         if not holds(hyp, env):
             continue
         count += 1
-        with mpmath.workdps(30):
-            a, b = value(lo, env), value(hi, env)
-            ratio = float(a / b) if b > 0 else (float("inf") if a > 0 else 0.0)
+        ok, a, b = compare(lo, hi, env)
+        ratio = float(a / b) if a is not None and b is not None and b > 0 else (
+            0.0 if a is not None and b is not None and a <= 0 else float("inf"))
         if worst is None or ratio > worst["ratio"]:
             worst = {**row, "ratio": ratio}
-        if not real_le(lo, hi, env) and bad is None:
+        if not ok and bad is None:
             bad = {**row, lhs: _value(lo, env), rhs: _value(hi, env)}
     if count == 0:
         return Finding(name, None, {"points": 0}, reason="the hypothesis admits no point")
@@ -57,8 +57,8 @@ def _relation_finding(F, name: str, points, what: str, eq: str, lhs: str = "lhs"
 
 
 # ----- line 725 ---------------------------------------------------------------------------------
-_EPS_NS = (10 ** 4, 10 ** 8, 1024 * 10 ** 8, 10 ** 40)
-_EPS_DIMS = (1, 2, 4, 16, 1000)
+_EPS_NS = (10 ** 4, 10 ** 8, 1024 * 10 ** 8)
+_EPS_DIMS = (1, 2, 4, 1000)
 
 
 def _half_edge(d: int, L: int) -> int:
@@ -68,14 +68,14 @@ def _half_edge(d: int, L: int) -> int:
 
 def _eps_points(F, ctx: Context):
     """Over n (1, 2, 3, fixed ones and around the edge delta d^{1/(2L)} = 1/2, where the corrected
-    relation is tight), d, L (up to 5), delta from the named formula: epsilon = 4 delta
-    d^{t/(2L)} (1 + 2^-j) for t = 0, 1/4, 1/2, 3/4, 1 and j = 1, 4, 30, and epsilon = 1/2 and 2^k,
+    relation is tight), d, L (up to 3), delta from the named formula: epsilon = 4 delta
+    d^{t/(2L)} (1 + 2^-j) for t = 0, 1/2, 1 and j = 1, 30, and epsilon = 1/2 and 2^k,
     k = 0, 1, 2, 4, 8, 16."""
     fixed = [sympy.Rational(1, 2)] + [sympy.Integer(2) ** k for k in (0, 1, 2, 4, 8, 16)]
-    for L in sorted(set(_loops(ctx)) | {3, 5}):
+    for L in sorted(set(_loops(ctx)) | {3}):
         for d in _EPS_DIMS:
             e = _half_edge(d, L)
-            for n in sorted({1, 2, 3, *_EPS_NS, e // 16, e // 4, e + 1, 4 * e} - {0}):
+            for n in sorted({1, 2, 3, *_EPS_NS, e // 4, e + 1, 4 * e} - {0}):
                 env0 = _gd_env(n, d, L)
                 eps_list = []
                 with mpmath.workdps(40):
@@ -84,7 +84,7 @@ def _eps_points(F, ctx: Context):
                         eps_list = [
                             sympy.Rational(mpmath.nstr(4 * delta * mpmath.mpf(d) ** (
                                 mpmath.mpf(t) / (2 * L)) * (1 + mpmath.mpf(2) ** -j), 35))
-                            for t in (0, 0.25, 0.5, 0.75, 1) for j in (1, 4, 30)]
+                            for t in (0, 0.5, 1) for j in (1, 30)]
                 for eps in eps_list + fixed:
                     yield {**env0, "epsilon": eps}, {"L": L, "d": d, "n": _n_text(n),
                                                      "epsilon": mpmath.nstr(_mpf(eps), 12)}
@@ -282,8 +282,10 @@ def _l1_points(ctx: Context):
                         if lam_d > lam1:
                             continue
                         dev = max(abs(lam1 - 1), abs(lam_d - 1))
-                        for eps in (sympy.Rational(1, 100), sympy.Rational(1, 10),
-                                    sympy.Rational(1, 2), sympy.Integer(1)):
+                        # epsilon off the grid's deviations |lambda - 1| (no exact ties:
+                        # a tie with an irrational side is decided by exact arithmetic, slowly)
+                        for eps in (sympy.Rational(1, 97), sympy.Rational(1, 11),
+                                    sympy.Rational(3, 7), sympy.Rational(99, 100)):
                             yield ({**env0, "lambda_1": lam1, "max_dev": dev, "epsilon": eps},
                                    {"L": L, "d": d, "n": _n_text(n), "lambda_1": str(lam1),
                                     "lambda_d": str(lam_d), "epsilon": str(eps)})

@@ -17,30 +17,50 @@ def finite_value(expr, env: Mapping):
     try:
         with mpmath.workdps(40):
             return _finite_real(_mp_value(expr, env))
-    except (ZeroDivisionError, ValueError, TypeError, OverflowError, ArithmeticError):
+    except (ZeroDivisionError, ValueError, TypeError, OverflowError, ArithmeticError, KeyError):
         return None
+
+
+def compare(lhs, rhs, env: Mapping, strict: bool = False):
+    """(lhs <= rhs, lhs value, rhs value) at 40 digits, decided as ``real_le`` decides it."""
+    x, y = finite_value(sympy.sympify(lhs), env), finite_value(sympy.sympify(rhs), env)
+    if x is None or y is None:
+        return False, x, y
+    if x == 0 or y == 0 or (x > 0) != (y > 0) or \
+            abs(y - x) > mpmath.mpf(10) ** -25 * max(abs(x), abs(y)):
+        return (bool(x < y) if strict else bool(x <= y)), x, y
+    try:
+        return _gd_le(lhs, rhs, env, strict=strict), x, y
+    except (ZeroDivisionError, ValueError, TypeError, OverflowError, ArithmeticError, KeyError):
+        return False, x, y
 
 
 def real_le(lhs, rhs, env: Mapping, strict: bool = False) -> bool:
     """lhs <= rhs (< if ``strict``) exactly as ``dominance._gd_le`` decides it, False where a side
-    is not a finite real number."""
-    if finite_value(sympy.sympify(lhs), env) is None or finite_value(sympy.sympify(rhs),
-                                                                      env) is None:
-        return False
-    try:
-        return _gd_le(lhs, rhs, env, strict=strict)
-    except (ZeroDivisionError, ValueError, TypeError, OverflowError, ArithmeticError):
-        return False
+    is not a finite real number; sides of different signs, one of them exactly 0, or apart by more
+    than 10^-25 relative are decided from their 40-digit values (``_gd_le``'s tolerance is
+    absolute below 1: a tiny positive number against 0 would fall to exact arithmetic, at
+    3^(10^9) slowly)."""
+    return compare(lhs, rhs, env, strict)[0]
 
 
 def holds(expr, env: Mapping) -> bool:
-    """A named condition at exact values (``dominance._holds``); False where it cannot be
-    evaluated as a real relation (the hypothesis says nothing there)."""
-    from .dominance import _holds
-    try:
-        return _holds(expr, env)
-    except (ZeroDivisionError, ValueError, TypeError, OverflowError, ArithmeticError):
+    """A named condition (a relation, or a conjunction / disjunction of them) at exact values by
+    ``real_le``; False where a relation is not between real numbers (it says nothing there)."""
+    if isinstance(expr, sympy.logic.boolalg.BooleanAtom):
+        return bool(expr)
+    if isinstance(expr, (sympy.And, sympy.Or)):
+        parts = (holds(a, env) for a in expr.args)
+        return all(parts) if isinstance(expr, sympy.And) else any(parts)
+    if not isinstance(expr, sympy.core.relational.Relational):
         return False
+    lhs, rhs = expr.lhs, expr.rhs
+    if isinstance(expr, (sympy.GreaterThan, sympy.StrictGreaterThan)):
+        lhs, rhs = rhs, lhs
+    if isinstance(expr, (sympy.Eq, sympy.Ne)):
+        return False
+    return real_le(lhs, rhs, env, strict=isinstance(expr, (sympy.StrictLessThan,
+                                                           sympy.StrictGreaterThan)))
 
 
 def value(expr, env: Mapping):
@@ -48,7 +68,7 @@ def value(expr, env: Mapping):
     number there (a complex power, a division by zero): every comparison with it fails."""
     try:
         v = _mp_value(expr, env)
-    except (ZeroDivisionError, ValueError, TypeError, OverflowError, ArithmeticError):
+    except (ZeroDivisionError, ValueError, TypeError, OverflowError, ArithmeticError, KeyError):
         return mpmath.nan
     if isinstance(v, mpmath.mpc):
         return v.real if v.imag == 0 else mpmath.nan

@@ -11,6 +11,7 @@ import numpy as np
 import sympy
 import torch
 
+from models.device import randn as device_randn
 from models.multihead import head_products, multihead_forward, sample_tasks
 from models.lsa import mask_matrix, transpose
 from verify.claim import Claim, Context, TierResult
@@ -132,9 +133,9 @@ def concat_numeric(ctx: Context) -> TierResult:
     d, C = inst.d, inst.C
     gen = torch.Generator().manual_seed(ctx.seed_for("concat-numeric"))
     t = sample_tasks(inst.w_star_torch(), C, 32, gen)
-    E = t.E(torch.randn(32, generator=gen, dtype=torch.float64))
+    E = t.E(device_randn(32, generator=gen, dtype=torch.float64))
     mask = mask_matrix(C, E)
-    W = [torch.randn(d + 1, d + 1, generator=gen, dtype=torch.float64) / np.sqrt(d + 1)
+    W = [device_randn(d + 1, d + 1, generator=gen, dtype=torch.float64) / np.sqrt(d + 1)
          for _ in range(8)]
     WV, WK, WQ, (O1, O2) = W[0:2], W[2:4], W[4:6], W[6:8]
     U = _value_heads(E, WV, WK, WQ, mask, C)

@@ -9,7 +9,7 @@ from verify.runner import check_claim
 from verify.sigma import EVERY_SIGMA, SigmaReads, parse_sigma
 
 
-@pytest.mark.parametrize("claim_id", ["gatmiry2024.thm4_5", "ahn2023.thm3", "ahn2023.lemma7",
+@pytest.mark.parametrize("claim_id", ["gatmiry2024.lemma_a3", "ahn2023.thm3", "ahn2023.lemma7",
                                       "vonoswald2023.prop1"])
 def test_a_claim_that_fixes_sigma_refuses_it_in_one_line(capsys, claim_id):
     code = main(["check", claim_id, "--sigma", "diag:10,1/10", "--size", "d=2"])
