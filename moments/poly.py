@@ -11,6 +11,7 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any, Mapping
 
+import numpy as np
 import sympy
 
 from .letters import FREE_LEFT, FREE_RIGHT, ONE, Letter, space_size
@@ -221,7 +222,7 @@ class Poly:
         scalars = {(k.name if isinstance(k, sympy.Symbol) else k): v
                    for k, v in (scalars or {}).items()}
         cache: dict = {}
-        total = 0
+        total = None  # not 0: sympy refuses 0 + Matrix
         for key, coeff in self.terms.items():
             cycles, chains = key
             if exact:
@@ -241,11 +242,30 @@ class Poly:
                 else:
                     value = value * _word_value(w, env, cache, False, self.letters, scalars)
             if opened:
-                value = value * _open_value(opened, env, cache, self.letters, scalars)
-            total = total + value
-        if isinstance(total, int) and total == 0 and not self.is_scalar:
-            raise ValueError("the polynomial is zero; its matrix shape is unknown here")
+                value = value * _open_value(opened, env, cache, self.letters, scalars,
+                                            lambda: self._identity(env, scalars, exact))
+            total = value if total is None else total + value
+        if total is None:
+            if not self.is_scalar:
+                raise ValueError("the polynomial is zero; its matrix shape is unknown here")
+            return 0
         return total
+
+    def _identity(self, env: Mapping[str, Any], scalars: Mapping, exact: bool) -> Any:
+        """The identity a term like n tr(M) I carries, sized by the polynomial's row size (from
+        ``scalars``), of the kind the letters are (sympy when exact or given as sympy)."""
+        size = scalars.get(self.rows) if isinstance(self.rows, str) else self.rows
+        if not isinstance(size, (int, sympy.Integer)) or self.rows != self.cols:
+            raise ValueError(f"identity-valued term: give the size {self.rows} as a scalar")
+        kinds = [type(v) for v in env.values()]
+        if exact or any(issubclass(k, sympy.MatrixBase) for k in kinds):
+            return sympy.eye(int(size))
+        torch_like = next((v for v in env.values() if hasattr(v, "new_zeros")), None)
+        if torch_like is not None:  # a torch tensor's dtype and device, without importing torch
+            eye = torch_like.new_zeros((int(size), int(size)))
+            eye.diagonal().fill_(1)
+            return eye
+        return np.eye(int(size))
 
     def compile(self) -> "CompiledPoly":
         """An evaluator for repeated calls (training): coefficients lambdified into one function,
@@ -359,14 +379,16 @@ def _word_value(word, env, cache, cycle: bool, letters, scalars):
     return value
 
 
-def _open_value(opened, env, cache, letters, scalars):
+def _open_value(opened, env, cache, letters, scalars, identity=None):
     left = [w for w in opened if w[0][0] == FREE_LEFT]
     right = [w for w in opened if w[-1][0] == FREE_RIGHT]
     if len(left) == 1 and left == right:
         w = left[0]
         m = _product(w, env, letters, scalars)
         if m is None:
-            raise ValueError("identity-valued term: evaluate with explicit sizes instead")
+            if identity is None:
+                raise ValueError("identity-valued term: evaluate with explicit sizes instead")
+            return identity()
         return m
     col = _product(left[0], env, letters, scalars) if left else None
     row = _product(right[0], env, letters, scalars) if right else None

@@ -68,7 +68,7 @@ def _math_run(chars: str) -> str:
     return "".join(out).strip()
 
 
-_ASCII_SUPERSCRIPT = re.compile(r"\^\{([-+/*.\w]{1,12})\}")
+_ASCII_SUPERSCRIPT = re.compile(r"([\^_])\{([-+/*.A-Za-z0-9]{1,12})\}")  # A^{1/2}, e_{d+1}
 _SUPERSCRIPT_BASE = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789)]")
 
 
@@ -90,8 +90,8 @@ def escape(text: Any) -> Latex:
             k += 2
             continue
         sup = _ASCII_SUPERSCRIPT.match(text, k) if k and text[k - 1] in _SUPERSCRIPT_BASE else None
-        if sup:  # A^{1/2}, written in ASCII where Unicode has no superscript for it
-            out.append((True, "^{" + sup.group(1) + "}"))
+        if sup:  # A^{1/2}, e_{d+1}, written in ASCII where Unicode has no script for it
+            out.append((True, sup.group(1) + "{" + sup.group(2) + "}"))
             k = sup.end()
             continue
         if _is_math(ch):
@@ -139,9 +139,17 @@ def breakable(text: Any, limit: int | None = None) -> Latex:
     if limit is not None and len(text) > limit:
         text = text[:limit].rstrip() + f" ... ({len(text)} characters)"
     out = []
-    run = 0
-    for ch in text:
+    run, k = 0, 0
+    while k < len(text):
+        ch = text[k]
+        script = _ASCII_SUPERSCRIPT.match(text, k) if k and text[k - 1] in _SUPERSCRIPT_BASE \
+            else None
+        if script:  # e_{d+1}: one piece of math, as escape sets it
+            out.append(escape(text[k - 1:script.end()])[len(escape(text[k - 1])):])
+            k, run = script.end(), run + len(script.group(0))
+            continue
         out.append(escape(ch))
+        k += 1
         run = 0 if ch == " " else run + 1
         if ch in _BREAK_AFTER or ch == "_" and run > 12 or run > 24:
             out.append(r"\allowbreak{}")

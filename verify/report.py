@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass, field
@@ -28,8 +29,8 @@ from .outdir import locked, prepare_out, write_atomic
 from .paper_figures import KEY as PAPER_FIGURE_KEY, paper_figure
 from .latex import (Latex, breakable, code, display, escape, is_matrix, is_scalar, matrix, number,
                     sympy_latex)
-from .report_values import (_SKIP_KEYS, _key, _label, _to_appendix, appendix_ref, prose_tex,
-                            statement_tex, value_tex)
+from .report_values import (_SKIP_KEYS, _key, _label, _to_appendix, _with_infinity, appendix_ref,
+                            prose_tex, statement_tex, value_tex)
 from .verdict import Verdict
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -282,7 +283,8 @@ def formula_view(claim: Claim, name: str, text: str, overridden: bool = False) -
     """A named formula: its text as typed and the parsed sympy expression typeset."""
     try:
         f = claim.formula(name)
-        tex = display(f"{_symbol(name)} = {sympy_latex(f.parse(text))}")
+        # width 56: the display sits in a description list, indented by its left margin
+        tex = display(f"{_symbol(name)} = {sympy_latex(f.parse(text))}", width=56.0)
         equation, description = f.equation, f.description
     except UsageError:
         tex, equation, description = Latex(""), "", ""
@@ -308,6 +310,8 @@ def _symbol(name: str) -> str:
     import sympy
 
     head_tex = sympy_latex(sympy.Symbol(head)) if head else ""
+    if tail and ("_" in head_tex or "^" in head_tex):  # l1_max: {l_{1}}_{max}, not a double one
+        head_tex = "{" + head_tex + "}"
     return head_tex + (r"_{\mathrm{" + escape(tail) + "}}" if tail else "")
 
 
@@ -317,8 +321,8 @@ def correction_view(claim: Claim, verdict: Verdict) -> dict | None:
     c = verdict.correction
     source = ("derived by the engine" if c["source"] == "derived" else
               "documented (no closed form derived)")
-    return {"description": breakable(f"{c['description']} [{source}]"),
-            "reason": breakable(c["reason"]),
+    return {"description": prose_tex(f"{c['description']} [{source}]", cell=True),
+            "reason": prose_tex(c["reason"], cell=True),
             "command": f"icl-verify check {claim.id} --json",
             "source": c["source"],
             "formulas": [formula_view(claim, name, text) for name, text in c["formulas"].items()],
@@ -636,12 +640,13 @@ def _finite(v: Any) -> bool:
 
 # ------------------------------------------------------------------------------------ templates
 def _finalize(value: Any) -> str:
-    """Every value printed by a template: LaTeX passes, anything else is escaped."""
+    """Every value printed by a template: LaTeX passes, anything else is escaped, with ASCII
+    infinity, arrows and relations ("C -> oo", "<=") set as symbols."""
     if value is None:
         return ""
     if isinstance(value, Latex):
         return value
-    return escape(value)
+    return _with_infinity(escape)(str(value))
 
 
 def environment():
@@ -659,6 +664,9 @@ def environment():
         "num": lambda v, digits=6: Latex(f"${number(v, digits)}$"),
         "code": lambda v, limit=None: code(v, limit),
         "breakable": lambda v, limit=None: breakable(v, limit),
+        # a claim id in a narrow column: may break after its dot and each underscore
+        "claim_id": lambda v: Latex(r"\allowbreak{}".join(
+            escape(part) for part in re.split(r"(?<=[._])", str(v)))),
         "verdict": verdict_tex,
         "status": status_tex,
         "seconds": lambda v: Latex(f"{float(v):.1f}\\,s"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import keyword
 import re
-from typing import Any
+from typing import Any, Callable
 
 import sympy
 
@@ -21,9 +21,26 @@ def _label(claim_id: str) -> str:
 
 
 
+# sympy's and the keys' ASCII for infinity and relations: "C -> oo", "as_C_to_oo", "C>=1"
+_ASCII_MATH = re.compile(r"(?<![A-Za-z\\])oo(?![A-Za-z])|->|<=|>=")
+_SYMBOL = {"oo": r"$\infty$", "->": r"$\to$", "<=": r"$\le$", ">=": r"$\ge$"}
+
+
+def _with_infinity(plain: Callable[..., Latex]) -> Callable[..., Latex]:
+    """``plain`` (escape or breakable) with ASCII infinity, arrows and relations ("C -> oo",
+    "as_C_to_oo", "C>=1") set as symbols."""
+    def render(text: str, *args) -> Latex:
+        out, last = [], 0
+        for m in _ASCII_MATH.finditer(text):
+            out += [plain(text[last:m.start()], *args), _SYMBOL[m.group(0)]]
+            last = m.end()
+        return Latex("".join(out + [plain(text[last:], *args)]))
+    return render
+
+
 def _key(key: str) -> Latex:
     """An evidence key, escaped (w_star stays w_star) and breakable after its underscores."""
-    return breakable(key)
+    return _with_infinity(breakable)(key)
 
 
 def appendix_ref(appendix: list, label: str, title: str, math: Latex, what: str) -> Latex:
@@ -56,7 +73,7 @@ def value_tex(v: Any, depth: int = 0) -> Latex:
         typeset = expression_tex(v)
         if typeset is not None:
             return typeset
-        return prose_tex(v, cell=True) if "**" in v else breakable(v, _LONG_TEXT)
+        return prose_tex(v, cell=True) if "**" in v else _with_infinity(breakable)(v, _LONG_TEXT)
     symbolic = _symbolic_matrix(v)
     if symbolic is not None:
         return Latex("$" + symbolic + "$")
@@ -102,7 +119,7 @@ def prose_tex(text: str, cell: bool = False) -> Latex:
     in each maximal span that contains a power, the longest run of words that reads as an
     expression (prose words dropped from its ends) is typeset, the rest escaped (``cell``:
     breakable too, for a table cell's long identifiers)."""
-    text, plain = str(text), (breakable if cell else escape)
+    text, plain = str(text), _with_infinity(breakable if cell else escape)
     out, last = [], 0
     for m in _SPAN.finditer(text):
         found = _expression_in(m.group(0))
@@ -133,7 +150,9 @@ def _wide(typeset: str) -> bool:
 def _expression_in(span: str) -> tuple[tuple[int, int], Latex] | None:
     """(start, end) in ``span`` of the longest word run that typesets, and its LaTeX."""
     words = [(w.start(), w.end(), w.group(0)) for w in re.finditer(r"\S+", span)]
-    prose = [bool(re.fullmatch(r"[A-Za-z]{4,}[.,;:]?", w)) for _, _, w in words]
+    # words of prose, and shape notes such as "(NxN)" or "(mx1)"
+    prose = [bool(re.fullmatch(r"[A-Za-z]{4,}[.,;:]?|\(\w+x\w+\)[.,;:]?", w))
+             for _, _, w in words]
     for k in range(len(words)):
         if prose[k] and k + 1 < len(words):
             continue  # a word of prose ("difference -2*n"), not a symbol being subtracted
@@ -208,13 +227,17 @@ def _expression_math(text: str, bare: bool = False) -> str | None:
     text = re.sub(r"\)\s+(?=[A-Za-z(])", ")*", text)  # "(4*d) C^(-2)": a product
     if not _EXPRESSION.fullmatch(text):
         return None
+    # "Z.T*Z": matrices; their symbols do not commute, so the printed order is the product's
+    matrices = bool(re.search(r"\w\.T\b", text))
+    text = re.sub(r"\b([A-Za-z]\w*)\.T\b", r"\1_T_", text)
     names = {}
     for n in set(_IDENTIFIER.findall(text)) - set(FUNCTIONS):
+        shown = n[:-3] + r"^{\top}" if n.endswith("_T_") else n
         if keyword.iskeyword(n):  # lambda: a symbol here, renamed for Python's grammar
             text = re.sub(rf"\b{n}\b", f"{n}_kw_", text)
-            names[f"{n}_kw_"] = sympy.Symbol(n)
+            names[f"{n}_kw_"] = sympy.Symbol(shown, commutative=not matrices)
         else:
-            names[n] = sympy.Symbol(n)
+            names[n] = sympy.Symbol(shown, commutative=not matrices)
     try:
         return str(sympy_latex(read(text.replace("^", "**"), names, what="evidence").expr))
     except FormulaError:

@@ -97,7 +97,7 @@ def lemma8_symbolic(ctx: Context) -> TierResult:
         ce = {"a": ["-1/2", "-3/2"], "n": 20, "d": 5, "Sigma": "I (p_k = d)",
               "f(a_0, a_1)": str(g.xreplace({**pt, **sub})),
               "f(a_1, a_0)": str(swapped.xreplace({**pt, **sub})), "others_set_to": vals}
-    findings = [Finding("symmetric_in_a", ok, {"difference": "0" if ok else str(diff)[:500]},
+    findings = [Finding("symmetric_in_a", ok, {"difference": "0" if ok else str(diff)},
                         ce, "" if ok else "swapping A_0 and A_1 changes the loss")]
     # multiple critical points (Sec. 7): the critical points of g for three layers of (9)
     evidence = {}

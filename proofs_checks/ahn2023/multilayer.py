@@ -710,8 +710,8 @@ def thm3_symbolic(ctx: Context) -> TierResult:
                 {"statement": "f(U D_0 U^T, A_1) = f(D_0, U^T A_1 U) (d = 3, exact, n symbolic)"},
                 None if rot_ok else {"U": str(U.tolist()), "D_0": str(D0.tolist()),
                                      "A_1": str(A1.tolist()), "Sigma_x": str(Sx.tolist()),
-                                     "f(U D U^T, A_1)": str(base)[:300],
-                                     "f(D, U^T A_1 U)": str(rotated)[:300]},
+                                     "f(U D U^T, A_1)": str(base),
+                                     "f(D, U^T A_1 U)": str(rotated)},
                 "" if rot_ok else "the loss is not invariant under rotations: A_0 cannot be "
                                   "taken diagonal (App. B.1)"),
         Finding("sign_flip_invariance", bool(flip_ok),

@@ -345,7 +345,7 @@ _B1_FIX = "(Identity(n+1) - M)"
 B1 = Claim(
     id="ahn2023.eq_b1_loss", title="The two-layer loss of App. B.1 (proof of Thm. 3)",
     paper=PAPER,
-    statement=(r"$f(A_0,A_1)=\mathbf E\,\mathrm{Tr}\big(\prod(I+X_0^\top A_iX_0M)X_0^\top w_\star"
+    statement=(r"$f(A_0,A_1)=\mathbf E\,\mathrm{Tr}\big(\prod(I+X_0^\top A_iX_0M)X_0^\top w_\star "
                r"w_\star^\top X_0\prod(I+MX_0^\top A_iX_0)\big)=\mathbf E\,\mathrm{Tr}\big(\prod"
                r"(I+X_0^\top A_iX_0M)X_0^\top X_0\prod(I+MX_0^\top A_iX_0)\big)$ "
                r"(products over the two layers, the left one the transpose of the right one)."),

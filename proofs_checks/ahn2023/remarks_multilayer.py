@@ -49,7 +49,7 @@ def _mismatch(name: str, diff: sympy.Matrix, where: dict, why: str) -> Finding |
         return None
     i, j = bad[0]
     return Finding(name, False, {}, {**where, "entry": [i, j],
-                                     "difference": str(sympy.factor(diff[i, j]))[:400]}, why)
+                                     "difference": str(sympy.factor(diff[i, j]))}, why)
 
 
 def _passed(names_and_summaries, evidence=None) -> list[Finding]:

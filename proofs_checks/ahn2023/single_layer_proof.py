@@ -757,7 +757,7 @@ def rotation_symbolic(ctx: Context) -> TierResult:
             if not ok and not any(f.name == name for f in findings):
                 findings.append(Finding(name, False, {}, {
                     "d": d, "n": n, "U": str(U.tolist()), "Lambda": [str(e) for e in eigs],
-                    "difference": str(sympy.factor(bad[0]))[:400]},
+                    "difference": str(sympy.factor(bad[0]))},
                     f"{name}: the identity of App. A.3 Step 2 fails"))
     if not findings:
         findings = [Finding(name, True, {"d": [2, 3], "n": n},

@@ -170,7 +170,7 @@ def _rational_instance(spec, ctx, sizes, values, diff, entry) -> dict:
                      else v.xreplace(subs) for name, v in values.items()}
             return {"sizes": sizes, "entry": list(entry), "difference": str(gap),
                     "inputs": {k: str(v) for k, v in shown.items()}}
-    return {"sizes": sizes, "entry": list(entry), "difference": str(diff[entry])[:400]}
+    return {"sizes": sizes, "entry": list(entry), "difference": str(diff[entry])}
 
 
 def _numeric(spec: ForwardIdentity, ctx: Context) -> TierResult:

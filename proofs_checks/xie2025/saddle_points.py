@@ -102,7 +102,7 @@ def _not_global() -> tuple[Finding, Finding]:
                  "" if above else "the stationary point reaches the optimal risk")
     ev2 = {"ray": "b = t e_{d+1}, A = t [[I, 0], [0, 0]] (other heads zero)",
            "risk_along_ray": str(sympy.factor(Rt)), "second_derivative_at_0": str(curv),
-           "as_C_to_oo": str(lim)}
+           "as_C_to_infinity": str(lim)}
     f2 = Finding("saddle_not_minimum", descent, ev2, None if descent else ev2,
                  "" if descent else "the risk does not decrease along the ray")
     return f1, f2
@@ -118,7 +118,7 @@ def saddle_symbolic(ctx: Context) -> TierResult:
              "Exact in C, d and s from the derived risk; stationary at every C and as C → ∞, so "
              "not created by the O(1/C) term of App. A.3."),
         step("Not a minimum", r"\mathcal R(t) = (d+s)\Big(1 - 2t^2 + \tfrac{C+d+1}{C}t^4\Big)",
-             "The risk at the point, ||w*||^2 + d, exceeds R*, and falls along the GD ray: a "
+             "The risk at the point, ‖w*‖² + d, exceeds R*, and falls along the GD ray: a "
              "saddle point."),
     ]
     return finish([f0, f1, f2], {"point": "every head zero: b_h = 0, A_h = 0 (any H)",

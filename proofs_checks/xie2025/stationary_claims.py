@@ -553,8 +553,9 @@ def thm4_symbolic(ctx: Context) -> TierResult:
         "statement": "App. A.3: each gradient component differs from 0 by O(1/C)"},
         None, "" if ok else "not applicable: the limit is not zero"))
     # B.3's intermediate moment
-    findings.append(_ewwww(F))
-    steps = [
+    moment, moment_step = _ewwww(F)
+    findings.append(moment)
+    steps = [moment_step,
         step("y_q-LSA risk", r"\mathcal R(b, A, v) = \mathbb E\big[(f_{\mathsf{LSA}}(E_v) - "
              r"w^\top x_q)^2\big],\ y_q = v^\top x_q",
              f"Derived from the forward pass (eqs. (11)-(12)); {len(R)} trace words."),
@@ -605,12 +606,15 @@ def _gradient_limit_at_instance(F, R, d: int = 2, w_star=(1, 2)) -> Finding:
         "" if ok else "the gradient at the named point does not vanish as C → ∞")
 
 
-def _ewwww(F) -> Finding:
+def _ewwww(F) -> tuple[Finding, dict]:
     """App. B.3's E_X[W w w^T W] (W = X X^T, w fixed) against the kernel's, probed as
-    E[p^T W u u^T W q] and read off as a matrix, exact with symbolic C at d = 2, 3."""
+    E[p^T W u u^T W q] and read off as a matrix, exact with symbolic C at d = 2, 3; with the
+    derivation step that shows the kernel's moment."""
     X = gaussian_matrix("X", "d", "C")
     u = vector("u")
     poly = expectation(vector("p_x").T @ X @ X.T @ u @ u.T @ X @ X.T @ vector("q_x"))
+    moment_step = step("App. B.3's moment", r"\mathbb E\big[p_x^\top W u u^\top W q_x\big] = "
+                       + poly.latex(), "The moment kernel, exact in C (W = X X^T).")
     rng = np.random.default_rng(4)
     for d in (2, 3):
         uu = [sympy.Rational(int(rng.integers(-4, 5)), 3) for _ in range(d)]
@@ -618,10 +622,11 @@ def _ewwww(F) -> Finding:
         der = sympy.Matrix(d, d, lambda i, j: t.get((i, j), 0))
         pap = sympy.Matrix(formula_value(F["EWwwW"], {"d": d, "w": sympy.Matrix(uu)}))
         if (der - pap).applyfunc(sympy.cancel) != sympy.zeros(d, d):
-            return Finding("B3_moment", False, {"derived": str(poly)}, {
+            return Finding("B3_moment", False, {"checked_at": f"d = {d}, symbolic C"}, {
                 "d": d, "w": [str(x) for x in uu], "derived": str(der.tolist()),
-                "paper": str(pap.tolist())}, "App. B.3's E[W w w^T W] differs from the kernel's")
-    return Finding("B3_moment", True, {"derived": str(poly), "checked_at": "d = 2, 3, symbolic C"})
+                "paper": str(pap.tolist())}, "App. B.3's E[W w w^T W] differs from the "
+                "kernel's"), moment_step
+    return Finding("B3_moment", True, {"checked_at": "d = 2, 3, symbolic C"}), moment_step
 
 
 def thm4_numeric(ctx: Context) -> TierResult:

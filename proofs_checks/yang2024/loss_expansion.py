@@ -150,7 +150,8 @@ def eq77_symbolic(ctx: Context) -> TierResult:
     steps = _loss_steps()[:3] + [
         step("Noise terms", r"\mathbb E(Z\hat a_k-z_k)^\top(\varepsilon^P\hat a_k-\varepsilon_k) = "
              + nt.cross_query.latex() + r",\quad \mathbb E\|\varepsilon^P\hat a_k-\varepsilon_k\|^2 = "
-             + nt.noise_prompt.latex() + r"\ (k\le N),\ " + nt.noise_query.latex() + r"\ (k>N)",
+             + nt.noise_prompt.latex() + r"\ (k\le N),\quad \mathbb E\|\varepsilon^P\hat a_k"
+             r"-\varepsilon_k\|^2 = " + nt.noise_query.latex() + r"\ (k>N)",
              "Wick over eps with E[eps_i eps_j^T] = v I_m delta_ij, sizes symbolic; (77) is compared "
              "at v = tau, the variance of eq. (1), on rational instances (a_k and tau symbols)."),
         step("(75)", r"\mathcal L_k = \tfrac12\big(\|Z\hat a_k-z_k\|^2 + 2\,(76) + (77)\big)",
