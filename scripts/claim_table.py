@@ -1,6 +1,6 @@
 """Rewrite the claim table in README.md from the tool's own verdicts.
 
-    python scripts/claim_table.py [--budget quick] [--readme README.md]
+    python scripts/claim_table.py [--budget quick] [--jobs N] [--readme README.md]
 
 Runs every registered claim (all tiers, seed 0), replaces the text between the markers
 ``<!-- claims:start -->`` and ``<!-- claims:end -->`` and the counts line above them.
@@ -20,16 +20,18 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 START, END = "<!-- claims:start -->", "<!-- claims:end -->"
 
 
-def table(budget: str) -> tuple[str, Counter]:
+def table(budget: str, jobs: int = 1) -> tuple[str, Counter]:
+    from verify.parallel import Executor, check_all
     from verify.registry import BUILT_IN, by_paper
-    from verify.runner import check_claim
 
     rows = ["| claim | title | verdict | proof | symbolic | numeric | train | why |",
             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     counts: Counter = Counter()
     # the four papers of this repository (an installed paper plugin has its own table)
-    for claim in [c for paper in BUILT_IN for c in by_paper(paper)]:
-        v = check_claim(claim, budget=budget, device="cpu", seed=0)
+    claims = [c for paper in BUILT_IN for c in by_paper(paper)]
+    verdicts = check_all(claims, {"budget": budget, "device": "cpu", "seed": 0}, {},
+                         Executor(jobs=jobs, progress=True, label="claims"))
+    for claim, v in zip(claims, verdicts):
         counts[v.verdict] += 1
         cells = [f"`{v.claim}`", claim.title.replace("|", "\\|"), f"**{v.verdict}**",
                  v.proof["status"] if v.proof["status"] != "not checked" else "-"]
@@ -54,12 +56,13 @@ def counts_line(counts: Counter, budget: str) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--budget", default="quick")
+    ap.add_argument("--jobs", type=int, default=1, help="claims checked on this many processes")
     ap.add_argument("--readme", default=str(pathlib.Path(__file__).resolve().parents[1] / "README.md"))
     args = ap.parse_args()
     path = pathlib.Path(args.readme)
     if START not in path.read_text() or END not in path.read_text():
         sys.exit(f"{path} has no {START} ... {END} markers")
-    body, counts = table(args.budget)
+    body, counts = table(args.budget, args.jobs)
     text = path.read_text()  # read after the minutes of checking: edits made meanwhile stay
     head, rest = text.split(START, 1)
     _, tail = rest.split(END, 1)

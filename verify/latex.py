@@ -68,7 +68,12 @@ def _math_run(chars: str) -> str:
     return "".join(out).strip()
 
 
-_ASCII_SUPERSCRIPT = re.compile(r"([\^_])\{([-+/*.A-Za-z0-9]{1,12})\}")  # A^{1/2}, e_{d+1}
+# A^{1/2}, e_{d+1}, and a bare ^ with one letter or an integer: U^T, D^2, Sigma^-1
+_ASCII_SUPERSCRIPT = re.compile(r"([\^_])\{([-+/*.A-Za-z0-9]{1,12})\}|(\^)(-?\d+|[A-Za-z])(?![A-Za-z0-9])")
+
+
+def _script(m: re.Match) -> str:
+    return (m.group(1) or m.group(3)) + "{" + (m.group(2) or m.group(4)) + "}"
 _SUPERSCRIPT_BASE = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789)]")
 
 
@@ -91,7 +96,7 @@ def escape(text: Any) -> Latex:
             continue
         sup = _ASCII_SUPERSCRIPT.match(text, k) if k and text[k - 1] in _SUPERSCRIPT_BASE else None
         if sup:  # A^{1/2}, e_{d+1}, written in ASCII where Unicode has no script for it
-            out.append((True, sup.group(1) + "{" + sup.group(2) + "}"))
+            out.append((True, _script(sup)))
             k = sup.end()
             continue
         if _is_math(ch):

@@ -85,6 +85,8 @@ def value_tex(v: Any, depth: int = 0) -> Latex:
         if not v:
             return escape("none")
         if all(isinstance(x, str) and len(x) <= 40 and not is_scalar(x) for x in v):
+            if any(expression_tex(x) is not None for x in v):  # ["2*(n + 3)/n", ...]
+                return Latex(r",\allowbreak{} ".join(value_tex(x, depth + 1) for x in v))
             return breakable(", ".join(v), _LONG_TEXT)
         if all(is_scalar(x) for x in v):
             head = [number(x, 4) for x in v[:10]]

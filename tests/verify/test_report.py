@@ -29,7 +29,7 @@ needs_latex = pytest.mark.skipif(not (HAVE_LATEX and HAVE_PDFTOTEXT),
 # ------------------------------------------------------------------------------------ escaping
 @pytest.mark.parametrize("text, expected", [
     ("a_b", r"a\_b"), ("50%", r"50\%"), ("x & y", r"x \& y"), ("#1", r"\#1"), ("$5", r"\$5"),
-    ("{x}", r"\{x\}"), ("a~b", r"a\textasciitilde{}b"), ("x^2", r"x\textasciicircum{}2"),
+    ("{x}", r"\{x\}"), ("a~b", r"a\textasciitilde{}b"), ("x^2", r"x$^{2}$"), ("x^{a b}", r"x\textasciicircum{}\{a b\}"),
     ("C:\\dir", r"C:\textbackslash{}dir"), ("λ ⊗ Σ", r"$\lambda$ $\otimes$ $\Sigma$"),
     ("café", "cafe"), ("a<b>c", r"a\textless{}b\textgreater{}c"),
 ])
