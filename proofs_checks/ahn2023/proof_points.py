@@ -10,9 +10,8 @@
   dG through the weight itself (the token rows held fixed: the heart of (52));
 - ``value`` / ``tvalue``: a formula at a point (exact, Sigma^{k/2} as H^k; float64 torch over a
   batch axis);
-- ``Pointwise``: a proof step that holds at every point, checked exactly at rational points
-  (symbolic tier) and in float64 at Gaussian ones within a rounding allowance (numeric tier),
-  and ``pointwise_truth``, which judges a surviving mutant at more points.
+- the points and directions the kit's pointwise checks (``kit.pointwise``: a proof step that
+  holds at every point, exact at rational points and float64 at Gaussian ones) run on.
 """
 from __future__ import annotations
 
@@ -31,6 +30,10 @@ from verify.formulas import FormulaSymbol, NamedFormula, formula_value, size_sym
 from verify.sigma import EVERY_SIGMA
 
 from ..kit.linear_icl import LinearICLSetting
+from ..kit.pointwise import (ALLOWANCE_K, Pointwise, Unevaluable, as_matrix as _as_matrix,  # noqa: F401
+                             exact_compare as _exact_compare, float_compare as _float_compare,
+                             merge_results as _merge, pointwise_checks)
+from ..kit.pointwise import pointwise_truth as _kit_pointwise_truth
 
 # ------------------------------------------------------------------------------------------------
 # the symbols of App. B (definitions.py says what each one is)
@@ -425,16 +428,6 @@ def tangent(X0, As, Bs, kind: str, j: int, C, exact: bool, quad=None) -> Tangent
 # ------------------------------------------------------------------------------------------------
 # formulas at a point
 # ------------------------------------------------------------------------------------------------
-class Unevaluable(Exception):
-    """A formula that cannot be evaluated at the point: ill-typed or without a real value there
-    (``undecided`` False: it is no matrix of the stated kind), or not exactly here (an irrational
-    value, a singular inverse: ``undecided``, that point decides nothing)."""
-
-    def __init__(self, message: str, undecided: bool = False) -> None:
-        super().__init__(message)
-        self.undecided = undecided
-
-
 class IllTyped(ValueError):
     """A sum or product of mismatched shapes met while evaluating a formula in float64."""
 
@@ -587,169 +580,6 @@ def tvalue(expr: sympy.Basic, values: Mapping[str, Any], sizes: Mapping[str, int
     return ev(expr)
 
 
-# ------------------------------------------------------------------------------------------------
-# pointwise proof steps: exact at rational points, float64 at Gaussian ones
-# ------------------------------------------------------------------------------------------------
-Compare = tuple  # (finding name, lhs, rhs)
-
-
-@dataclass(frozen=True)
-class Pointwise:
-    """A proof step that holds at every point: ``sides(point, F)`` returns the comparisons
-    (finding, lhs, rhs) at one point; ``points`` (exact) and ``float_points`` the instances."""
-
-    sides: Callable[[Point, Mapping], list]
-    points: Callable[[Context, Mapping], list]
-    float_points: Callable[[Context, Mapping], list]
-    what: str
-    steps: tuple = ()
-
-
-def _as_matrix(x) -> sympy.Matrix:
-    if isinstance(x, sympy.MatrixBase):
-        return sympy.Matrix(x)
-    return sympy.Matrix([[sympy.sympify(x)]])
-
-
-def _zero_test(e: sympy.Expr) -> sympy.Expr:
-    """e itself when it is a rational number, else e simplified (radicals, symbols)."""
-    e = sympy.sympify(e)
-    return e if e.is_Rational else sympy.simplify(e)
-
-
-def _exact_compare(spec: Pointwise, ctx: Context, F) -> TierResult:
-    results: dict[str, list] = {}
-    ce: dict[str, dict] = {}
-    undecided: list[str] = []
-    for p in spec.points(ctx, F):
-        try:
-            comparisons = spec.sides(p, F)
-        except Unevaluable as exc:
-            if exc.undecided:
-                undecided.append(f"{p.label}: {exc}")
-                continue
-            return combine([Finding("evaluable", False, {"point": p.label},
-                                    {**p.describe(), "error": str(exc)},
-                                    f"a formula cannot be evaluated (ill-typed): {exc}")],
-                           steps=list(spec.steps))
-        for name, lhs, rhs, *op in comparisons:
-            L, R = _as_matrix(lhs), _as_matrix(rhs)
-            if L.shape != R.shape:
-                ok, i = False, 0
-            elif op and op[0] == "<=":
-                gaps = [sympy.simplify(x - y) for x, y in zip(L, R)]
-                bad = [k for k, g in enumerate(gaps) if not g <= 0]
-                ok, i = not bad, (bad[0] if bad else 0)
-            else:
-                diff = (L - R).applyfunc(_zero_test)
-                bad = [k for k, e in enumerate(diff) if e != 0]
-                ok, i = not bad, (bad[0] if bad else 0)
-            results.setdefault(name, []).append(ok)
-            if not ok and name not in ce:
-                ce[name] = {**p.describe(), "relation": op[0] if op else "==",
-                            "lhs": str(L[i]) if L.shape == R.shape else str(L.shape),
-                            "rhs": str(R[i]) if L.shape == R.shape else str(R.shape)}
-    findings = [Finding(name, all(oks), {"points": len(oks), "exact": True}, ce.get(name),
-                        "" if all(oks) else f"{name}: the two sides differ at an exact point",
-                        summary=f"exact at {len(oks)} rational points")
-                for name, oks in results.items()]
-    if undecided:
-        findings.append(Finding("evaluable", None, {"points": undecided},
-                                reason="; ".join(undecided)))
-    return combine(findings, {"what": spec.what, "sigma_scope": EVERY_SIGMA},
-                   steps=list(spec.steps))
-
-
-ALLOWANCE_K = 1e4  # float64: a few hundred flops per entry at condition numbers <= ~10
-
-
-def _float_compare(spec: Pointwise, ctx: Context, F) -> TierResult:
-    worst: dict[str, list] = {}
-    undecided: list[str] = []
-    for p in spec.float_points(ctx, F):
-        try:
-            comparisons = spec.sides(p, F)
-        except Unevaluable as exc:
-            if exc.undecided:
-                undecided.append(f"{p.label}: {exc}")
-                continue
-            return combine([Finding("evaluable", False, {"point": p.label}, {"error": str(exc)},
-                                    f"a formula cannot be evaluated (ill-typed): {exc}")])
-        for name, lhs, rhs, *op in comparisons:
-            a, b = np.atleast_2d(np.asarray(lhs, dtype=float)), np.atleast_2d(
-                np.asarray(rhs, dtype=float))
-            if a.shape != b.shape:
-                worst.setdefault(name, []).append((np.inf, 1.0, p.label, a.shape, b.shape))
-                continue
-            if op and op[0] == "<=":
-                gap = float(np.max(a - b)) if a.size else 0.0
-            else:
-                gap = float(np.max(np.abs(a - b))) if a.size else 0.0
-            scale = 1.0 + max(float(np.max(np.abs(a))) if a.size else 0.0,
-                              float(np.max(np.abs(b))) if b.size else 0.0)
-            worst.setdefault(name, []).append((gap, ALLOWANCE_K * np.finfo(float).eps * scale,
-                                               p.label, None, None))
-    findings = []
-    for name, rows in worst.items():
-        gaps = np.array([r[0] for r in rows])
-        allow = np.array([r[1] for r in rows])
-        if any(r[3] is not None for r in rows):
-            r = next(r for r in rows if r[3] is not None)
-            findings.append(Finding(name, False, {}, {"shapes": [list(r[3]), list(r[4])]},
-                                    "the two sides have different shapes"))
-            continue
-        ok, why = settle_le(gaps, allow)
-        k = int(np.argmax(np.nan_to_num(gaps / allow, nan=np.inf)))
-        findings.append(Finding(
-            name, ok, {"points": len(rows), "max_gap": float(np.nanmax(gaps)),
-                       "allowance": float(allow.min()),
-                       "why_allowance": f"{ALLOWANCE_K:g} eps times the larger side's magnitude "
-                                        "(a few hundred float64 operations per entry)"},
-            None if ok is not False else {"point": rows[k][2], "gap": float(gaps[k]),
-                                          "allowance": float(allow[k]), "seed": ctx.seed},
-            why if ok is None else "" if ok else f"{name}: the sides differ by {gaps[k]:.3g}",
-            summary=f"float64 within {float(np.nanmax(gaps)):.1e} at {len(rows)} Gaussian points"))
-    if undecided:
-        findings.append(Finding("evaluable", None, {"points": undecided},
-                                reason="; ".join(undecided)))
-    return combine(findings, {"what": spec.what})
-
-
-def pointwise_checks(spec: Pointwise) -> dict:
-    return {"symbolic": lambda ctx: _exact_compare(spec, ctx, ctx.formulas),
-            "numeric": lambda ctx: _float_compare(spec, ctx, ctx.formulas)}
-
-
-def pointwise_truth(spec: Pointwise, formulas: Sequence[NamedFormula],
-                    more: Callable[[Context, Mapping], list],
-                    base: Mapping[str, str] | None = None,
-                    extra: Callable[[Context], TierResult] | None = None) -> ExactValues:
-    """``Claim(exact=...)``: a surviving mutant is judged by the exact comparisons at more points
-    (``more``: other sizes and seeds) than the check uses, like the kit's ``identity_truth``;
-    the other formulas at ``base`` (a corrected claim's correction, which ``mutate`` mutates);
-    ``extra(ctx)`` the claim's other exact checks (an exact Haar average)."""
-    base = dict(base or {})
-
-    def judge(name: str, mutant: sympy.Basic):
-        F = {f.name: f.parse(base.get(f.name, f.text)) for f in formulas}
-        F[name] = mutant
-        ctx = Context(claim_id="ahn2023.judge", formulas=F, formula_texts={},
-                      budget=BUDGETS["quick"], seed=7)
-        try:
-            res = _exact_compare(replace(spec, points=lambda c, F_: spec.points(c, F_)
-                                         + more(c, F_)), ctx, F)
-            if res.status == "pass" and extra is not None:
-                res = extra(ctx)
-        except Exception as exc:  # noqa: BLE001 - a judge must not end a mutate run
-            return "undecided", f"the exact step could not be evaluated: {exc}"
-        if res.status == "pass":
-            return "true", f"the step still holds with this {name} at every exact point drawn"
-        if res.status == "fail":
-            return "false", f"the step fails with this {name}: {res.reason}"
-        return "undecided", res.reason or "not evaluable"
-
-    return ExactValues(values=lambda point: None, words="the exact proof step at more points",
-                       definition=judge)
 
 
 def set_dirs_exact(F: Mapping, d: int) -> Callable:
@@ -805,17 +635,9 @@ def more_points(on_set: bool = True):
     return more
 
 
-def _merge(*results: TierResult) -> TierResult:
-    """One tier result from several: fail if one failed, error/skipped as ``combine`` says."""
-    findings, steps = [], []
-    for r in results:
-        steps += r.steps
-        for name, ev in r.evidence.items():
-            if isinstance(ev, dict) and "ok" in ev:
-                ok = ev["ok"]
-                findings.append(Finding(name, ok, {k: v for k, v in ev.items()
-                                                   if k not in ("ok", "reason", "summary")},
-                                        r.counterexample if ok is False and r.counterexample
-                                        and r.counterexample.get("check") == name else None,
-                                        ev.get("reason", ""), summary=ev.get("summary", "")))
-    return combine(findings, steps=steps)
+def pointwise_truth(spec: Pointwise, formulas: Sequence[NamedFormula],
+                    more: Callable[[Context, Mapping], list],
+                    base: Mapping[str, str] | None = None,
+                    extra: Callable[[Context], TierResult] | None = None) -> ExactValues:
+    """The kit's judge of a surviving mutant, its points drawn as this paper's always were."""
+    return _kit_pointwise_truth(spec, formulas, more, base, extra, judge_id="ahn2023.judge")
