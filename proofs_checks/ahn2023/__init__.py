@@ -4,7 +4,7 @@ preconditioned gradient descent for in-context learning" (2023).
 one_layer: Theorem 1 (the single layer); gd_layers: Lemma 2 (the sparse forward pass as GD).
 sparse: the derived losses of the k-layer models (9) and (13), shared by the claims below.
 multilayer: Theorems 3, 4 and 5.  appendix: Lemmas 6-10 and the reduction of App. A.1.
-figures: the experiments of Secs. 5.3 and 6.1 (Figures 1-4).
+figures, figures_sec61: the experiments of Secs. 5.3 and 6.1 (Figures 1-4).
 
 Index convention: the paper calls the model with A_0..A_k a "k-layer transformer"; it has k+1
 attention layers.  Here ``layers`` always counts attention layers (the experiments' "three-layer
@@ -18,7 +18,8 @@ CLAIMS = [THM1, LEMMA2]
 from .multilayer import THM3, THM4, THM5  # noqa: E402
 
 CLAIMS += [THM3, THM4, THM5]
-from .figures import FIG1, FIG2, FIG3, FIG4  # noqa: E402
+from .figures import FIG1, FIG2  # noqa: E402
+from .figures_sec61 import FIG3, FIG4  # noqa: E402
 
 CLAIMS += [FIG1, FIG2, FIG3, FIG4]
 from .appendix import LEMMA7, LEMMA8, LEMMA9  # noqa: E402

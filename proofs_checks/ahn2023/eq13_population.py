@@ -5,7 +5,7 @@ Given the in-context covariates X the error is bilinear in (w*, x_q) (the masked
 never feeds back), so E[e^2 | X] is exact over (w*, x_q) (Rao-Blackwellisation), and only X is
 sampled.  With R = Sigma^{1/2}, x = R x~, w* = R^{-1} w~ the forward pass on (X, w*, x_q) with
 weights (A_i, B_i) is the pass on (X~, w~, x~_q) with A~_i = R A_i R, B~_i = R^{-1} B_i R
-(``figures.eq13_loss``), so X~ ~ N(0, I) and w~, x~_q ~ N(0, I) suffice for every Sigma.
+(``figures_sec61.eq13_loss``), so X~ ~ N(0, I) and w~, x~_q ~ N(0, I) suffice for every Sigma.
 
 One layer of eq. (4), Z <- Z + P Z M Z^T Q Z / n with P = [[B, 0], [0, 1]], Q = [[A, 0], [0, 0]],
 M = diag(I_n, 0), acts on Z = [[X, x_q], [y, y_q-slot]] as

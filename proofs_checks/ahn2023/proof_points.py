@@ -15,7 +15,7 @@
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Callable, Mapping, Sequence
 
@@ -24,10 +24,8 @@ import sympy
 import torch
 
 from models.lsa import lsa_forward
-from verify.claim import BUDGETS, Context, ExactValues, TierResult
-from verify.evidence import Finding, combine, settle_le
+from verify.claim import Context, ExactValues, TierResult
 from verify.formulas import FormulaSymbol, NamedFormula, formula_value, size_symbol
-from verify.sigma import EVERY_SIGMA
 
 from ..kit.linear_icl import LinearICLSetting
 from ..kit.pointwise import (ALLOWANCE_K, Pointwise, Unevaluable, as_matrix as _as_matrix,  # noqa: F401

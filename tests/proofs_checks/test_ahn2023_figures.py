@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from proofs_checks.ahn2023 import figures, sparse
+from proofs_checks.ahn2023 import figures, figures_sec61, sparse
 from verify.registry import find
 from verify.runner import check_claim
 
@@ -72,7 +72,7 @@ def test_eq13_loss_through_whitening_is_the_sigma_loss():
     env.update({f"A_{i}": A[:, i] for i in range(L)})
     env.update({f"B_{i}": B[:, i] for i in range(L)})
     direct = sparse.full_loss(L, "eq13").compile()(env, {"n": n})
-    whitened = figures.eq13_population_loss(L, n, R, A, B)
+    whitened = figures_sec61.eq13_population_loss(L, n, R, A, B)
     torch.testing.assert_close(whitened, direct, rtol=1e-10, atol=0)
 
 
@@ -90,33 +90,33 @@ def _run_output(dist_B: float, status: str, layers: int = 3) -> dict:
 
 
 def test_fig3_refutes_a_converged_run_whose_B_is_not_a_multiple_of_I():
-    r = figures.fig3_decide(_run_output(dist_B=0.5, status="converged"), seed=0)
+    r = figures_sec61.fig3_decide(_run_output(dist_B=0.5, status="converged"), seed=0)
     assert r.status == "fail"
     assert r.evidence["B_distance_to_identity"]["ok"] is False
 
 
 def test_fig3_is_undecided_when_the_run_ran_out_of_steps_off_S():
-    r = figures.fig3_decide(_run_output(dist_B=0.5, status="max_steps"), seed=0)
+    r = figures_sec61.fig3_decide(_run_output(dist_B=0.5, status="max_steps"), seed=0)
     assert r.status == "error"
     assert "had not converged" in r.evidence["B_distance_to_identity"]["reason"]
 
 
 def test_fig3_passes_on_S():
     out = _run_output(dist_B=0.01, status="max_steps")
-    assert figures.fig3_decide(out, seed=0).status == "pass"
+    assert figures_sec61.fig3_decide(out, seed=0).status == "pass"
     far = copy.deepcopy(out)
     far["runs"][0]["critical_point_of_g"]["value"] = 0.3841  # loss is not a critical value
     far["runs"][0]["status"] = "converged"
-    assert figures.fig3_decide(far, seed=0).status == "fail"
+    assert figures_sec61.fig3_decide(far, seed=0).status == "fail"
 
 
 def test_a_two_layer_run_neither_verifies_nor_refutes_the_three_layer_figure():
     """Sec. 6.1 trains three layers: a two-layer run's pass is support "stand-in" (the verdict
     stays inconclusive) and its failure is undecided, not a counterexample."""
-    passed = figures.fig3_decide(_run_output(dist_B=0.01, status="max_steps", layers=2), seed=0)
+    passed = figures_sec61.fig3_decide(_run_output(dist_B=0.01, status="max_steps", layers=2), seed=0)
     assert passed.status == "pass" and passed.support == "stand-in"
     assert "two layers of (13)" in passed.reason
-    failed = figures.fig3_decide(_run_output(dist_B=0.5, status="converged", layers=2), seed=0)
+    failed = figures_sec61.fig3_decide(_run_output(dist_B=0.5, status="converged", layers=2), seed=0)
     assert failed.status == "error" and failed.counterexample is None
     assert "smaller model" in failed.evidence["B_distance_to_identity"]["reason"]
 
@@ -235,7 +235,7 @@ def test_population_estimate_matches_the_exact_two_layer_loss(one_thread):
     A = (A + A.mT) / 2
     B = 0.4 * eye + 0.05 * torch.randn(2, L, d, d, generator=gen, dtype=torch.float64)
     R = eye.expand(2, d, d)
-    exact = figures.eq13_population_loss(L, n, R, A, B)
+    exact = figures_sec61.eq13_population_loss(L, n, R, A, B)
     mean, se = eqp.population_loss(A, B, n, 40_000, gen)
     assert torch.all((mean - exact).abs() <= 4 * se), (mean, se, exact)
     # the first-order control variate has mean 0 (symmetry of f under conjugation)
@@ -275,22 +275,22 @@ def _population_output(dist_B: float, status: str, loss: float = 0.05522,
 
 
 def test_three_layer_population_run_on_S_verifies_without_stand_in():
-    r = figures.fig3_decide(_population_output(dist_B=0.01, status="converged"), seed=0)
+    r = figures_sec61.fig3_decide(_population_output(dist_B=0.01, status="converged"), seed=0)
     assert r.status == "pass" and r.support != "stand-in", r.reason
     loss = r.evidence["loss_converges_to_a_critical_value_on_S"]
-    assert loss["allowed_relative_gaps"] == [figures.LOSS_REL_TOL]
+    assert loss["allowed_relative_gaps"] == [figures_sec61.LOSS_REL_TOL]
     assert loss["global_minimum_on_S_reached"] == [False]
 
 
 def test_three_layer_population_run_with_B_far_from_I_is_refuted_not_verified():
-    r = figures.fig3_decide(_population_output(dist_B=0.5, status="converged"), seed=0)
+    r = figures_sec61.fig3_decide(_population_output(dist_B=0.5, status="converged"), seed=0)
     assert r.status == "fail"
     assert r.evidence["B_distance_to_identity"]["ok"] is False
     assert r.counterexample is not None
 
 
 def test_three_layer_population_run_that_did_not_converge_is_undecided():
-    r = figures.fig3_decide(_population_output(dist_B=0.5, status="max_steps"), seed=0)
+    r = figures_sec61.fig3_decide(_population_output(dist_B=0.5, status="max_steps"), seed=0)
     assert r.status == "error" and r.counterexample is None
     assert "GPU" in r.evidence["B_distance_to_identity"]["reason"]
 
@@ -299,17 +299,17 @@ def test_population_loss_criterion_uses_the_standard_error_and_the_tolerance():
     """A gap of 5% fails at a standard error of 0.04% and passes at 2% (3 SE = 6%): a Monte
     Carlo estimate too coarse to tell is not a counterexample."""
     far = _population_output(dist_B=0.01, status="converged", loss=0.05522 * 1.05, se=2e-5)
-    assert figures.fig3_decide(far, seed=0).status == "fail"
+    assert figures_sec61.fig3_decide(far, seed=0).status == "fail"
     coarse = _population_output(dist_B=0.01, status="converged", loss=0.05522 * 1.05,
                                 se=0.02 * 0.05522)
-    assert figures.fig3_decide(coarse, seed=0).status == "pass"
+    assert figures_sec61.fig3_decide(coarse, seed=0).status == "pass"
 
 
 def test_quick_budget_keeps_the_two_layer_stand_in_default_and_paper_train_three():
-    assert figures.EQ13_BUDGETS["quick"]["population"] is None
-    assert figures.EQ13_BUDGETS["quick"]["exact_layers"] == 2
+    assert figures_sec61.EQ13_BUDGETS["quick"]["population"] is None
+    assert figures_sec61.EQ13_BUDGETS["quick"]["exact_layers"] == 2
     for budget in ("default", "paper"):
-        assert figures.EQ13_BUDGETS[budget]["population"]["seeds"] >= 3
+        assert figures_sec61.EQ13_BUDGETS[budget]["population"]["seeds"] >= 3
 
 
 @pytest.mark.slow

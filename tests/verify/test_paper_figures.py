@@ -25,7 +25,7 @@ REFUTED_READINGS = {"yang2024.fig3": "numeric", "gatmiry2024.fig3": "symbolic"}
 
 
 def _eq13_run() -> dict:
-    """A small model-(13) exact-loss run as ``ahn2023.figures.train_eq13`` returns it (two
+    """A small model-(13) exact-loss run as ``ahn2023.figures_sec61.train_eq13`` returns it (two
     layers, two seeds, three recorded steps)."""
     def run(k: int) -> dict:
         return {"seed_index": k, "final_loss": 0.41 + 0.01 * k, "dist_whitened": [0.03, 0.05],
@@ -48,7 +48,7 @@ def _eq13_run() -> dict:
 def verdicts():
     """Every figure claim at --budget quick: symbolic and numeric tiers, or the train tier at a
     tiny budget (ahn2023 Figs. 3, 4 on a recorded run)."""
-    from proofs_checks.ahn2023 import figures as ahn
+    from proofs_checks.ahn2023 import figures as ahn, figures_sec61 as ahn61
     from proofs_checks.yang2024 import figures as yang, training as yang_training
 
     out = {cid: check_claim(find(cid), tiers=("symbolic", "numeric"), budget="quick")
@@ -57,7 +57,7 @@ def verdicts():
         mp.setitem(ahn.EQ9_BUDGETS, "quick", dict(seeds=1, steps=6, batch=100, sampled_seeds=0,
                                                   sampled_steps=1))
         run = _eq13_run()
-        mp.setattr(ahn, "train_eq13", lambda *args: run)
+        mp.setattr(ahn61, "train_eq13", lambda *args: run)
         mp.setitem(yang_training.TRAIN_BUDGET, "quick", {"steps": 30, "lr": 0.01})
         mp.setitem(yang.FIG4_STEPS, "quick", 40)
         mp.setitem(yang.FIG4_STARTS, "quick", 1)
