@@ -17,7 +17,9 @@ from .risk_components import SPLIT
 from .saddle_points import SADDLE
 from .b3_risk import B3_RISK
 from .b3_moments import B3_MOMENTS
+from .b3_case_sum import B3_CASE_SUM
 
 CLAIMS = [THM1, THM2, LEMMA1, EQ8, EQ9, THM4, LEMMA2, LEMMA3, FIG2, FIG3, FIG4, FIG5,
           # the proofs' intermediate steps and the prose, in paper order
-          CONCAT, SADDLE, COUNTS, SPLIT, LIMIT, B1, B3_RISK, B3_MOMENTS]
+          CONCAT, SADDLE, COUNTS, SPLIT, LIMIT, B1, B3_RISK, B3_MOMENTS,
+          B3_CASE_SUM]

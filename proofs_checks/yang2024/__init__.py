@@ -31,6 +31,7 @@ from .gradient_bounds import LEMMA7, LEMMA8, LEMMA9, LEMMA10
 from .convergence import THM1
 from .training import THM2
 from .figures import FIG2, FIG3, FIG4, FIG5
+from .head_training import FIG4_DIVERGENCE, FIG5_HEADS_SPEED
 from .gradients import EQ45, EQ56, EQ82
 from .loss_expansion import EQ77
 from .inference_steps import EQ65, EQ69
@@ -41,6 +42,7 @@ from .definitions import DEFINITIONS
 
 CLAIMS = [EQ8, EQ35, LEMMA1, LEMMA2, LEMMA4, LEMMA5, EQ33, EQ34, EQ36, EQ26, EQ27, PROP1, LEMMA6,
           LEMMA7, LEMMA8, LEMMA9, LEMMA10, THM1, THM2, FIG2, FIG3, FIG4, FIG5,
+          FIG4_DIVERGENCE, FIG5_HEADS_SPEED,
           LEMMA3, EQ77, EQ45, EQ56, EQ82, EQ62, EQ43A, EQ43B, EQ49, EQ64,
           EQ65, EQ69, PROP1_ASSUMPTION3, PROP1_PROOF,
           EQ17_FOOTNOTE, THM1_RATE_TREND, EQ25_REGIMES, EQ8_ONE_HEAD]
