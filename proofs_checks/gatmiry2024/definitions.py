@@ -144,6 +144,50 @@ DEFINITIONS = (
     Definition("epsilon", "the level the proof of Thm. A.11 feeds to Lemma A.10: epsilon > "
                "4 delta, L(A, 0) >= 2 epsilon^{2L}", "proof of Thm. A.11",
                claims=(_P + "thm_a11_epsilon_step", _P + "eq28")),
+    # gradient_steps, gradient_chain: proofs of Lemmas A.5, A.9, A.10 and Thm. A.11
+    Definition("c_star", "|c*|: the number of nodes of the cycle c* of G'_p that holds the node "
+               "(1, 2k)", "proof of Lemma A.5"),
+    Definition("l1", "the power l1 of the first factor in the expansion (25)",
+               "proof of Lemma A.9, (25)"),
+    Definition("l2", "the power l2 of the second factor in the expansion (25)",
+               "proof of Lemma A.9, (25)"),
+    Definition("lambda_i", "the i-th largest eigenvalue of A^{1/2} Sigma* A^{1/2}",
+               "proof of Lemma A.10"),
+    Definition("dev_sum", "sum_i (lambda_i - 1)^{4L-2} over the eigenvalues lambda_i of "
+               "A^{1/2} Sigma* A^{1/2}", "proof of Lemma A.10, (27)"),
+    Definition("i", "the summation index of the binomial expansion (21), 0 <= i <= k",
+               "proof of Lemma A.7, (21)", claims=(_P + "eq21",)),
+    Definition("i", "the power of the first factor (I - Sigma A)^i, 0 <= i <= 2L - 1",
+               "proof of Lemma A.9, (25)", claims=(_P + "eq25",)),
+    Definition("delta", "delta with delta^k := 4 k d / sqrt(n)", "proof of Lemma A.9 (line 644)",
+               claims=(_P + "lemma_a9_gamma_step",)),
+    *(Definition("lambda_1", "the largest eigenvalue of A^{1/2} Sigma* A^{1/2}", where,
+                 claims=(_P + cid,))
+      for cid, where in (("lemma_a9_gamma_step", "proof of Lemma A.9"),
+                         ("eq27", "proof of Lemma A.10"),
+                         ("lemma_a10_max_step", "proof of Lemma A.10"))),
+    Definition("lambda_j", "the j-th largest eigenvalue of A^{1/2} Sigma* A^{1/2}",
+               "proof of Lemma A.9", claims=(_P + "lemma_a9_gamma_step",)),
+    Definition("epsilon", "the level of Lemma A.10: 8 delta d^{3/(4L)} <= epsilon <= 1 and "
+               "L(A, 0) >= epsilon^{2L} + d delta^{2L} (epsilon + 2)^{2L}", "proof of Lemma A.10",
+               claims=(_P + "eq27", _P + "lemma_a10_max_step")),
+    Definition("epsilon", "the level epsilon = (L(A, 0) / 2)^{1/(2L)} the proof of Thm. A.11 "
+               "feeds to (28)", "proof of Thm. A.11", claims=(_P + "thm_a11_final_step",)),
+    # layer_steps: the layer update in the proof of Thm. A.1 (lines 356, 370)
+    Definition("Z", "the layer's input Z^(t-1) = [[X, x_q], [y^(t-1)T, -y_q^(t-1)]] "
+               "((d+1) x (n+1))", "eqs. (1)-(3); proof of Thm. A.1"),
+    Definition("P", "the layer's P^(t) = [[0, 0], [u^(t)T, 1]] ((d+1) x (d+1))",
+               "Sec. 3.5; eq. (11)"),
+    Definition("Q", "the layer's Q^(t) = [[A^(t), 0], [0, 0]] ((d+1) x (d+1))",
+               "Sec. 3.5; eq. (11)"),
+    Definition("M", "the mask M = [[I_n, 0], [0, 0]] ((n+1) x (n+1))", "eq. (2)"),
+    Definition("yq_t", "y_q^(t): minus the query entry of the prompt after t layers, "
+               "[Z^(t)]_{d+1,n+1} = -y_q^(t) (1 x 1)", "proof of Thm. A.1"),
+    # isserlis_steps: the proof of Lemma A.5 (line 513)
+    *(Definition(f"m{j}", f"the number of cycles of G'_p other than c* with {j} node"
+                 f"{'s' if j > 1 else ''}", "proof of Lemma A.5") for j in (1, 2, 3)),
+    *(Definition(f"p{j}", f"tr(Sigma*^{j}), the trace a cycle of G'_p with {j} node"
+                 f"{'s' if j > 1 else ''} contributes", "proof of Lemma A.5") for j in (1, 2, 3)),
     # out of distribution
     Definition("zeta", "the parameter 0 < zeta < 1 of the window Sigma^out <= (2 - zeta) Sigma*",
                "Thm. 4.5, eq. (10); Thm. A.13, eq. (30)"),
