@@ -69,7 +69,8 @@ def _math_run(chars: str) -> str:
 
 
 # A^{1/2}, e_{d+1}, and a bare ^ with one letter or an integer: U^T, D^2, Sigma^-1
-_ASCII_SUPERSCRIPT = re.compile(r"([\^_])\{([-+/*.A-Za-z0-9]{1,12})\}|(\^)(-?\d+|[A-Za-z])(?![A-Za-z0-9])")
+_ASCII_SUPERSCRIPT = re.compile(r"([\^_])\{([-+/*.A-Za-z0-9]{1,12})\}"
+                                r"|(\^)(-?\d+|[A-Za-z])(?![A-Za-z0-9])")
 
 
 def _script(m: re.Match) -> str:

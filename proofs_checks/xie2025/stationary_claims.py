@@ -544,14 +544,16 @@ def thm4_symbolic(ctx: Context) -> TierResult:
         "gradient": rows, "limits": limits, "gradient_norm2": str(norm2),
         "gradient_norm2_leading": leading_text(norm2, C_SYM), "risk_at_point": str(risk),
         "risk_leading": leading_text(risk, C_SYM)}, ce,
-        "" if ok else "the gradient at the named point does not vanish as C → ∞"))
+        "" if ok else "the gradient at the named point does not vanish as C → ∞",
+        summary=f"all {len(rows)} gradient components → 0 as C → ∞ (exact in C, d, s)"))
     # A.3: the residual gradient is exactly of order 1/C
     _, k, a = leading(norm2, C_SYM)
     order_ok = ok and k == -2
     findings.append(Finding("residual_is_order_1_over_C", order_ok if ok else None, {
         "gradient_norm_leading": f"sqrt(({sympy.sstr(a)}) C^({k}))",
         "statement": "App. A.3: each gradient component differs from 0 by O(1/C)"},
-        None, "" if ok else "not applicable: the limit is not zero"))
+        None, "" if ok else "not applicable: the limit is not zero",
+        summary=f"||grad R||^2 ~ C^({k}): each component O(1/C)"))
     # B.3's intermediate moment
     moment, moment_step = _ewwww(F)
     findings.append(moment)
@@ -626,7 +628,9 @@ def _ewwww(F) -> tuple[Finding, dict]:
                 "d": d, "w": [str(x) for x in uu], "derived": str(der.tolist()),
                 "paper": str(pap.tolist())}, "App. B.3's E[W w w^T W] differs from the "
                 "kernel's"), moment_step
-    return Finding("B3_moment", True, {"checked_at": "d = 2, 3, symbolic C"}), moment_step
+    found = Finding("B3_moment", True, {"checked_at": "d = 2, 3, symbolic C"},
+                    summary="App. B.3's E[W w w^T W] = the kernel's (d = 2, 3, symbolic C)")
+    return found, moment_step
 
 
 def thm4_numeric(ctx: Context) -> TierResult:
@@ -668,7 +672,9 @@ def thm4_train(ctx: Context) -> TierResult:
                     "C/(C+d+1)"},
         None, "" if ok else "undecided: the trained y_q-LSA did not approach the point (distances "
         f"{', '.join(f'{x:.3g}' for x in dists)} at C = {inst.C}, {8 * inst.C}); a stationary "
-        "point need not attract training, so this decides nothing")],
+        "point need not attract training, so this decides nothing",
+        summary=f"trained distance to the point {dists[0]:.3g} → {dists[-1]:.3g} at C = "
+                f"{inst.C} → {8 * inst.C}")],
         {"instance": inst.as_dict()})
 
 
