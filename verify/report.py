@@ -29,8 +29,8 @@ from .outdir import locked, prepare_out, write_atomic
 from .paper_figures import KEY as PAPER_FIGURE_KEY, paper_figure
 from .latex import (Latex, breakable, code, display, escape, is_matrix, is_scalar, matrix, number,
                     sympy_latex)
-from .report_values import (_SKIP_KEYS, _key, _label, _to_appendix, _with_infinity, appendix_ref,
-                            prose_tex, statement_tex, value_tex)
+from .report_values import (_SKIP_KEYS, _key, _label, _to_appendix, _with_math_symbols,
+                            appendix_ref, prose_tex, statement_tex, value_tex)
 from .verdict import Verdict
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -646,7 +646,7 @@ def _finalize(value: Any) -> str:
         return ""
     if isinstance(value, Latex):
         return value
-    return _with_infinity(escape)(str(value))
+    return _with_math_symbols(escape)(str(value))
 
 
 def environment():

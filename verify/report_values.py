@@ -26,7 +26,7 @@ _ASCII_MATH = re.compile(r"(?<![A-Za-z\\])oo(?![A-Za-z])|->|<=|>=")
 _SYMBOL = {"oo": r"$\infty$", "->": r"$\to$", "<=": r"$\le$", ">=": r"$\ge$"}
 
 
-def _with_infinity(plain: Callable[..., Latex]) -> Callable[..., Latex]:
+def _with_math_symbols(plain: Callable[..., Latex]) -> Callable[..., Latex]:
     """``plain`` (escape or breakable) with ASCII infinity, arrows and relations ("C -> oo",
     "as_C_to_oo", "C>=1") set as symbols."""
     def render(text: str, *args) -> Latex:
@@ -40,7 +40,7 @@ def _with_infinity(plain: Callable[..., Latex]) -> Callable[..., Latex]:
 
 def _key(key: str) -> Latex:
     """An evidence key, escaped (w_star stays w_star) and breakable after its underscores."""
-    return _with_infinity(breakable)(key)
+    return _with_math_symbols(breakable)(key)
 
 
 def appendix_ref(appendix: list, label: str, title: str, math: Latex, what: str) -> Latex:
@@ -73,7 +73,9 @@ def value_tex(v: Any, depth: int = 0) -> Latex:
         typeset = expression_tex(v)
         if typeset is not None:
             return typeset
-        return prose_tex(v, cell=True) if "**" in v else _with_infinity(breakable)(v, _LONG_TEXT)
+        if "**" in v:
+            return prose_tex(v, cell=True)
+        return _with_math_symbols(breakable)(v, _LONG_TEXT)
     symbolic = _symbolic_matrix(v)
     if symbolic is not None:
         return Latex("$" + symbolic + "$")
@@ -85,8 +87,10 @@ def value_tex(v: Any, depth: int = 0) -> Latex:
         if not v:
             return escape("none")
         if all(isinstance(x, str) and len(x) <= 40 and not is_scalar(x) for x in v):
-            if any(expression_tex(x) is not None for x in v):  # ["2*(n + 3)/n", ...]
-                return Latex(r",\allowbreak{} ".join(value_tex(x, depth + 1) for x in v))
+            typeset = [expression_tex(x) for x in v]  # ["2*(n + 3)/n", ...]: each item typeset
+            if any(t is not None for t in typeset):
+                return Latex(r",\allowbreak{} ".join(
+                    t if t is not None else value_tex(x, depth + 1) for t, x in zip(typeset, v)))
             return breakable(", ".join(v), _LONG_TEXT)
         if all(is_scalar(x) for x in v):
             head = [number(x, 4) for x in v[:10]]
@@ -121,7 +125,7 @@ def prose_tex(text: str, cell: bool = False) -> Latex:
     in each maximal span that contains a power, the longest run of words that reads as an
     expression (prose words dropped from its ends) is typeset, the rest escaped (``cell``:
     breakable too, for a table cell's long identifiers)."""
-    text, plain = str(text), _with_infinity(breakable if cell else escape)
+    text, plain = str(text), _with_math_symbols(breakable if cell else escape)
     out, last = [], 0
     for m in _SPAN.finditer(text):
         found = _expression_in(m.group(0))
