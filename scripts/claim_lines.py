@@ -1,6 +1,7 @@
 """Lines of code per claim: its declaration (the ``Claim(...)`` call) and its checks (the tier
 functions defined by the paper, and the paper's own functions they call directly; a kit check
-counts only the callables the claim hands to the kit).  Prints a table and the medians.
+counts only the callables the claim hands to the kit, and is named in the last column).  Prints
+a table, the median over all claims and the median over the claims built on a kit check.
 
     python scripts/claim_lines.py [--paper KEY]...
 """
@@ -27,19 +28,26 @@ def _lines(obj) -> int:
         return 0
 
 
-def _held(value, package: str, seen: set, depth: int) -> int:
-    """Lines of the claim's callables inside a kit spec (a dataclass, maybe in a tuple)."""
+KIT = "proofs_checks.kit"
+
+
+def _held(value, package: str, seen: set, depth: int, kits: set) -> int:
+    """Lines of the claim's callables inside a kit spec (a dataclass, maybe in a tuple); the
+    kit spec classes met are added to ``kits``."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return sum(_held(getattr(value, f.name), package, seen, depth)
+        if type(value).__module__.startswith(KIT):
+            kits.add(type(value).__name__)
+        return sum(_held(getattr(value, f.name), package, seen, depth, kits)
                    for f in dataclasses.fields(value))
     if isinstance(value, (tuple, list)):
-        return sum(_held(v, package, seen, depth) for v in value)
-    return _own(value, package, seen, depth) if callable(value) else 0
+        return sum(_held(v, package, seen, depth, kits) for v in value)
+    return _own(value, package, seen, depth, kits) if callable(value) else 0
 
 
-def _own(fn, package: str, seen: set, depth: int = 0) -> int:
+def _own(fn, package: str, seen: set, depth: int = 0, kits: set | None = None) -> int:
     """Source lines of ``fn`` and of the paper's functions it names (one level deep), or of the
     callables a kit check closes over."""
+    kits = set() if kits is None else kits
     fn = inspect.unwrap(fn)
     if id(fn) in seen or not callable(fn):
         return 0
@@ -52,16 +60,16 @@ def _own(fn, package: str, seen: set, depth: int = 0) -> int:
             for name in fn.__code__.co_names:
                 g = fn.__globals__.get(name)
                 if isinstance(g, types.FunctionType) and (g.__module__ or "").startswith(package):
-                    total += _own(g, package, seen, depth + 1)
+                    total += _own(g, package, seen, depth + 1, kits)
         return total
     for cell in (getattr(fn, "__closure__", None) or ()):  # a kit check or a lambda
         value = cell.cell_contents
-        total += _held(value, package, seen, depth)
+        total += _held(value, package, seen, depth, kits)
     if getattr(fn, "__name__", "") == "<lambda>" and isinstance(fn, types.FunctionType):
         for name in fn.__code__.co_names:
             g = fn.__globals__.get(name)
             if isinstance(g, types.FunctionType):
-                total += _own(g, package, seen, depth)
+                total += _own(g, package, seen, depth, kits)
     return total
 
 
@@ -92,16 +100,24 @@ def main() -> int:
         for claim in registry.by_paper(paper):
             where, decl = _declaration(claim)
             seen: set = set()
-            checks = sum(_own(fn, package, seen) for fn in claim.checks.values())
-            rows.append((claim.id, where, decl, checks, decl + checks))
+            kits: set = set()
+            checks = sum(_own(fn, package, seen, 0, kits) for fn in claim.checks.values())
+            rows.append((claim.id, where, decl, checks, decl + checks, ",".join(sorted(kits))))
     width = max(len(r[0]) for r in rows)
-    print(f"{'claim':{width}}  {'file':24}  declaration  checks  total")
-    for cid, where, decl, checks, total in rows:
-        print(f"{cid:{width}}  {where:24}  {decl:11d}  {checks:6d}  {total:5d}")
-    print(f"\nmedian over {len(rows)} claims: declaration "
-          f"{statistics.median(r[2] for r in rows):g}, checks "
-          f"{statistics.median(r[3] for r in rows):g}, total {statistics.median(r[4] for r in rows):g}")
+    print(f"{'claim':{width}}  {'file':24}  declaration  checks  total  kit check")
+    for cid, where, decl, checks, total, kit in rows:
+        print(f"{cid:{width}}  {where:24}  {decl:11d}  {checks:6d}  {total:5d}  {kit or '-'}")
+    _median("", rows)
+    _median(" built on a kit check", [r for r in rows if r[5]])
     return 0
+
+
+def _median(what: str, rows: list) -> None:
+    if rows:
+        print(f"median over {len(rows)} claims{what}: declaration "
+              f"{statistics.median(r[2] for r in rows):g}, checks "
+              f"{statistics.median(r[3] for r in rows):g}, total "
+              f"{statistics.median(r[4] for r in rows):g}")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-"""Bounded work: ``--timeout`` (a time limit per claim) and the work estimate that refuses, before
-any work, sizes a budget cannot finish in ten minutes.
+"""Bounded work: ``--timeout`` (a time limit per claim), ``memory_limit`` (a bound on the resident
+memory of a block, for mutants whose exact arithmetic explodes) and the work estimate that refuses,
+before any work, sizes a budget cannot finish in ten minutes.
 
 The time limit is an alarm in the main thread (``signal.setitimer``): it interrupts Python code
 between bytecodes, so a check stopped by it ends within moments unless one native call (a large
@@ -10,6 +11,7 @@ the limit is not enforced (the caller is told by ``enforceable``).
 from __future__ import annotations
 
 import math
+import os
 import signal
 import threading
 import time
@@ -61,6 +63,71 @@ def time_limit(seconds: float | None) -> Iterator[object]:
         signal.signal(signal.SIGALRM, previous)
         if remaining:  # the outer alarm again, less the time spent here
             signal.setitimer(signal.ITIMER_REAL, max(remaining - (time.monotonic() - start), 1e-3))
+
+
+class OverMemory(BaseException):
+    """Raised by ``memory_limit`` in the code it interrupts once the process's resident memory
+    passes the limit; ``limit`` is the token the context manager yielded."""
+
+    def __init__(self, limit: object = None, resident: int = 0) -> None:
+        super().__init__(limit)
+        self.limit = limit
+        self.resident = resident
+
+
+def resident_bytes() -> int | None:
+    """The process's resident memory now (Linux ``/proc/self/statm``), or None where unknown."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
+def total_memory() -> int | None:
+    """The machine's physical memory in bytes, or None where unknown."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+@contextmanager
+def memory_limit(limit: int | None, every: float = 0.05) -> Iterator[object]:
+    """Raise OverMemory(token) in the block once the resident memory exceeds ``limit`` bytes
+    (None: no limit).  A watcher thread reads the resident size every ``every`` seconds and
+    signals the main thread (SIGUSR1), which raises between bytecodes, like ``time_limit``'s
+    alarm: one native call that allocates past the limit is stopped when it returns.  Off the
+    main thread, or where the resident size cannot be read, the limit is not enforced."""
+    token = object()
+    if not limit or not enforceable() or resident_bytes() is None or \
+            not hasattr(signal, "pthread_kill") or not hasattr(signal, "SIGUSR1"):
+        yield token
+        return
+    done, seen = threading.Event(), [0]
+    main = threading.main_thread().ident
+
+    def over(signum, frame):
+        if not done.is_set():
+            raise OverMemory(token, seen[0])
+
+    def watch():
+        while not done.wait(every):
+            now = resident_bytes() or 0
+            if now > limit:
+                seen[0] = now
+                signal.pthread_kill(main, signal.SIGUSR1)
+                return
+
+    previous = signal.signal(signal.SIGUSR1, over)
+    watcher = threading.Thread(target=watch, name="memory-limit", daemon=True)
+    watcher.start()
+    try:
+        yield token
+    finally:
+        done.set()
+        watcher.join()
+        signal.signal(signal.SIGUSR1, previous)
 
 
 def seconds_option(text: str, option: str = "--timeout") -> float:

@@ -31,6 +31,9 @@ see which tiers kill which mutants).  Survivors and equivalent mutants always ru
 
 ``--mutant-timeout S`` stops a mutant whose tiers run longer than S seconds: it is counted as a
 survivor (verdict ``inconclusive``, reason "not decided within S s"), never as killed.
+``--mutant-memory GB`` does the same for a mutant whose checks grow past GB gigabytes of resident
+memory (an exact power or expansion that explodes); by default half the machine's memory, shared
+by the ``--jobs``.
 ``--jsonl PATH`` appends one JSON line per mutant as soon as it is decided (and one per skipped
 claim, then the totals), so a run that is stopped still leaves its figures.
 
@@ -48,7 +51,7 @@ from typing import Callable
 from .claim import Claim
 from .evidence import closest_over_tiers, describe_approach, cut as _cut
 from .errors import UsageError
-from .limits import TimedOut, time_limit
+from .limits import OverMemory, TimedOut, memory_limit, time_limit, total_memory
 from .parallel import Executor, check_all
 from .verdict import proof_of
 from .mutants import (Equivalence, Invalid, Mutant, claim_domain, equivalence, generate,
@@ -215,7 +218,8 @@ def mutate_claim(claim: Claim, options: dict, formulas: list[str] | None = None,
                  progress: bool = False, every_tier: bool = False,
                  mutant_timeout: float | None = None,
                  on_outcome: Callable[[Outcome], None] | None = None,
-                 executor: Executor | None = None) -> ClaimReport:
+                 executor: Executor | None = None,
+                 mutant_memory: int | None = None) -> ClaimReport:
     """Check the claim as printed (the baseline), then every mutant of every named formula.
 
     Mutants only say something about the checks of a formula that passes them: a claim that is
@@ -223,7 +227,7 @@ def mutate_claim(claim: Claim, options: dict, formulas: list[str] | None = None,
     are the base that is mutated (the other formulas as printed)."""
     report = None if on_outcome is None else (lambda _claim, outcome: on_outcome(outcome))
     return mutate_claims([claim], options, formulas, progress, every_tier, mutant_timeout,
-                         report, executor)[0]
+                         report, executor, mutant_memory)[0]
 
 
 @dataclass(frozen=True)
@@ -240,6 +244,7 @@ class MutantTask:
     timeout: float | None
     base_compares: bool
     base_proof: str = "not checked"  # the proof status of the formulas mutated
+    memory: int | None = None  # bytes of resident memory the mutant's checks may reach
 
 
 def run_mutant(task: MutantTask) -> Outcome:
@@ -256,7 +261,7 @@ def run_mutant(task: MutantTask) -> Outcome:
     seed = task.options.get("seed", 0)
     eq = equivalence(f, m.text, seed=seed, base=fixed.get(f.name), domain=eq_domain)
     outcome = _check_mutant(claim, fixed, f.name, m, eq, task.options, task.every_tier,
-                            task.timeout, task.base_proof)
+                            task.timeout, task.base_proof, task.memory)
     if outcome.status == "survived":
         outcome.equivalence = judged_by_exact(eq, f, m.text, seed, domain)
         outcome.untested = task.base_compares and outcome.closest is None
@@ -286,7 +291,8 @@ def mutate_claims(claims: list[Claim], options: dict, formulas: list[str] | None
                   progress: bool = False, every_tier: bool = False,
                   mutant_timeout: float | None = None,
                   on_outcome: Callable[[str, Outcome], None] | None = None,
-                  executor: Executor | None = None) -> list[ClaimReport]:
+                  executor: Executor | None = None,
+                  mutant_memory: int | None = None) -> list[ClaimReport]:
     """``mutate_claim`` for each claim: the baselines one after the other, then every mutant of
     every claim as one batch of independent tasks on ``executor`` (default: here, in order);
     ``on_outcome(claim_id, outcome)`` as each mutant is decided."""
@@ -336,7 +342,7 @@ def mutate_claims(claims: list[Claim], options: dict, formulas: list[str] | None
             reports.append(FormulaReport(claim.id, f.name, invalid=invalid))
             tasks += [(reports[-1], MutantTask(claim.id if remote else claim, fixed, f.name, m,
                                                mine, every_tier, mutant_timeout, base_compares,
-                                               base_proof))
+                                               base_proof, mutant_memory))
                       for m in mutants]
         plans.append(ClaimReport(claim.id, base.verdict, base.reason, reports,
                                  mutated="corrected" if fixed else "as printed"))
@@ -364,13 +370,13 @@ def tier_order(tiers: list[str], baseline: dict) -> list[str]:
 
 def _check_mutant(claim: Claim, fixed: dict, name: str, m: Mutant, eq: Equivalence,
                   options: dict, every_tier: bool, timeout: float | None = None,
-                  base_proof: str = "not checked") -> Outcome:
+                  base_proof: str = "not checked", memory: int | None = None) -> Outcome:
     """Run the tiers in the order given (``tier_order``); once one refutes the mutant the verdict
     is ``refuted`` whatever the others say, so the rest are skipped unless ``every_tier``; the
     same once a proof step fails for the mutant where ``base_proof`` (the original's) is
     supported: the checks tell it from the original.  A tier still running after ``timeout``
-    seconds (all tiers together) is stopped and counted as an error, so the mutant is not
-    refuted by it."""
+    seconds (all tiers together), or past ``memory`` bytes of resident memory, is stopped and
+    counted as an error, so the mutant is not refuted by it."""
     import time
 
     from .claim import TierResult
@@ -380,7 +386,7 @@ def _check_mutant(claim: Claim, fixed: dict, name: str, m: Mutant, eq: Equivalen
     results: dict = {}
     tier, start = None, time.perf_counter()
     try:
-        with time_limit(timeout):
+        with time_limit(timeout), memory_limit(memory):
             for tier in options["tiers"]:
                 start = time.perf_counter()
                 last = check_claim(claim, overrides={**fixed, name: m.text},
@@ -389,11 +395,14 @@ def _check_mutant(claim: Claim, fixed: dict, name: str, m: Mutant, eq: Equivalen
                 gap = _proof_gap(results, base_proof)
                 if (last.verdict == "refuted" or gap) and not every_tier:
                     break
-    except TimedOut:
-        if tier not in results:  # else the alarm came after the last tier had finished
+    except (TimedOut, OverMemory) as stop:
+        if tier not in results:  # else the limit came after the last tier had finished
             results[tier] = TierResult(
                 "error", seconds=time.perf_counter() - start,
-                reason=f"not decided within the mutant timeout of {timeout:g} s")
+                reason=f"not decided within the mutant timeout of {timeout:g} s"
+                if isinstance(stop, TimedOut) else
+                f"not decided within the mutant memory limit of {memory / 2**30:.3g} GB "
+                f"(its checks reached {stop.resident / 2**30:.3g} GB)")
     verdict = decide(results)
     failed = [t for t, r in results.items() if r.status == "fail"]
     seconds = sum(r.seconds for r in results.values())
@@ -507,6 +516,10 @@ def register(sub) -> None:
     p.add_argument("--mutant-timeout", type=float, default=None, metavar="SECONDS",
                    help="stop a mutant whose tiers run longer than this; it counts as a survivor "
                         "(not decided), never as killed")
+    p.add_argument("--mutant-memory", type=float, default=None, metavar="GB",
+                   help="stop a mutant whose checks grow past this many GB of resident memory; "
+                        "it counts as a survivor (not decided), never as killed (default: half "
+                        "the machine's memory, shared by the --jobs)")
     p.add_argument("--jsonl", metavar="PATH",
                    help="append one JSON line per mutant as it is decided (then the totals), so "
                         "a stopped run keeps its figures")
@@ -532,12 +545,13 @@ def cmd_mutate(args) -> int:
         raise UsageError(f"--mutant-timeout {args.mutant_timeout:g}: must be a positive number of "
                          f"seconds")
     executor = executor_from(args, "mutants")
+    memory = mutant_memory(args.mutant_memory, executor.jobs)
     stream = _open_stream(args.jsonl)
     try:
         write = None if stream is None else (
             lambda cid, o: _line(stream, {"claim": cid, **o.as_dict()}))
         reports = mutate_claims(claims, options, args.formula or None, executor.progress,
-                                args.every_tier, args.mutant_timeout, write, executor)
+                                args.every_tier, args.mutant_timeout, write, executor, memory)
         if stream is not None:
             for report in reports:
                 if report.skipped:
@@ -549,13 +563,28 @@ def cmd_mutate(args) -> int:
     t = totals(reports)
     if args.json:
         print(json.dumps({"tiers": options["tiers"], "every_tier": args.every_tier,
-                          "mutant_timeout": args.mutant_timeout, "budget": options["budget"],
+                          "mutant_timeout": args.mutant_timeout, "mutant_memory_bytes": memory,
+                          "budget": options["budget"],
                           "device": options["device"], "seed": options["seed"],
                           "claims": [r.as_dict() for r in reports], "totals": t}, indent=2))
     else:
         print(table(reports))
     ok = t["survived"] == 0 and t["false_alarms"] == 0
     return EXIT_OK if ok else EXIT_FAILED
+
+
+def mutant_memory(gigabytes: float | None, jobs: int = 1) -> int | None:
+    """``--mutant-memory`` in bytes: the number given, or half the machine's memory shared by
+    ``jobs`` processes (None where the machine's memory is unknown); UsageError unless positive
+    and finite."""
+    import math
+
+    if gigabytes is None:
+        total = total_memory()
+        return None if total is None else total // (2 * max(jobs, 1))
+    if not (math.isfinite(gigabytes) and gigabytes > 0):
+        raise UsageError(f"--mutant-memory {gigabytes:g}: must be a positive number of GB")
+    return int(gigabytes * 2**30)
 
 
 def _open_stream(path: str | None):

@@ -666,10 +666,11 @@ def test_the_stream_has_one_line_per_mutant_then_the_totals(capsys, tmp_path):
 
     path = tmp_path / "run.jsonl"
     code, out, _ = run(capsys, "mutate", "gatmiry2024.lemma_a2", "--formula", "lower",
-                       "--mutant-timeout", "600", "--jsonl", str(path), "--json")
+                       "--mutant-timeout", "600", "--mutant-memory", "4", "--jsonl", str(path),
+                       "--json")
     report = json.loads(out)
     jsonschema.validate(report, load("mutate"))
-    assert report["mutant_timeout"] == 600
+    assert report["mutant_timeout"] == 600 and report["mutant_memory_bytes"] == 4 * 2**30
     lines = [json.loads(x) for x in path.read_text().splitlines()]
     mutants, totals_ = lines[:-1], lines[-1]["totals"]
     assert len(mutants) == totals_["mutants"] == report["totals"]["mutants"] > 0
@@ -708,6 +709,53 @@ def test_a_mutant_past_its_timeout_survives_and_is_never_killed():
     for o in f.outcomes:
         assert o.verdict == "inconclusive" and o.status in ("survived", "equivalent")
         assert "not decided within the mutant timeout of 0.2 s" in o.reason
+
+
+def test_a_mutant_past_its_memory_limit_survives_and_the_memory_is_given_back():
+    """A check that grows without end on any mutant (an exact expansion that explodes): with a
+    limit 200 MB above what the process holds, each mutant is stopped, counted as a survivor
+    with the limit in its reason, never killed, and what it held is freed."""
+    from verify.claim import Claim, TierResult
+    from verify.formulas import FormulaSymbol, NamedFormula
+    from verify.limits import resident_bytes
+    from verify.mutate import mutate_claim
+
+    if resident_bytes() is None:
+        pytest.skip("the resident size of a process cannot be read here")
+
+    def check(ctx):
+        held = []
+        while ctx.formula_texts["b"] != "2*x":
+            held.append(bytearray(10**7))
+        return TierResult("pass")
+
+    x = FormulaSymbol("x", positive=True)
+    claim = Claim("demo2026.lemma1", "a claim whose check explodes on mutants", "demo2026",
+                  "b = 2x", (), (NamedFormula("b", "2*x", (x,)),), {"symbolic": check})
+    limit = resident_bytes() + 200 * 2**20
+    report = mutate_claim(claim, {"tiers": ["symbolic"], "budget": "quick", "device": "cpu",
+                                  "seed": 0}, mutant_memory=limit)
+    (f,) = report.formulas
+    assert f.outcomes
+    for o in f.outcomes:
+        assert o.verdict == "inconclusive" and o.status in ("survived", "equivalent")
+        assert "not decided within the mutant memory limit" in o.reason, o.reason
+    assert resident_bytes() < limit
+
+
+def test_mutant_memory_option():
+    """--mutant-memory GB in bytes; by default half the machine shared by the jobs; a
+    non-positive or non-finite value is a usage error."""
+    from verify.errors import UsageError
+    from verify.limits import total_memory
+    from verify.mutate import mutant_memory
+
+    assert mutant_memory(1.5) == 3 * 2**29
+    if total_memory() is not None:
+        assert mutant_memory(None, 2) == total_memory() // 4
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(UsageError):
+            mutant_memory(bad)
 
 
 def test_a_survivor_the_exact_optimum_satisfies_is_true_and_one_it_violates_says_where():
