@@ -108,7 +108,9 @@ def escape(text: Any) -> Latex:
             k = j
             continue
         k += 1
-        if ch in _SPECIAL:
+        if ch == "-" and text[k:k + 1] == "-":  # "--budget", not an en dash
+            out.append((False, "-{}"))
+        elif ch in _SPECIAL:
             out.append((False, _SPECIAL[ch]))
         elif ch in _UNICODE_TEXT:
             out.append((False, _UNICODE_TEXT[ch]))
@@ -154,7 +156,7 @@ def breakable(text: Any, limit: int | None = None) -> Latex:
             out.append(escape(text[k - 1:script.end()])[len(escape(text[k - 1])):])
             k, run = script.end(), run + len(script.group(0))
             continue
-        out.append(escape(ch))
+        out.append("-{}" if ch == "-" and text[k + 1:k + 2] == "-" else escape(ch))
         k += 1
         run = 0 if ch == " " else run + 1
         if ch in _BREAK_AFTER or ch == "_" and run > 12 or run > 24:

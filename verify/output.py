@@ -88,6 +88,12 @@ def _finding_phrase(name: str, entry: dict) -> str:
     return name
 
 
+def status_word(status: str) -> str:
+    """A tier status as a reader reads it: the schema's ``error`` (the tier ran and decided
+    nothing: a timeout, an exception, a comparison that was not finite) is *undecided*."""
+    return "undecided" if status == "error" else status
+
+
 def tier_lines(v: Verdict, width: int = 100) -> list[str]:
     """Under a claim, one line per tier that ran: what it decided on, or why it decided nothing."""
     out = []
@@ -100,7 +106,7 @@ def tier_lines(v: Verdict, width: int = 100) -> list[str]:
                      if isinstance(e, dict) and e.get("ok") is True and not e.get("proof_step")]
             text = "; ".join(_finding_phrase(k, e) for k, e in found) or "passed"
         else:
-            text = f"{r.status}: {r.reason or r.status}"
+            text = f"{status_word(r.status)}: {r.reason or status_word(r.status)}"
         out.append(textwrap.fill(text, width, initial_indent=f"  {tier:<10}",
                                  subsequent_indent=" " * 12))
     return out
@@ -143,7 +149,7 @@ def check_table(verdicts: list[Verdict], quiet: bool = False) -> str:
         cells = [v.claim, v.verdict]
         for t in TIERS:
             r = v.tiers.get(t)
-            cells.append(r.status if r else "-")
+            cells.append(status_word(r.status) if r else "-")
         cells.append(f"{sum(r.seconds for r in v.tiers.values()):.1f}")
         rows.append(cells)
     out = [_table(rows)]

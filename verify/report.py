@@ -689,6 +689,9 @@ def verdict_tex(verdict: str) -> Latex:
 
 
 def status_tex(status: str) -> Latex:
+    """A tier status in its colour; the schema's ``error`` reads *undecided*."""
+    if status == "error":
+        return Latex(r"\textcolor{v-error}{\hspace{0pt}un\-de\-cided}")  # fits a table cell
     return Latex(r"\status{" + escape(status) + "}")
 
 

@@ -52,7 +52,21 @@ def test_escaped_text_has_no_active_characters(text):
     assert "$$" not in out
 
 
-def test_templates_escape_plain_strings_and_pass_latex():
+def test_an_option_keeps_its_two_hyphens_and_an_undecided_tier_reads_undecided():
+    """"--budget" is not set as an en dash in text or in breakable text; the schema's tier
+    status ``error`` reads *undecided* in the report and on the terminal."""
+    from verify.latex import breakable
+    from verify.output import status_word
+    from verify.report import status_tex
+
+    assert "-{}-budget" in escape("use --budget paper") and "--" not in escape("--budget")
+    assert "-{}-budget" in breakable("use --budget paper")
+    assert escape("1-2") == "1-2"
+    assert r"un\-de\-cided" in status_tex("error") and status_tex("pass") == r"\status{pass}"
+    assert status_word("error") == "undecided" and status_word("fail") == "fail"
+
+
+
     env = environment()
     t = env.from_string(r"\VAR{plain} \VAR{tex} \VAR{n|num}")
     out = t.render(plain="50% of x_1 & {y}", tex=Latex(r"\frac{1}{2}"), n=2.5e-17)
@@ -191,7 +205,7 @@ def test_report_takes_set_and_records_its_provenance(capsys, tmp_path):
     for key in ("icl-verify &", "commit &", "date &", "device & cpu (", "seed & 0",
                 "command & \\texttt{icl-verify report vonoswald2023.prop1"):
         assert key in tex, key
-    assert "--set 'P=" in tex and "auto" not in tex.split("\\tableofcontents")[0]
+    assert "-{}-set 'P=" in tex and "auto" not in tex.split("\\tableofcontents")[0]
 
 
 # ------------------------------------------------------------------------------ the PDF itself

@@ -51,6 +51,10 @@ def report_defects(out: Path, claim_ids: list[str]) -> list[str]:
     oo = re.search(r"(?<![A-Za-z\\])oo(?![A-Za-z])", text)
     if oo:
         problems.append(f"'oo' for infinity: {text[max(0, oo.start() - 60):oo.end() + 60]!r}")
+    dash = re.search(r"(?<![-\w])[\u2013\u2014][a-z]", text) if text is not body else \
+        re.search(r"(?<![-{}\\\w])--[a-z]", body)
+    if dash:  # an option set as a dash: "--budget" printed as an en dash and "budget"
+        problems.append(f"an option's '--' set as a dash: {_around(text, dash.group(0))}")
     log = out / "report.log"
     if pdf.exists() and log.exists():
         wide = [float(m) for m in OVERFULL.findall(log.read_text(errors="replace"))]
