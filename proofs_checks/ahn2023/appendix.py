@@ -27,8 +27,8 @@ from verify.evidence import Finding, combine, step
 from verify.formulas import FormulaSymbol, NamedFormula, formula_value
 
 from ..kit.linear_icl import LinearICLSetting, symbolic_prompt
+from ..kit.stationary import LAMBDA, fast_spectral, monomial, spectral_function
 from . import sparse
-from .multilayer import LAMBDA, fast_spectral, monomial, spectral_function
 from .one_layer import PAPER
 
 _SIGMA = FormulaSymbol("Sigma", "matrix", ("d", "d"), symmetric=True)

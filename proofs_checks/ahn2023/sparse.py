@@ -9,7 +9,6 @@ kernel: ``moments.wick.expectation`` (Isserlis) for full matrices A_i, B_i, and 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -23,6 +22,7 @@ from moments.wick import canonical, expectation
 from moments.wishart_sympy import expected_trace
 
 from ..kit.linear_icl import symbolic_prompt
+from ..kit.stationary import CriticalPoint
 
 n_sym = sympy.Symbol("n", positive=True, integer=True)
 d_sym = sympy.Symbol("d", positive=True, integer=True)
@@ -207,68 +207,8 @@ def restricted_value(params, layers: int, model: str, n: int, d: int, convert=fl
 
 
 # ------------------------------------------------------------------------------------------------
-# Critical points of g
+# Critical points of g (the minimiser and Newton refinement are the kit's: kit.stationary)
 # ------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class CriticalPoint:
-    """A stationary point of g at sizes (n, d), refined by Newton's method in mpmath."""
-
-    point: tuple  # mpmath numbers, in the order of ``variables``
-    value: object
-    grad_norm: object
-    hessian_eigenvalues: tuple
-    digits: int
-
-    def floats(self) -> np.ndarray:
-        return np.array([float(v) for v in self.point])
-
-
-def _lambdas(g: sympy.Expr, xs: list, module: str):
-    grad = [sympy.diff(g, x) for x in xs]
-    hess = [[sympy.diff(gi, x) for x in xs] for gi in grad]
-    return (sympy.lambdify(xs, g, module), sympy.lambdify(xs, grad, module),
-            sympy.lambdify(xs, hess, module))
-
-
-def minimise(g: sympy.Expr, xs: list, starts: np.ndarray, digits: int = 40,
-             max_norm: float = 1e6) -> CriticalPoint | None:
-    """Minimise g from each start (BFGS), refine the best with Newton on grad g = 0 in mpmath.
-
-    None when every run escapes (|x| > max_norm): then g has no minimiser in reach."""
-    from scipy.optimize import minimize
-
-    f, gr, _ = _lambdas(g, xs, "numpy")
-    best = None
-    for x0 in starts:
-        res = minimize(lambda x: float(f(*x)), x0, jac=lambda x: np.array(gr(*x), dtype=float),
-                       method="BFGS", options={"gtol": 1e-12, "maxiter": 2000})
-        if np.all(np.isfinite(res.x)) and np.linalg.norm(res.x) < max_norm:
-            if best is None or res.fun < best.fun:
-                best = res
-    if best is None:
-        return None
-    return refine(g, xs, best.x, digits)
-
-
-def refine(g: sympy.Expr, xs: list, x0, digits: int = 40) -> CriticalPoint:
-    import mpmath
-
-    with mpmath.workdps(digits + 10):
-        f, gr, he = _lambdas(g, xs, "mpmath")
-        x = mpmath.matrix([mpmath.mpf(float(v)) for v in x0])
-        for _ in range(60):
-            G = mpmath.matrix(gr(*x))
-            if mpmath.norm(G) < mpmath.mpf(10) ** (-(digits + 5)):
-                break
-            H = mpmath.matrix(he(*x))
-            x = x - mpmath.lu_solve(H, G)
-        G = mpmath.matrix(gr(*x))
-        H = mpmath.matrix(he(*x))
-        eig = mpmath.eigsy(H)[0]
-        return CriticalPoint(tuple(x), f(*x), mpmath.norm(G),
-                             tuple(sorted(eig[i] for i in range(len(xs)))), digits)
-
-
 def restricted_optimum(n: int, d: int, layers: int, model: str = "eq9",
                        seed: int = 0, starts: int = 8) -> CriticalPoint:
     """The best critical point (a*, and b* for eq. (13)) of g at sizes (n, d): multi-start

@@ -12,13 +12,14 @@ from torch.func import grad, vmap
 
 from models.device import randn, runtime
 from models.multihead import embed, fast_prediction, sample_tasks
-from moments.montecarlo import streaming_estimate, z_critical
+from moments.montecarlo import streaming_estimate
 from moments.tensor import gaussian_matrix, vector
 from moments.wick import expectation
 from verify.claim import Claim, Context, TierResult
 from verify.evidence import Finding, step
 from verify.formulas import FormulaSymbol, NamedFormula, formula_value
 
+from ..kit.stationary_float import gradient_z_finding
 from . import derive, saturated as sat
 from .common import as_float, finish, float_heads
 from .derive import CTX_SLOTS
@@ -342,23 +343,8 @@ def _gradient_mc_finding(name, poly, b, A, v, inst, ctx, samples) -> Finding:
     scal = {"C": inst.C, "d": d, "beta": 0.0}
     exact = _exact_gradient_arrays(poly, env, scal, d, P, Q, None if v is None else
                                    torch.tensor(v))
-    mask = se > 0
-    z = np.where(mask, (mean - exact) / np.where(mask, se, 1), 0.0)
-    m = int(mask.sum())
-    level = 0.999
-    zc = z_critical(level, max(m, 1))
-    nonrandom_ok = bool(np.allclose(exact[~mask], mean[~mask], atol=1e-12))
-    zmax = float(np.abs(z).max())
-    ok = zmax <= zc and nonrandom_ok
-    i = int(np.abs(z).argmax())
-    return Finding(name, ok, {"components": m, "max_abs_z": zmax, "z_critical": zc,
-                              "samples": samples, "level": level,
-                              "exact_gradient_norm": float(np.linalg.norm(exact)),
-                              "monte_carlo_gradient_norm": float(np.linalg.norm(mean))},
-                   None if ok else {"instance": inst.as_dict(), "component": i,
-                                    "exact": float(exact[i]), "monte_carlo": float(mean[i]),
-                                    "se": float(se[i]), "seed": ctx.seed},
-                   "" if ok else "the derived gradient is outside the Monte Carlo interval")
+    return gradient_z_finding(name, exact, mean, se, samples,
+                              {"instance": inst.as_dict(), "seed": ctx.seed})
 
 
 def thm2_numeric(ctx: Context) -> TierResult:

@@ -79,3 +79,15 @@ def test_thm5_verified():
 def test_thm5_wrong_set_is_refuted(override):
     v = run("ahn2023.thm5", **override)
     assert v.verdict == "refuted"
+
+
+@pytest.mark.parametrize("override", ["-Inverse(Sigma)", "2*Inverse(Sigma)"])
+def test_thm4_a_scaled_set_is_the_same_set_in_both_tiers(override):
+    """S = {a_i c Sigma^-1} is S for any c != 0 (a_i is free): the numeric tier, whose optimiser
+    solves on the paper's set, must not refute the statement; it decides at the critical point
+    of the loss restricted to the named set."""
+    v = check_claim(find("ahn2023.thm4"), tiers=("symbolic", "numeric"), budget="quick",
+                    overrides={"S_A": override})
+    assert v.verdict == "verified", (v.tiers["numeric"].reason, v.tiers["symbolic"].reason)
+    ev = v.tiers["numeric"].evidence["exact_full_gradient_float64"]
+    assert "restricted to the named set" in ev.get("point_from", "")
