@@ -11,6 +11,7 @@ compared with the critical points of the exactly derived loss on S
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 
 import numpy as np
@@ -24,6 +25,7 @@ from verify.claim import Claim, Context, TierResult
 from verify.evidence import Finding, as_stand_ins, combine
 
 from ..kit.figures import Panel, PaperFigure, Series, figure_entry
+from ..kit.trend import Indexed, is_monotone, monotone
 
 from . import eq13_population as eqp
 from . import sparse
@@ -423,28 +425,23 @@ def fig4_train(ctx: Context) -> TierResult:
         return undecided
     ok_runs = [r for r in out["runs"] if r["status"] != "diverged"]
     rows = [{"seed_index": r["seed_index"], "scale_whitened": r["scale_whitened"],
-             "frobenius_norm": r["frobenius_norm"], "scale_B": r["scale_B"],
-             "increasing": bool(np.all(np.diff(np.abs(r["scale_whitened"])) > 0))}
-            for r in ok_runs]
+             "frobenius_norm": r["frobenius_norm"], "scale_B": r["scale_B"]} for r in ok_runs]
     L = out["layers"]
     star = out["g_star"]["point"]
-    ok = all(r["increasing"] for r in rows)
-    if not ok and not all(r["status"] == "converged" for r in ok_runs):
-        ok = None  # a run stopped on its step budget: more steps decide
-    return combine([Finding("increasing_magnitudes", ok,
-                            {"runs": rows, "restricted_optimum_a*_b*": star,
-                             "restricted_optimum_increasing":
-                                 bool(np.all(np.diff(np.abs(star[:L])) > 0)),
-                             "fixed_batch_three_layers": [
-                                 {"seed_index": r["seed_index"],
-                                  "scale_whitened": r["scale_whitened"],
-                                  "increasing": bool(np.all(np.diff(np.abs(
-                                      r["scale_whitened"])) > 0))}
-                                 for r in out["fixed_batch_three_layers"]]},
-                            None if ok is not False else {"runs": rows, "seed": ctx.seed},
-                            "" if ok else "the trained |a_i| are not increasing in i"
-                            + ("" if ok is False else " and the runs had not converged"),
-                            stand_in=STAND_IN_EQ13 if L < PAPER_LAYERS else "")],
+    found = monotone("increasing_magnitudes", [
+        Indexed(range(L), np.abs(r["scale_whitened"]).tolist(), "layer",
+                at={"seed_index": r["seed_index"]}) for r in ok_runs], "increasing", evidence={
+        "runs": rows, "restricted_optimum_a*_b*": star,
+        "restricted_optimum_increasing": is_monotone(np.abs(star[:L]).tolist(), "increasing"),
+        "fixed_batch_three_layers": [
+            {"seed_index": r["seed_index"], "scale_whitened": r["scale_whitened"],
+             "increasing": is_monotone(np.abs(r["scale_whitened"]).tolist(), "increasing")}
+            for r in out["fixed_batch_three_layers"]]},
+        reason="the trained |a_i| are not increasing in i")
+    if found.ok is False and not all(r["status"] == "converged" for r in ok_runs):
+        found = Finding(found.name, None, found.evidence, reason=found.reason + " and the runs "
+                        "had not converged")  # a run stopped on its step budget: more steps decide
+    return combine([replace(found, stand_in=STAND_IN_EQ13 if L < PAPER_LAYERS else "")],
                    {"setting": _eq13_setting(out, ctx.seed),
                     **figure_entry(lambda: fig4_figure(rows, star[:L], out))})
 

@@ -13,6 +13,7 @@ from verify.evidence import Finding, step
 from verify.formulas import FormulaSymbol, NamedFormula
 
 from ..kit.figures import Mark, Note, Panel, PaperFigure, Series, figure_entry
+from ..kit.trend import all_of, positive_at
 from . import derive, saturated as sat
 from .common import (as_float, finish, finish_at_size, float_heads, gd_risk_star, heads_from_bA, heads_risk,
                      mc_heads_risk)
@@ -316,7 +317,7 @@ def fig2_symbolic(ctx: Context) -> TierResult:
     F = ctx.formulas
     rows, findings, steps = [], [], []
     ok_all, ce = True, None
-    gap_rows, gap_ok = [], True
+    gap_rows, gap_oks = [], []
     for d in figure_dims(ctx.budget.name):
         sol = exact_optimum(d, C_SYM, 2)
         w_star = sympy.Matrix([2] * d)
@@ -351,15 +352,17 @@ def fig2_symbolic(ctx: Context) -> TierResult:
                          "d-1 heads cannot (no 2-dim totally isotropic subspace)"}
         gd = gd_risk_star(d, C_SYM)
         gap = sympy.factor(sympy.cancel(sol.R_star - gd))
-        pos = all(gap.subs(C_SYM, c) > 0 for c in (1, 2, 10, 1000))
-        gap_ok &= bool(pos) and bool(sympy.limit(gap * C_SYM, C_SYM, sympy.oo) > 0)
+        gap_oks.append(all_of([positive_at(gap, C_SYM, (1, 2, 10, 1000)),
+                               bool(sympy.limit(gap * C_SYM, C_SYM, sympy.oo) > 0)]))
         gap_rows.append({"d": d, "R_star": str(sol.R_star), "R_GD": str(gd), "gap": str(gap)})
     findings.append(Finding("saturation_point", ok_all, {"dims": rows}, ce,
                             "" if ok_all else "the optimal risk stops improving at a different "
                                               "number of heads"))
+    gap_ok = all_of(gap_oks)
     findings.append(Finding("gap_to_gd_at_saturation", gap_ok, {"rows": gap_rows},
-                            None if gap_ok else {"rows": gap_rows},
-                            "" if gap_ok else "the saturated optimum reaches one-step GD"))
+                            None if gap_ok is not False else {"rows": gap_rows},
+                            "" if gap_ok else "the saturated optimum reaches one-step GD"
+                            if gap_ok is False else "the gap's sign could not be evaluated"))
     d0 = symbolic_dims(ctx.budget.name)[-1]
     sol = exact_optimum(d0, C_SYM, 2)
     steps.append(step("Optimal symmetric tensors", r"S_k^\star = \mathrm{sym}\,T^\star_{:,:,k},\quad"
