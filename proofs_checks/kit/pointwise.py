@@ -8,7 +8,9 @@ A paper supplies the points (objects with ``label`` and ``describe()``) and ``si
 which evaluates the named formulas ``F`` and the derived quantities at the point and returns the
 comparisons ``(finding name, lhs, rhs[, "<="])``; ``Unevaluable`` marks a formula that has no
 value there (ill-typed: a failure; not exactly evaluable here: ``undecided``, the point decides
-nothing)."""
+nothing).  ``explain(finding, point, F, lhs, rhs)``, optional, says more about a failed exact
+comparison (the difference factored, another reading of the formula): its fields join the
+finding's evidence and counterexample."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -46,6 +48,14 @@ class Pointwise:
     float_points: Callable[[Context, Mapping], list]
     what: str
     steps: tuple = ()
+    # optional: more about a failed exact comparison, explain(finding, point, F, lhs, rhs) ->
+    # dict (the difference factored, another reading), added to its counterexample and evidence
+    explain: Callable[[str, object, Mapping, sympy.Matrix, sympy.Matrix], dict] | None = None
+    # optional: the exact zero test of an entry of lhs - rhs (default: a rational as it is, else
+    # sympy.simplify); sympy.expand decides polynomial sides (rational coefficients: canonical)
+    # and sympy.cancel rational functions at once, where simplify may spend seconds on a large
+    # non-zero polynomial
+    zero: Callable[[sympy.Expr], sympy.Expr] | None = None
 
 
 def as_matrix(x) -> sympy.Matrix:
@@ -63,6 +73,7 @@ def _zero_test(e: sympy.Expr) -> sympy.Expr:
 def exact_compare(spec: Pointwise, ctx: Context, F) -> TierResult:
     results: dict[str, list] = {}
     ce: dict[str, dict] = {}
+    explained: dict[str, dict] = {}
     undecided: list[str] = []
     for p in spec.points(ctx, F):
         try:
@@ -84,7 +95,7 @@ def exact_compare(spec: Pointwise, ctx: Context, F) -> TierResult:
                 bad = [k for k, g in enumerate(gaps) if not g <= 0]
                 ok, i = not bad, (bad[0] if bad else 0)
             else:
-                diff = (L - R).applyfunc(_zero_test)
+                diff = (L - R).applyfunc(spec.zero or _zero_test)
                 bad = [k for k, e in enumerate(diff) if e != 0]
                 ok, i = not bad, (bad[0] if bad else 0)
             results.setdefault(name, []).append(ok)
@@ -92,7 +103,11 @@ def exact_compare(spec: Pointwise, ctx: Context, F) -> TierResult:
                 ce[name] = {**p.describe(), "relation": op[0] if op else "==",
                             "lhs": str(L[i]) if L.shape == R.shape else str(L.shape),
                             "rhs": str(R[i]) if L.shape == R.shape else str(R.shape)}
-    findings = [Finding(name, all(oks), {"points": len(oks), "exact": True}, ce.get(name),
+                if spec.explain is not None and L.shape == R.shape:
+                    explained[name] = spec.explain(name, p, F, L, R)
+                    ce[name].update(explained[name])
+    findings = [Finding(name, all(oks), {"points": len(oks), "exact": True,
+                                         **explained.get(name, {})}, ce.get(name),
                         "" if all(oks) else f"{name}: the two sides differ at an exact point",
                         summary=f"exact at {len(oks)} rational points")
                 for name, oks in results.items()]

@@ -20,7 +20,7 @@ from verify.evidence import Finding, step
 from verify.formulas import FormulaSymbol, NamedFormula, formula_value
 
 from . import derive
-from .block_identities import sympy_mask
+from .points import sympy_mask
 from .common import finish
 from .gaussian_poly import expect, gaussian_prompt
 from .saddle_points import explicit

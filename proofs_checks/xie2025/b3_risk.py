@@ -13,12 +13,12 @@ import numpy as np
 import sympy
 
 from models.multihead import multihead_prediction
-from verify.claim import Claim, Context, Correction, TierResult
-from verify.evidence import Finding, step
-from verify.formulas import FormulaSymbol, NamedFormula, formula_value
+from verify.claim import Claim, Correction
+from verify.evidence import step
+from verify.formulas import FormulaSymbol, NamedFormula
 
-from .block_identities import sympy_mask
-from .common import finish
+from ..kit.pointwise import Pointwise, pointwise_checks
+from .points import Point, exact_zero, formula, prompt, symbol_matrix, sympy_mask
 from .setting import SETTING
 
 PAPER = "xie2025"
@@ -57,117 +57,81 @@ RISK_FORMULAS = (
 )
 
 
-def _setup(seed: int) -> dict:
+def _setup(ctx, F) -> list[Point]:
     """A random rational context (X, w_hat), symbolic x_q and parameters b, A, v; the y_q-LSA
-    prompt E_v and the error of its forward pass."""
-    rng = np.random.default_rng(seed)
+    prompt E_v = [[X, x_q], [y^T, v^T x_q]] and the error of its forward pass."""
+    rng = np.random.default_rng(ctx.seed_for("b3-risk"))
     d, C = D0, C0
     X = sympy.Matrix(d, C, lambda a, i: sympy.Rational(int(rng.integers(-4, 5)),
                                                        int(rng.integers(1, 3))))
     wh = sympy.Matrix(d, 1, lambda a, _: sympy.Rational(int(rng.integers(-4, 5)), 2))
-    xq = sympy.Matrix(d, 1, lambda a, _: sympy.Symbol(f"xq{a}"))
-    b = sympy.Matrix(d + 1, 1, lambda i, _: sympy.Symbol(f"b{i}"))
-    A = sympy.Matrix(d + 1, d + 1, lambda i, j: sympy.Symbol(f"A{i}{j}"))
-    v = sympy.Matrix(d, 1, lambda a, _: sympy.Symbol(f"v{a}"))
-    y = X.T * wh
-    yq = (v.T * xq)[0, 0]
-    E = sympy.zeros(d + 1, C + 1)
-    E[:d, :C], E[d, :C], E[:d, C], E[d, C] = X, y.T, xq, yq
+    xq, b, v = symbol_matrix("xq", d, 1), symbol_matrix("b", d + 1, 1), symbol_matrix("v", d, 1)
+    A = symbol_matrix("A", d + 1, d + 1)
+    y, yq = X.T * wh, (v.T * xq)[0, 0]
     P = sympy.zeros(d + 1, d + 1)
     P[d, :] = b.T
-    pred = sympy.expand(multihead_prediction(E, [(P, A)], sympy_mask(C), C))
+    pred = sympy.expand(multihead_prediction(prompt(X.T, y, xq, yq, True), [(P, A)],
+                                             sympy_mask(C), C))
     Z = sympy.Matrix.vstack(X, y.T)
-    return {"X": X, "w_hat": wh, "x_q": xq, "b": b, "A": A, "v": v, "y_q": yq, "pred": pred,
-            "err": sympy.expand(pred - (wh.T * xq)[0, 0]), "G": Z * Z.T / C,
-            "z_q": sympy.Matrix.vstack(xq, sympy.Matrix([[yq]]))}
+    return [Point({"d": d, "C": C, "X": X, "w_hat": wh, "x_q": xq, "b": b, "A": A, "v": v,
+                   "y_q": sympy.Matrix([[yq]]), "z_q": sympy.Matrix.vstack(xq, sympy.Matrix(
+                       [[yq]])), "a_last": A[:, d], "A_d": A[:, :d], "G": Z * Z.T / C,
+                   "pred": pred, "err": sympy.expand(pred - (wh.T * xq)[0, 0])}, True,
+                  f"rational context, d = {d}, C = {C}", ("d", "C", "X", "w_hat"))]
 
 
-def _scalar(v) -> sympy.Expr:
-    v = sympy.sympify(v)
-    return sympy.expand(v[0, 0] if isinstance(v, sympy.MatrixBase) else v)
+def _ex(x) -> sympy.Matrix:
+    return sympy.Matrix(x).applyfunc(sympy.expand) if isinstance(x, sympy.MatrixBase) \
+        else sympy.Matrix([[sympy.expand(x)]])
 
 
-def _identity_findings(F, s: dict) -> list[Finding]:
-    d = D0
-    base = {"d": d, "G": s["G"], "b": s["b"], "x_q": s["x_q"], "v": s["v"], "w_hat": s["w_hat"],
-            "y_q": sympy.Matrix([[s["y_q"]]]), "A": s["A"], "z_q": s["z_q"],
-            "a_last": s["A"][:, d], "A_d": s["A"][:, :d]}
-    out = []
-    p755 = _scalar(formula_value(F["pred_755"], base))
-    diff = sympy.factor(p755 - s["pred"])
-    corner0 = _scalar(formula_value(F["pred_755"], {
-        **base, "y_q": sympy.zeros(1, 1), "z_q": sympy.Matrix.vstack(s["x_q"], sympy.zeros(1, 1))}))
-    out.append(Finding("risk_integrand_755", diff == 0, {
-        "reading": "E = E_v (Def. 3: y_q = v^T x_q in the prompt)",
-        "with_y_q=0_in_E_instead": str(sympy.factor(corner0 - s["pred"]))},
-        None if diff == 0 else {"sizes": {"d": d, "C": C0},
-                                "line_755_minus_forward_pass": str(diff),
-                                "X": str(s["X"].tolist()), "w_hat": str(list(s["w_hat"]))},
-        "" if diff == 0 else "line 755's prediction differs from y_q-LSA's forward pass (eq. "
-                             "(12)): v^T x_q is already the corner y_q of E_v"))
-    e759 = _scalar(formula_value(F["err_759"], base))
-    diff = sympy.factor(e759 - s["err"])
-    out.append(Finding("error_759", diff == 0, {}, None if diff == 0 else {
-        "sizes": {"d": d, "C": C0}, "line_759_minus_forward_pass_error": str(diff)},
-        "" if diff == 0 else "line 759's integrand differs from the forward pass's error"))
-    return out
-
-
-def _tj_findings(F, s: dict) -> list[Finding]:
-    """sum_j t_j x_q[j] = error (so E[error^2] = sum_j E[t_j^2]: t_j does not involve x_q), and
-    the partial derivatives of the derived t_j = d error / d x_q[j]."""
-    d, A, b = D0, s["A"], s["b"]
-    total, bad_t, bad_d, rows = sympy.Integer(0), None, None, []
+def risk_sides(p: Point, F) -> list:
+    """Lines 755 and 759 against the forward pass's prediction and error; sum_j t_j x_q[j]
+    against the error (t_j is free of x_q, so E[error^2] = sum_j E[t_j^2]); the partial
+    derivatives of the derived t_j = d error / d x_q[j]."""
+    d, err, A = D0, p["err"], p["A"]
+    out = [("risk_integrand_755", _ex(formula(F, "pred_755", p)), _ex(p["pred"])),
+           ("error_759", _ex(formula(F, "err_759", p)), _ex(err))]
+    total, partials = sympy.Integer(0), []
     for j in range(d):
-        vals = {"d": d, "G": s["G"], "b": b, "a_j": A[:, j], "a_last": A[:, d],
-                "v_j": s["v"][j], "w_hat_j": s["w_hat"][j]}
-        tj = _scalar(formula_value(F["t_j"], vals))
-        total += tj * s["x_q"][j]
-        derived = sympy.expand(sympy.diff(s["err"], s["x_q"][j]))
-        parts = {"dt_db": sympy.Matrix([sympy.diff(derived, x) for x in b]),
-                 "dt_daj": sympy.Matrix([sympy.diff(derived, A[i, j]) for i in range(d + 1)]),
-                 "dt_dalast": sympy.Matrix([sympy.diff(derived, A[i, d]) for i in range(d + 1)]),
-                 "dt_dvj": sympy.Matrix([[sympy.diff(derived, s["v"][j])]])}
-        for name, der in parts.items():
-            named = sympy.Matrix(formula_value(F[name], vals))
-            same = named.shape == der.shape and (named - der).applyfunc(sympy.expand) == \
-                sympy.zeros(*der.shape)
-            rows.append({"j": j + 1, "partial": name, "agrees": same})
-            if not same and bad_d is None:
-                bad_d = {"sizes": {"d": d, "C": C0}, "j": j + 1, "partial": name,
-                         "derived": str(der.applyfunc(sympy.factor).tolist()),
-                         "named": str(named.applyfunc(sympy.factor).tolist())}
-    diff = sympy.factor(sympy.expand(total - s["err"]))
-    if diff != 0:
-        bad_t = {"sizes": {"d": d, "C": C0}, "sum_j_t_j_x_q[j]_minus_error": str(diff)}
-    return [
-        Finding("error_is_sum_t_j_x_q_j", bad_t is None, {"note": "t_j is free of x_q, so "
-                "E[error^2] = sum_j E[t_j^2] (x_q ~ N(0, I) independent of G, w_hat)"}, bad_t,
-                "" if bad_t is None else "sum_j t_j x_q[j] is not the forward pass's error"),
-        Finding("partial_derivatives_775", bad_d is None, {"rows": rows}, bad_d,
-                "" if bad_d is None else "a named partial derivative of t_j differs from the "
-                                         "derived one"),
-    ]
+        at = {"a_j": A[:, j], "v_j": p["v"][j], "w_hat_j": p["w_hat"][j]}
+        total += _ex(formula(F, "t_j", p, **at))[0, 0] * p["x_q"][j]
+        tj = sympy.expand(sympy.diff(err, p["x_q"][j]))
+        derived = {"dt_db": [sympy.diff(tj, x) for x in p["b"]],
+                   "dt_daj": [sympy.diff(tj, A[i, j]) for i in range(d + 1)],
+                   "dt_dalast": [sympy.diff(tj, A[i, d]) for i in range(d + 1)],
+                   "dt_dvj": [sympy.diff(tj, p["v"][j])]}
+        partials += [("partial_derivatives_775", _ex(formula(F, name, p, **at)),
+                      _ex(sympy.Matrix(der))) for name, der in derived.items()]
+    return out + [("error_is_sum_t_j_x_q_j", _ex(total), _ex(err))] + partials
 
 
-def risk_symbolic(ctx: Context) -> TierResult:
-    F = ctx.formulas
-    s = _setup(ctx.seed_for("b3-risk"))
-    findings = _identity_findings(F, s) + _tj_findings(F, s)
-    steps = [
-        step("Forward pass of y_q-LSA", r"f = [E_v + \tfrac1C P E_v W^M(E_v^\top A E_v)]_{-1,-1},"
-             r"\ E_v = \begin{bmatrix}X & x_q\\ y^\top & v^\top x_q\end{bmatrix}",
-             "P = [0; b^T], A = (W^K)^T W^Q: models.multihead at a rational context, x_q, b, A, "
-             "v symbolic."),
-        step("Rewriting", r"f - \hat w^\top x_q = \sum_j t_j\,x_q[j],\quad t_j = b^\top Ga_j + "
-             r"v_j\,b^\top Ga_{d+1} + v_j - \hat w_j", "Line 759's first member and t_j of line "
-             "765; line 760 between them drops the square (a typo)."),
-        step("Partial derivatives", r"\partial_b t_j = Ga_j + v_jGa_{d+1},\ \partial_{a_j}t_j = "
-             r"G^\top b,\ \partial_{v_j}t_j = b^\top Ga_{d+1} + 1", "Of the derived t_j = "
-             "d(error)/d x_q[j], exactly."),
-    ]
-    return finish(findings, {"instance": {"d": D0, "C": C0}}, steps=steps)
+def _explain(name: str, p: Point, F, lhs, rhs) -> dict:
+    """A failed display's difference, factored; for line 755 also its value read with y_q = 0
+    in E (then the b^T G a_{d+1} v^T x_q term of line 759 is lost)."""
+    diff = str((lhs - rhs).applyfunc(sympy.factor)[0, 0] if lhs.shape == (1, 1)
+               else (lhs - rhs).applyfunc(sympy.factor).tolist())
+    if name != "risk_integrand_755":
+        return {"named_minus_derived": diff}
+    return {"line_755_minus_forward_pass": diff, "reading": "E = E_v (Def. 3: y_q = v^T x_q in "
+            "the prompt)", "with_y_q=0_in_E_instead": str(sympy.factor(_ex(formula(
+                F, "pred_755", p, y_q=sympy.zeros(1, 1), z_q=sympy.Matrix.vstack(
+                    p["x_q"], sympy.zeros(1, 1))))[0, 0] - p["pred"]))}
 
+
+RISK_SPEC = Pointwise(
+    risk_sides, _setup, lambda ctx, F: [], what="App. B.3, lines 755-800", explain=_explain,
+    zero=exact_zero,
+    steps=(step("Forward pass of y_q-LSA", r"f = [E_v + \tfrac1C P E_v W^M(E_v^\top A E_v)]"
+                r"_{-1,-1},\ E_v = \begin{bmatrix}X & x_q\\ y^\top & v^\top x_q\end{bmatrix}",
+                "P = [0; b^T], A = (W^K)^T W^Q: models.multihead at a rational context, x_q, b, "
+                "A, v symbolic."),
+           step("Rewriting", r"f - \hat w^\top x_q = \sum_j t_j\,x_q[j],\quad t_j = b^\top Ga_j"
+                r" + v_j\,b^\top Ga_{d+1} + v_j - \hat w_j", "Line 759's first member and t_j of "
+                "line 765; line 760 between them drops the square (a typo)."),
+           step("Partial derivatives", r"\partial_b t_j = Ga_j + v_jGa_{d+1},\ \partial_{a_j}t_j"
+                r" = G^\top b,\ \partial_{v_j}t_j = b^\top Ga_{d+1} + 1", "Of the derived "
+                "t_j = d(error)/d x_q[j], exactly.")))
 
 B3_RISK = Claim(
     id="xie2025.thm4_risk",
@@ -182,7 +146,7 @@ B3_RISK = Claim(
     assumptions=("y_q-LSA (eqs. (11)-(12)): y_q = v^T x_q is the corner of the prompt",
                  "one head: b the last row of W^P W^V, A = (W^K)^T W^Q; any data"),
     formulas=RISK_FORMULAS,
-    checks={"symbolic": risk_symbolic},
+    checks={"symbolic": pointwise_checks(RISK_SPEC)["symbolic"]},  # an identity in symbols
     setting=SETTING,
     correction=Correction(
         description="line 755 without the added v^T x_q: (E_v + Att(E_v)/C)_{C+1,C+1} - "

@@ -1,19 +1,23 @@
-"""The GD construction (eqs. (7)-(10)) and y_q-LSA as a linear transformer block (Lemma 3)."""
+"""The GD construction (eqs. (7)-(10)) and y_q-LSA as a linear transformer block (Lemma 3).
+
+Eqs. (8) and (9) are identities in every d and C (``kit.size_identity``: the forward pass and the
+named formulas as moment-kernel polynomials, symbolic in d and C, with the exact points at
+d = 2, C = 3 where a formula has no kernel form); Lemma 3's construction has an inverse, so it is
+exact at d = 2, C = 3 with every data entry a symbol (``kit.pointwise``)."""
 from __future__ import annotations
 
 import numpy as np
 import sympy
-import torch
 
-from models.device import randn
-from models.lsa import mask_matrix, readout
-from models.multihead import head_products, multihead_forward, multihead_prediction, sample_tasks
-from moments.wick import canonical
-from verify.claim import Claim, Context, Correction, TierResult
-from verify.evidence import Finding, step
-from verify.formulas import FormulaSymbol, NamedFormula, compile_formula, formula_value
+from models.multihead import head_products, multihead_forward, multihead_prediction
+from verify.claim import Claim, Correction
+from verify.evidence import step
+from verify.formulas import FormulaSymbol, NamedFormula, formula_value
 
-from .common import finish
+from ..kit.pointwise import Pointwise, pointwise_checks
+from ..kit.size_identity import SizeIdentity, size_identity
+from .points import (Point, cat, corner, exact_zero, formula, gaussian_data, grad, mask,
+                     prompt, rational_matrix, symbol_matrix, symbolic_entries)
 from .setting import C_SYM, SETTING, prompt_with_guess, symbolic_prompt, w_star_letter
 from .translate import to_mat
 
@@ -28,6 +32,7 @@ Y = FormulaSymbol("y", "matrix", ("C", "1"))
 XQ = FormulaSymbol("x_q", "matrix", ("d", "1"))
 YQ = FormulaSymbol("y_q", "matrix", ("1", "1"))
 W = FormulaSymbol("w", "matrix", ("d", "1"))
+D0, C0 = 2, 3  # the exact points' sizes
 
 _KQ = "BlockMatrix([[Identity(d), ZeroMatrix(d, 1)], [ZeroMatrix(1, d), ZeroMatrix(1, 1)]])"
 EQ7 = (
@@ -39,6 +44,7 @@ EQ7 = (
                  ("d+1", "d+1")),
 )
 EQ7_CORRECTED_WP = "-eta*Identity(d+1)"
+_EQ7_GD = {**{f.name: f.parse() for f in EQ7[:3]}, "W_P": EQ7[3].parse(EQ7_CORRECTED_WP)}
 
 
 def eq7_heads(F, bindings: dict, scalars: dict | None = None):
@@ -59,29 +65,35 @@ def _paper_bindings(sp) -> dict:
             "y_q": sp.yq}
 
 
-def _sympy_prompt(d: int, C: int, rng: np.random.Generator, yq=None):
-    """An exact prompt with small integer data: (E, X (d x C), y, x_q, y_q, w)."""
-    Xm = sympy.Matrix(d, C, lambda i, j: int(rng.integers(-3, 4)))
-    w = sympy.Matrix(d, 1, lambda i, j: int(rng.integers(-2, 3)))
-    xq = sympy.Matrix(d, 1, lambda i, j: int(rng.integers(-3, 4)))
-    y = Xm.T * w
-    yq = sympy.Rational(int(rng.integers(-5, 6)), 2) if yq is None else yq
-    E = sympy.zeros(d + 1, C + 1)
-    E[:d, :C] = Xm
-    E[:d, C] = xq
-    E[d, :C] = y.T
-    E[d, C] = yq
-    return E, Xm, y, xq, yq, w
+def _lsa(F, p: Point):
+    """f_LSA(E) = [E + (1/C) W^P W^V E W^M (E^T (W^K)^T W^Q E)]_{-1,-1} (eq. (3)), the weights
+    (7) read from ``F`` at the point."""
+    P, Q = head_products(*(formula(F, k, p) for k in ("W_P", "W_V", "W_K", "W_Q")))
+    return corner(multihead_forward(p["E"], [(P, Q)], mask(p["C"], p.exact), p["C"]))
 
 
-def _sympy_mask(C: int) -> sympy.Matrix:
-    M = sympy.zeros(C + 1, C + 1)
-    M[:C, :C] = sympy.eye(C)
-    return M
+def _point(ctx, guess: str, exact: bool, rng=None, data: dict | None = None) -> Point:
+    """A prompt: exact at d = 2, C = 3 with every entry of X, y, x_q, y_q, w*, eta a symbol (or
+    the values ``data``), or Gaussian at the budget's sizes (eta = 1/2).  ``guess`` "w_star":
+    y_q = w*^T x_q (eqs. (9)-(10))."""
+    if data:
+        v = dict(data)
+    elif exact:
+        v = {**symbolic_entries(D0, C0)[1], "d": D0, "C": C0, "eta": sympy.Symbol("eta"),
+             "w_star": symbol_matrix("ws", D0, 1)}
+    else:
+        v = {**gaussian_data(ctx, rng), "eta": 0.5}
+    if guess == "w_star":
+        v["y_q"] = (v["w_star"].T * v["x_q"])[0, 0] if exact else (v["w_star"].T @ v["x_q"]).item()
+    v["E"] = prompt(v["X"], v["y"], v["x_q"], v["y_q"], exact)
+    v["y_q"] = sympy.Matrix([[v["y_q"]]]) if exact else np.full((1, 1), v["y_q"])
+    return Point(v, exact, f"d = {v['d']}, C = {v['C']}" + (
+        ", every entry a symbol" if exact and not data else ""), ("d", "C"))
 
 
-def _scalar(v) -> sympy.Expr:
-    return v[0, 0] if isinstance(v, sympy.MatrixBase) else sympy.sympify(v)
+def _floats(ctx, guess: str, k: int = 32) -> list[Point]:
+    rng = ctx.rng(f"{guess}-prompts")
+    return [_point(ctx, guess, False, rng=rng) for _ in range(k)]
 
 
 # ==============================================================================================
@@ -93,146 +105,67 @@ EQ8_FORMULAS = EQ7 + (
 )
 
 
-def _symbolic_data(d: int, C: int) -> dict:
-    """A prompt with symbolic entries (paper notation: X is C x d) and symbolic w*, eta."""
-    X = sympy.Matrix(C, d, lambda i, j: sympy.Symbol(f"x{i}_{j}"))
-    y = sympy.Matrix(C, 1, lambda i, j: sympy.Symbol(f"y{i}"))
-    xq = sympy.Matrix(d, 1, lambda i, j: sympy.Symbol(f"xq{i}"))
-    yq = sympy.Symbol("yq")
-    ws = sympy.Matrix(d, 1, lambda i, j: sympy.Symbol(f"ws{i}"))
-    E = sympy.zeros(d + 1, C + 1)
-    E[:d, :C], E[:d, C], E[d, :C], E[d, C] = X.T, xq, y.T, yq
-    return {"X": X, "y": y, "x_q": xq, "y_q": yq, "w_star": ws, "E": E, "eta": sympy.Symbol("eta")}
-
-
-def _b1_intermediates(F, d: int = 2, C: int = 3) -> Finding:
-    """App. B.1's displays: K = W^K E = Q = W^Q E = [[X^T, x_q], [0, 0]] and V = W^V E =
-    [[0, 0], [w*^T X^T - y^T, w*^T x_q - y_q]], exact in symbolic data at d = 2, C = 3."""
-    s = _symbolic_data(d, C)
-    E = s["E"]
-    W = eq7_numbers(F, d, C, s["eta"], s["w_star"])
-    KQ = sympy.zeros(d + 1, C + 1)
-    KQ[:d, :] = E[:d, :]
-    V = sympy.zeros(d + 1, C + 1)
-    V[d, :C] = s["w_star"].T * s["X"].T - s["y"].T
-    V[d, C] = (s["w_star"].T * s["x_q"])[0, 0] - s["y_q"]
-    bad = {}
-    for name, got, want in (("K = W^K E", W["W_K"] * E, KQ), ("Q = W^Q E", W["W_Q"] * E, KQ),
-                            ("V = W^V E", W["W_V"] * E, V)):
-        diff = (got - want).applyfunc(sympy.expand)
-        if diff != sympy.zeros(*diff.shape):
-            bad[name] = {"derived": str(got.tolist()), "App. B.1": str(want.tolist())}
-    ok = not bad
-    return Finding("B1_keys_queries_values", ok, {"exact_in": "symbolic data, d = 2, C = 3"},
-                   None if ok else {"sizes": {"d": d, "C": C}, **bad},
-                   "" if ok else f"the weights (7) do not give App. B.1's {', '.join(bad)}")
-
-
-def _eq8_exact(F, d: int = 2, C: int = 3) -> tuple[bool, dict]:
-    """f_LSA(E) - f_8 with symbolic data at d = 2, C = 3 (for weights the kernel cannot read)."""
-    s = _symbolic_data(d, C)
-    W = eq7_numbers(F, d, C, s["eta"], s["w_star"])
-    P, Q = head_products(W["W_P"], W["W_V"], W["W_K"], W["W_Q"])
-    model = multihead_prediction(s["E"], [(P, Q)], _sympy_mask(C), C)
-    paper = _scalar(formula_value(F["f8"], {"d": d, "C": C, **{k: s[k] for k in (
-        "eta", "w_star", "X", "y", "x_q")}, "y_q": sympy.Matrix([[s["y_q"]]])}))
-    diff = sympy.expand(model - paper)
-    return diff == 0, {"difference": str(diff), "exact_in": f"symbolic data at d = {d}, C = {C}"}
-
-
-def eq8_symbolic(ctx: Context) -> TierResult:
-    F = ctx.formulas
+def eq8_letters(F) -> list:
+    """f_LSA - f_8 in kernel letters, d and C symbolic, any query guess y_q = v^T x_q + beta."""
     sp = symbolic_prompt("affine")
     bind = _paper_bindings(sp)
-    try:
-        P, Q = eq7_heads(F, bind)
-    except ValueError as exc:  # e.g. a ones matrix: no kernel letter; decide exactly at d = 2
-        ok, info = _eq8_exact(F)
-        f = Finding("forward_pass_equals_eq8", ok, {**info, "why": str(exc)},
-                    None if ok else _eq8_counterexample(F, ctx),
-                    "" if ok else "the forward pass with the weights (7) differs from eq. (8)")
-        return finish([f, _b1_intermediates(F)], {"method": "exact at d = 2, C = 3 (" + str(exc)
-                                                  + ")"})
-    pred = multihead_prediction(sp.E, [(P, Q)], sp.mask, C_SYM)
-    f8 = to_mat(F["f8"], bind)
-    diff = canonical(pred - f8).simplify()
-    ok = diff.is_zero()
-    ce = None
-    if not ok:
-        ce = _eq8_counterexample(F, ctx)
-    steps = [
-        step("Weights (7)", r"W^PW^V = " + _block_tex(P) + r",\quad (W^K)^\top W^Q = " + _block_tex(Q),
-             "The named W^V, W^K, W^Q, W^P multiplied as eq. (5) uses them."),
-        step("Forward pass (3)", r"f_{\mathsf{LSA}}(E) = " + canonical(pred).simplify().latex(),
-             "The single-head forward pass of models.multihead on the symbolic prompt "
-             "E = [[X^T, x_q], [y^T, y_q]] with y = X w and y_q = v^T x_q + beta (any y_q): "
-             "exact in d and C."),
-        step("Difference with (8)", r"f_{\mathsf{LSA}}(E) - f_8 = " + (diff.latex() or "0"),
-             "Canonical forms of both sides; zero iff eq. (8) holds for every prompt."),
-    ]
-    return finish([Finding("forward_pass_equals_eq8", ok, {
-        "difference": str(diff), "difference_latex": diff.latex() or "0",
-        "exact_in": "d and C (symbolic)"}, ce,
-        "" if ok else "the forward pass with the weights (7) differs from eq. (8)"),
-        _b1_intermediates(F)],
-        {"method": "canonical form of forward pass minus eq. (8), symbolic d and C"}, steps=steps)
+    P, Q = eq7_heads(F, bind)
+    return [("forward_pass_equals_eq8", multihead_prediction(sp.E, [(P, Q)], sp.mask, C_SYM),
+             to_mat(F["f8"], bind))]
 
 
-def _block_tex(B) -> str:
-    rows = []
-    for row in B.blocks:
-        rows.append(" & ".join(canonical(b).simplify().latex() or "0" for b in row))
-    return r"\begin{bmatrix}" + r"\\".join(rows) + r"\end{bmatrix}"
+def eq8_sides(p: Point, F) -> list:
+    """f_LSA(E) against eq. (8); at the exact point also App. B.1's K = W^K E = Q = W^Q E =
+    [[X^T, x_q], [0, 0]] and V = W^V E = [[0, 0], [w*^T X^T - y^T, w*^T x_q - y_q]]."""
+    if not p.exact:
+        return [("torch_forward_pass_vs_eq8", _lsa(F, p), formula(F, "f8", p))]
+    E, d, c, ws = p["E"], p["d"], p["C"], p["w_star"]
+    KQ = cat([E[:d, :], sympy.zeros(1, c + 1)], 0, True)
+    V = cat([sympy.zeros(d, c + 1), cat([ws.T * p["X"].T - p["y"].T, ws.T * p["x_q"] -
+                                        p["y_q"]], 1, True)], 0, True)
+    return [("forward_pass_equals_eq8", _lsa(F, p), formula(F, "f8", p))] + [
+        ("B1_keys_queries_values", formula(F, k, p) * E, want)
+        for k, want in (("W_K", KQ), ("W_Q", KQ), ("W_V", V))]
 
 
-def _eq8_counterexample(F, ctx: Context) -> dict:
-    d, C, eta = 2, 3, sympy.Integer(1)
+def _eq8_exact(F) -> tuple[bool, dict]:
+    """f_LSA(E) - f_8 at the exact point (symbolic data, d = 2, C = 3): the fallback of weights
+    the kernel cannot read, which tests compare with the kernel path."""
+    _, model, f8 = eq8_sides(_point(None, "any", True), F)[0]
+    diff = sympy.expand(model[0, 0] - f8[0, 0])
+    return diff == 0, {"difference": str(diff), "exact_in": f"symbolic data at d = {D0}, C = {C0}"}
+
+
+def _eq8_counterexample(ctx, F, name: str) -> dict:
+    """A small integer prompt (d = 2, C = 3, eta = 1, w* = (1, -1), y = X w) where eq. (8)
+    fails."""
     rng = ctx.rng("eq8-counterexample")
-    ws = sympy.Matrix([1, -1])
-    E, Xm, y, xq, yq, w = _sympy_prompt(d, C, rng)
-    Wn = eq7_numbers(F, d, C, eta, ws)
-    P, Q = head_products(Wn["W_P"], Wn["W_V"], Wn["W_K"], Wn["W_Q"])
-    model = multihead_prediction(E, [(P, Q)], _sympy_mask(C), C)
-    paper = _scalar(formula_value(F["f8"], {"d": d, "C": C, "eta": eta, "w_star": ws, "X": Xm.T,
-                                            "y": y, "x_q": xq, "y_q": sympy.Matrix([[yq]])}))
-    return {"sizes": {"d": d, "C": C}, "eta": 1, "w_star": [1, -1], "X_rows": Xm.T.tolist(),
-            "w": w.T.tolist()[0], "x_q": xq.T.tolist()[0], "y_q": str(yq),
-            "forward_pass": str(model), "paper_eq8": str(paper)}
+
+    def ints(r: int, k: int, a: int = 3) -> sympy.Matrix:
+        return sympy.Matrix(rng.integers(-a, a + 1, (r, k)).tolist())
+    X = ints(C0, D0)
+    p = _point(ctx, "any", True, data={
+        "d": D0, "C": C0, "eta": sympy.Integer(1), "w_star": sympy.Matrix([1, -1]), "X": X,
+        "x_q": ints(D0, 1), "y_q": sympy.Rational(int(rng.integers(-5, 6)), 2),
+        "y": X * ints(D0, 1, 2)})
+    _, model, f8 = eq8_sides(p, F)[0]
+    return {"sizes": {"d": p["d"], "C": p["C"]}, "eta": 1, "w_star": [1, -1],
+            "X_rows": p["X"].tolist(), "y": p["y"].T.tolist()[0], "x_q": p["x_q"].T.tolist()[0],
+            "y_q": str(p["y_q"][0, 0]), "forward_pass": str(model[0, 0]),
+            "paper_eq8": str(f8[0, 0])}
 
 
-def eq8_numeric(ctx: Context) -> TierResult:
-    F = ctx.formulas
-    inst = SETTING.instance(ctx.budget.name, ctx.sizes)
-    d, C, eta = inst.d, inst.C, 0.5
-    Wn = eq7_numbers(F, d, C, sympy.Rational(1, 2), inst.w_star_exact)
-    Wt = {k: torch.tensor(np.array(v.evalf(), dtype=float)) for k, v in Wn.items()}
-    P, Q = head_products(Wt["W_P"], Wt["W_V"], Wt["W_K"], Wt["W_Q"])
-    gen = torch.Generator().manual_seed(ctx.seed_for("eq8-prompts"))
-    t = sample_tasks(inst.w_star_torch(), C, 64, gen)
-    yq = randn(64, generator=gen, dtype=torch.float64)
-    E = t.E(yq)
-    model = readout(multihead_forward(E, [(P, Q)], mask_matrix(C, E), C)).numpy()
-    f8 = compile_formula(F["f8"], {"d": d, "C": C})
-    paper = np.array([float(np.ravel(f8(**_vals(f8, {
-        "eta": eta, "w_star": inst.w_star.reshape(-1, 1), "X": t.X[b].numpy().T,
-        "y": t.y[b].numpy().reshape(-1, 1), "x_q": t.xq[b].numpy().reshape(-1, 1),
-        "y_q": np.array([[float(yq[b])]])})))[0]) for b in range(64)])
-    rel = float(np.abs(model - paper).max() / (np.abs(model).max() + 1e-300))
-    tol = 1e-10
-    ok = rel <= tol
-    b = int(np.abs(model - paper).argmax())
-    return finish([Finding("torch_forward_pass_vs_eq8", ok, {
-        "max_relative_difference": rel, "tolerance": tol, "prompts": 64, "eta": eta,
-        "why_tolerance": "float64 forward pass against float64 evaluation of eq. (8)"},
-        None if ok else {"instance": inst.as_dict(), "prompt": b, "forward_pass": float(model[b]),
-                         "paper_eq8": float(paper[b]), "eta": eta, "seed": ctx.seed},
-        "" if ok else "the torch forward pass with the weights (7) differs from eq. (8)")],
-        {"instance": inst.as_dict()})
-
-
-def _vals(fn, values: dict) -> dict:
-    return {k: values[k] for k in fn.arg_names}
-
+EQ8_SPEC = SizeIdentity(eq8_letters, Pointwise(
+    eq8_sides, lambda ctx, F: [_point(ctx, "any", True)],
+    lambda ctx, F: _floats(ctx, "eq8"), what="the LSA with the weights (7) against (8)",
+    zero=exact_zero,
+    steps=(step("Forward pass (3)", r"f_{\mathsf{LSA}}(E) = \big[E + \tfrac1C W^PW^VEW^M(E^\top "
+                r"(W^K)^\top W^QE)\big]_{-1,-1}", "models.multihead with the named weights (7) "
+                "on E = [[X^T, x_q], [y^T, y_q]], any y_q."),
+           step("App. B.1", r"K = Q = \begin{bmatrix}X^\top & x_q\\0&0\end{bmatrix},\ V = "
+                r"\begin{bmatrix}0&0\\w_\star^\top X^\top - y^\top & w_\star^\top x_q - y_q"
+                r"\end{bmatrix}", "Exact at d = 2, C = 3, every entry a symbol."))),
+    counterexample=_eq8_counterexample)
 
 EQ8 = Claim(
     id="xie2025.eq8",
@@ -245,7 +178,7 @@ EQ8 = Claim(
     assumptions=("f_LSA(E) = [E + (1/C) W^P W^V E W^M (E^T (W^K)^T W^Q E)]_{-1,-1} (eq. (3))",
                  "any prompt E = [[X^T, x_q], [y^T, y_q]] (the identity is deterministic)"),
     formulas=EQ8_FORMULAS,
-    checks={"symbolic": eq8_symbolic, "numeric": eq8_numeric},
+    checks=size_identity(EQ8_SPEC),
     setting=SETTING,
     correction=Correction(
         description="W^P = -eta I_{d+1} in eq. (7)",
@@ -267,97 +200,40 @@ EQ9_FORMULAS = (
 )
 
 
-def _gd_prediction(F, bind: dict, eta) -> object:
-    """<x_q, w* - eta grad L_ls(w*)> from sympy's derivative of the named L_ls, as a kernel Mat."""
-    w_sym = sympy.MatrixSymbol("w", sympy.Symbol("d", positive=True, integer=True), 1)
-    grad = F["L_ls"].diff(w_sym)
-    ws = sympy.MatrixSymbol("w_star", w_sym.shape[0], 1)
-    xq = sympy.MatrixSymbol("x_q", w_sym.shape[0], 1)
-    pred_expr = (ws - eta * grad.xreplace({w_sym: ws})).T * xq
-    return to_mat(pred_expr, bind), grad
-
-
-def eq9_symbolic(ctx: Context) -> TierResult:
-    F = ctx.formulas
+def eq9_letters(F) -> list:
+    """With y_q = w*^T x_q and W^P = -eta I (xie2025.eq8's correction): f_LSA - f_9 and f_9 -
+    <x_q, w* - eta grad L_ls(w*)>, grad by sympy's matrix derivative of the named L_ls."""
     sp = prompt_with_guess(w_star_letter().T @ symbolic_prompt("zero").xq)
     bind = _paper_bindings(sp)
-    eta = sympy.Symbol("eta")
-    corrected = dict(F)
-    corrected["W_P"] = EQ7[3].parse(EQ7_CORRECTED_WP)
-    for f in EQ7[:3]:
-        corrected[f.name] = f.parse()
-    P, Q = eq7_heads(corrected, bind)
-    pred = multihead_prediction(sp.E, [(P, Q)], sp.mask, C_SYM)
+    P, Q = eq7_heads(_EQ7_GD, bind)
+    w = sympy.MatrixSymbol("w", sympy.Symbol("d", positive=True, integer=True), 1)
+    ws, xq = sympy.MatrixSymbol("w_star", w.shape[0], 1), sympy.MatrixSymbol("x_q", w.shape[0], 1)
+    gd = (ws - sympy.Symbol("eta") * F["L_ls"].diff(w).xreplace({w: ws})).T * xq
     f9 = to_mat(F["f9"], bind)
-    gd, grad = _gd_prediction(F, bind, eta)
-    d1 = canonical(pred - f9).simplify()
-    d2 = canonical(f9 - gd).simplify()
-    findings = [
-        Finding("forward_pass_equals_eq9", d1.is_zero(), {"difference": str(d1)},
-                None if d1.is_zero() else {"difference": str(d1)},
-                "" if d1.is_zero() else "the LSA with y_q = w*^T x_q does not output eq. (9)"),
-        Finding("eq9_is_one_gd_step", d2.is_zero(), {
-            "gradient_of_L_ls": str(grad), "difference": str(d2)},
-            None if d2.is_zero() else {"gradient_of_L_ls": str(grad), "difference": str(d2)},
-            "" if d2.is_zero() else "eq. (9) is not <x_q, w* - eta grad L_ls(w*)>"),
-    ]
-    steps = [
-        step("Prompt with y_q = w*^T x_q", r"E = \begin{bmatrix} X^\top & x_q\\ y^\top & "
-             r"w_\star^\top x_q\end{bmatrix}", "The initial guess of eqs. (9)-(10)."),
-        step("Forward pass with the weights (7)", r"f_{\mathsf{LSA}}(E) = "
-             + canonical(pred).simplify().latex(),
-             "W^P = -eta I_{d+1} (eq. (7) as corrected in xie2025.eq8), symbolic d and C."),
-        step("Gradient of the least-squares loss", r"\nabla_w L(w) = " + sympy.latex(grad),
-             "sympy's matrix derivative of the named L_ls; w_1 = w* - eta grad L(w*)."),
-        step("Identities", r"f_{\mathsf{LSA}}(E) - f_9 = " + (d1.latex() or "0") +
-             r",\qquad f_9 - \langle x_q, w_1\rangle = " + (d2.latex() or "0"),
-             "Canonical forms; both zero means the forward pass is one GD step from w*."),
-    ]
-    return finish(findings, {"method": "canonical forms, symbolic d and C"}, steps=steps)
+    return [("forward_pass_equals_eq9", multihead_prediction(sp.E, [(P, Q)], sp.mask, C_SYM), f9),
+            ("eq9_is_one_gd_step", f9, to_mat(gd, bind))]
 
 
-def eq9_numeric(ctx: Context) -> TierResult:
-    F = ctx.formulas
-    inst = SETTING.instance(ctx.budget.name, ctx.sizes)
-    d, C, eta = inst.d, inst.C, 0.5
-    Wn = eq7_numbers({**{f.name: f.parse() for f in EQ7[:3]},
-                      "W_P": EQ7[3].parse(EQ7_CORRECTED_WP)}, d, C, sympy.Rational(1, 2),
-                     inst.w_star_exact)
-    Wt = {k: torch.tensor(np.array(v.evalf(), dtype=float)) for k, v in Wn.items()}
-    P, Q = head_products(Wt["W_P"], Wt["W_V"], Wt["W_K"], Wt["W_Q"])
-    gen = torch.Generator().manual_seed(ctx.seed_for("eq9-prompts"))
-    t = sample_tasks(inst.w_star_torch(), C, 64, gen)
-    E = t.E(t.xq @ inst.w_star_torch())
-    model = readout(multihead_forward(E, [(P, Q)], mask_matrix(C, E), C)).numpy()
-    f9 = compile_formula(F["f9"], {"d": d, "C": C})
-    w_sym = sympy.MatrixSymbol("w", sympy.Symbol("d", positive=True, integer=True), 1)
-    grad = compile_formula(F["L_ls"].diff(w_sym), {"d": d, "C": C})
-    paper, gd = [], []
-    for b in range(64):
-        vals = {"eta": eta, "w_star": inst.w_star.reshape(-1, 1), "X": t.X[b].numpy().T,
-                "y": t.y[b].numpy().reshape(-1, 1), "x_q": t.xq[b].numpy().reshape(-1, 1),
-                "w": inst.w_star.reshape(-1, 1)}
-        paper.append(float(np.ravel(f9(**_vals(f9, vals)))[0]))
-        w1 = inst.w_star - eta * np.ravel(grad(**_vals(grad, vals)))
-        gd.append(float(w1 @ t.xq[b].numpy()))
-    paper, gd = np.array(paper), np.array(gd)
-    scale = np.abs(model).max() + 1e-300
-    r1 = float(np.abs(model - paper).max() / scale)
-    r2 = float(np.abs(paper - gd).max() / scale)
-    tol = 1e-10
-    findings = [
-        Finding("torch_forward_pass_vs_eq9", r1 <= tol, {"max_relative_difference": r1,
-                                                         "tolerance": tol},
-                None if r1 <= tol else {"instance": inst.as_dict(), "seed": ctx.seed,
-                                        "max_relative_difference": r1},
-                "" if r1 <= tol else "the forward pass differs from eq. (9)"),
-        Finding("eq9_vs_gd_step", r2 <= tol, {"max_relative_difference": r2, "tolerance": tol},
-                None if r2 <= tol else {"instance": inst.as_dict(), "seed": ctx.seed,
-                                        "max_relative_difference": r2},
-                "" if r2 <= tol else "eq. (9) differs from one GD step on L_ls"),
-    ]
-    return finish(findings, {"instance": inst.as_dict(), "prompts": 64, "eta": eta})
+def eq9_sides(p: Point, F) -> list:
+    """The same at a point: grad L_ls(w*) differentiated exactly or by autograd."""
+    w1 = p["w_star"] - p["eta"] * grad(F, "L_ls", "w", p, p["w_star"])
+    gd = w1.T * p["x_q"] if p.exact else w1.T @ p["x_q"]
+    f9 = formula(F, "f9", p)
+    names = ("forward_pass_equals_eq9", "eq9_is_one_gd_step") if p.exact else (
+        "torch_forward_pass_vs_eq9", "eq9_vs_gd_step")
+    return [(names[0], _lsa(_EQ7_GD, p), f9), (names[1], f9, gd)]
 
+
+EQ9_SPEC = SizeIdentity(eq9_letters, Pointwise(
+    eq9_sides, lambda ctx, F: [_point(ctx, "w_star", True)],
+    lambda ctx, F: _floats(ctx, "w_star"), what="eq. (9) as one GD step from w*",
+    zero=exact_zero,
+    steps=(step("Prompt with y_q = w*^T x_q", r"E = \begin{bmatrix} X^\top & x_q\\ y^\top & "
+                r"w_\star^\top x_q\end{bmatrix}", "The initial guess of eqs. (9)-(10); W^P = "
+                "-eta I_{d+1} (eq. (7) as corrected in xie2025.eq8)."),
+           step("Gradient of the least-squares loss", r"w_1 = w_\star - \eta\nabla_w L(w_\star)",
+                "Differentiated from the named L_ls (sympy's matrix derivative, entrywise or "
+                "autograd at points), never read from a formula."))))
 
 EQ9 = Claim(
     id="xie2025.eq9",
@@ -370,7 +246,7 @@ EQ9 = Claim(
     assumptions=("weights (7) with W^P = -eta I_{d+1} (the correction of xie2025.eq8)",
                  "y_q = w*^T x_q; any data (X, y, x_q)"),
     formulas=EQ9_FORMULAS,
-    checks={"symbolic": eq9_symbolic, "numeric": eq9_numeric},
+    checks=size_identity(EQ9_SPEC),
     setting=SETTING,
     notes="Eq. (10) is the same expression as eq. (9); both are checked here.",
 )
@@ -402,182 +278,82 @@ LEMMA3_FORMULAS = (
 )
 
 
-def _ltb_construction(F, d: int, weights: dict, w, c) -> dict:
-    base = {"d": d, "w": w, "c": c, **weights}
-    W1 = sympy.Matrix(formula_value(F["W_1"], base))
-    W3 = sympy.Matrix(formula_value(F["W_3"], base))
-    vals = {**base, "W_1": W1, "W_3": W3}
-    out = {k: sympy.Matrix(formula_value(F[k], vals)) for k in ("WK_new", "WQ_new", "WV_new",
-                                                                 "WP_new")}
-    out.update({"W_1": W1, "W_2": sympy.Matrix(formula_value(F["W_2"], base)), "W_3": W3})
+_WEIGHTS = ("W_K", "W_Q", "W_V", "W_P")
+
+
+def lemma3_sides(p: Point, F) -> list:
+    """f_yq-LSA(X, y, x_q) = f_LSA(E_w) (E_w: E with y_q = w^T x_q) against f_LTB(E) =
+    [W_2^T W_1 (E + (1/C) W^P' W^V' E W^M E^T (W^K')^T W^Q' E)]_{-1,-1} (eq. (30)) with the named
+    construction; the point may carry a non-symmetric W_1 of the same last row (then (W^P)' =
+    W_1^{-1} W^P must cancel it).  At the first exact point also eq. (31) (W_1 is singular
+    exactly at c = ||w||^2) and W_3 E = E_w on prompts with y = X w."""
+    general = "W_1" in p.values
+    W1 = p["W_1"] if general else formula(F, "W_1", p)
+    new = {k: formula(F, k, p, W_1=W1, W_3=formula(F, "W_3", p))
+           for k in ("WP_new", "WV_new", "WK_new", "WQ_new")}
+    Xm, y, xq, c, M, x = p["X"], p["y"], p["x_q"], p["C"], mask(p["C"], p.exact), p.exact
+    wxq = (p["w"].T * xq)[0, 0] if x else (p["w"].T @ xq).item()
+    lsa = corner(multihead_forward(prompt(Xm, y, xq, wxq, x), [head_products(
+        *(p[k] for k in ("W_P", "W_V", "W_K", "W_Q")))], M, c))
+    ltb = corner(formula(F, "W_2", p).T @ W1 @ multihead_forward(prompt(Xm, y, xq, 0, x), [
+        head_products(*new.values())], M, c))
+    if not x:
+        return [("torch_yq_lsa_vs_ltb", lsa, ltb)]
+    out = [("yq_lsa_equals_ltb", lsa, ltb)]
+    if not general:
+        cs, w = sympy.Symbol("c"), p["w"]
+        det = sympy.factor(formula(F, "W_1", p, c=cs).det())
+        roots = sympy.Matrix([sympy.nsimplify(r) for r in sympy.solve(det, cs)]) if det.has(
+            cs) else sympy.zeros(0, 1)
+        yw = Xm * w  # App. B.2: W_3 E = E_w "by using X w = y"
+        out += [("W1_singular_exactly_at_c_equal_norm2", roots, w.T * w),
+                ("W3_E_equals_E_w_when_y_is_Xw", formula(F, "W_3", p) * prompt(Xm, yw, xq, 0, x),
+                 prompt(Xm, yw, xq, (w.T * xq)[0, 0], x))]
     return out
 
 
-def _yq_lsa(E, weights: dict, w, C: int):
-    """f_yq-LSA(X, y, x_q) = f_LSA(E_w): E with its query guess replaced by w^T x_q."""
-    d = E.shape[0] - 1
-    Ew = E.copy()
-    Ew[d, C] = (w.T * E[:d, C])[0, 0]
-    P, Q = head_products(weights["W_P"], weights["W_V"], weights["W_K"], weights["W_Q"])
-    return multihead_prediction(Ew, [(P, Q)], _sympy_mask(C), C)
-
-
-def _ltb(E, new: dict, C: int):
-    """f_LTB(E) = [W_2^T W_1 (E + (1/C) W^P' W^V' E W^M E^T (W^K')^T W^Q' E)]_{-1,-1} (eq. (30))."""
-    P, Q = head_products(new["WP_new"], new["WV_new"], new["WK_new"], new["WQ_new"])
-    out = new["W_2"].T * new["W_1"] * multihead_forward(E, [(P, Q)], _sympy_mask(C), C)
-    return out[-1, -1]
-
-
-def _general_w1(W1: sympy.Matrix, rng: np.random.Generator) -> sympy.Matrix:
-    """W_1 with its top d rows replaced by random rationals (not symmetric): the construction
-    needs only W_1's last row (w^T, c) and its invertibility, since W_1 (W^P)' = W^P."""
-    G = W1.copy()
-    d = G.shape[0] - 1
-    for i in range(d):
-        for j in range(d + 1):
-            G[i, j] = sympy.Rational(int(rng.integers(-4, 5)), int(rng.integers(1, 4))) + \
-                (3 if i == j else 0)
-    return G
-
-
-def _w1_singular_set(F, d: int, w) -> tuple[list, sympy.Expr]:
-    """The corners c where the named W_1 is singular, and det W_1 (exact in c)."""
-    c = sympy.Symbol("c")
-    W1 = sympy.Matrix(formula_value(F["W_1"], {"d": d, "w": w, "c": c}))
-    det = sympy.factor(W1.det())
-    roots = sympy.solve(det, c) if det.has(c) else ([] if det != 0 else ["every c"])
-    return roots, det
-
-
-def _w3_is_e_w(F, d: int, C: int, w) -> tuple[bool, dict]:
-    """App. B.2's W_3 E = E_w 'by using X w = y': exact for symbolic X with y = X w."""
-    Xs = sympy.Matrix(d, C, lambda i, j: sympy.Symbol(f"x{j}_{i}"))
-    xq = sympy.Matrix(d, 1, lambda i, j: sympy.Symbol(f"xq{i}"))
-    y = Xs.T * w
-    E = sympy.zeros(d + 1, C + 1)
-    E[:d, :C], E[:d, C], E[d, :C] = Xs, xq, y.T
-    Ew = E.copy()
-    Ew[d, C] = (w.T * xq)[0, 0]
-    W3 = sympy.Matrix(formula_value(F["W_3"], {"d": d, "w": w}))
-    diff = (W3 * E - Ew).applyfunc(sympy.expand)
-    ok = diff == sympy.zeros(d + 1, C + 1)
-    return ok, {"W_3": str(W3.tolist()), "W_3 E - E_w": str(diff.tolist())}
-
-
-def _random_weights(d: int, rng: np.random.Generator) -> dict:
-    def mat():
-        return sympy.Matrix(d + 1, d + 1, lambda i, j: sympy.Rational(int(rng.integers(-4, 5)),
-                                                                       int(rng.integers(1, 4))))
-    return {"W_K": mat(), "W_Q": mat(), "W_V": mat(), "W_P": mat()}
-
-
-def lemma3_symbolic(ctx: Context) -> TierResult:
-    """Exact identity in the data: symbolic X (d x C), y, x_q; rational weights, d = 2, C = 3."""
-    F = ctx.formulas
-    d, C = 2, 3
-    rng = ctx.rng("lemma3")
-    Xs = sympy.Matrix(d, C, lambda i, j: sympy.Symbol(f"x{j}_{i}"))
-    ys = sympy.Matrix(C, 1, lambda i, j: sympy.Symbol(f"y{i}"))
-    xq = sympy.Matrix(d, 1, lambda i, j: sympy.Symbol(f"xq{i}"))
-    E = sympy.zeros(d + 1, C + 1)
-    E[:d, :C], E[:d, C], E[d, :C] = Xs, xq, ys.T
-    findings, draws = [], []
+def _lemma3_points(ctx, F) -> list[Point]:
+    """Two draws of rational weights, w (w[0] != 0) and c = ||w||^2 + 1 + k at symbolic data
+    (d = 2, C = 3); the second with a non-symmetric W_1 of the same last row (w^T, c)."""
+    rng, out = ctx.rng("lemma3"), []
+    _, data = symbolic_entries(D0, C0)
     for k in range(2):
-        weights = _random_weights(d, rng)
-        w = sympy.Matrix([sympy.Rational(int(rng.integers(-3, 4)), 2) for _ in range(d)])
-        c = (w.T * w)[0, 0] + 1 + k
-        new = _ltb_construction(F, d, weights, w, c)
-        if k == 1:  # a W_1 that is not symmetric (same last row): (W^P)' must be W_1^{-1} W^P
-            G = _general_w1(new["W_1"], rng)
-            vals = {"d": d, "W_1": G, "W_P": weights["W_P"]}
-            new = {**new, "W_1": G, "WP_new": sympy.Matrix(formula_value(F["WP_new"], vals))}
-        diff = sympy.expand(_yq_lsa(E, weights, w, C) - _ltb(E, new, C))
-        ok = diff == 0
-        draws.append({"draw": k, "w": [str(x) for x in w], "c": str(c), "identity": ok,
-                      "det_W1": str(new["W_1"].det())})
-        if not ok:
-            num = {s: int(rng.integers(-2, 3)) for s in sorted(diff.free_symbols, key=str)}
-            Ez = E.subs(num)
-            findings.append(Finding("yq_lsa_equals_ltb", False, {"draws": draws}, {
-                "sizes": {"d": d, "C": C}, "weights": {n: m.tolist() for n, m in weights.items()},
-                "w": [str(x) for x in w], "c": str(c), "prompt": Ez.tolist(),
-                "yq_lsa": str(_yq_lsa(Ez, weights, w, C)), "ltb": str(_ltb(Ez, new, C))},
-                "the LTB built in App. B.2 does not reproduce y_q-LSA"))
-            break
-    else:
-        findings.append(Finding("yq_lsa_equals_ltb", True, {"draws": draws,
-                                                            "exact_in": "the data X, y, x_q"}))
-    # eq. (31): W_1 is invertible exactly when c != ||w||^2 (the proof: (c - ||w||^2) u = 0)
-    w = sympy.Matrix([sympy.Rational(int(rng.integers(-3, 4)), 2) for _ in range(d)])
-    w[0] = w[0] or 1
-    norm2 = (w.T * w)[0, 0]
-    roots, det = _w1_singular_set(F, d, w)
-    ok_det = [sympy.nsimplify(r) for r in roots] == [norm2] if roots != ["every c"] else False
-    findings.append(Finding("W1_singular_exactly_at_c_equal_norm2", ok_det, {
-        "w": [str(x) for x in w], "det_W1": str(det), "singular_at_c": [str(r) for r in roots],
-        "norm2": str(norm2)}, None if ok_det else {
-        "sizes": {"d": d}, "w": [str(x) for x in w], "det_W1": str(det),
-        "singular_at_c": [str(r) for r in roots], "paper": f"c = ||w||^2 = {norm2}"},
-        "" if ok_det else "the named W_1 is not singular exactly at c = ||w||^2 (eq. (31))"))
-    # App. B.2: W_3 E = E_w when y = X w
-    ok3, info3 = _w3_is_e_w(F, d, C, w)
-    findings.append(Finding("W3_E_equals_E_w_when_y_is_Xw", ok3, {"w": [str(x) for x in w]},
-                            None if ok3 else {"sizes": {"d": d, "C": C},
-                                              "w": [str(x) for x in w], **info3},
-                            "" if ok3 else "W_3 E differs from E_w on prompts with y = X w"))
-    steps = [
-        step("y_q-LSA", r"f_{y_q\text{-}\mathsf{LSA}}(X,y,x_q) = f_{\mathsf{LSA}}(E_w),\ "
-             r"E_w = \begin{bmatrix}X^\top & x_q\\ y^\top & w^\top x_q\end{bmatrix}",
-             "eqs. (11)-(12); the labels y are arbitrary (the lemma is about functions of the "
-             "prompt, not about the data law)."),
-        step("LTB", r"f_{\mathsf{LTB}}(E) = \big[W_2^\top W_1(E + \tfrac1C W^{P\prime} W^{V\prime} "
-             r"E W^M E^\top (W^{K\prime})^\top W^{Q\prime} E)\big]_{-1,-1}",
-             "eq. (30) with the named construction, on E with y_q = 0."),
-        step("Identity", r"f_{y_q\text{-}\mathsf{LSA}} - f_{\mathsf{LTB}} \equiv 0",
-             "Expanded exactly as a polynomial in the data for two rational weight draws (the "
-             "second with a non-symmetric W_1 of the same last row: (W^P)' = W_1^{-1} W^P "
-             "cancels any invertible W_1)."),
-        step("W_1 and W_3", r"\det W_1 = 0 \iff c = \|w\|^2,\qquad W_3E = E_w\ (y = Xw)",
-             "The two properties the proof states: eq. (31)'s invertibility condition (det in "
-             "c, exact) and W_3 E = E_w on prompts with y = X w (symbolic X, x_q)."),
-    ]
-    extra = {"note": "App. B.2 writes W_3 E = E_w 'by using Xw = y'; for the context columns "
-                     "this needs y = X w with the trainable w, which prompts do not satisfy"}
-    return finish(findings, extra, steps=steps)
+        w = sympy.Matrix([sympy.Rational(int(rng.integers(-3, 4)), 2) for _ in range(D0)])
+        w[0] = w[0] or 1
+        vals = {"d": D0, "C": C0, **data, "w": w, "c": (w.T * w)[0, 0] + 1 + k,
+                **{n: rational_matrix(D0 + 1, D0 + 1, rng) for n in _WEIGHTS}}
+        if k == 1:
+            top = rational_matrix(D0, D0 + 1, rng) + 3 * sympy.eye(D0, D0 + 1)
+            vals["W_1"] = cat([top, cat([w.T, sympy.Matrix([[vals["c"]]])], 1, True)], 0, True)
+        out.append(Point(vals, True, f"draw {k + 1}, symbolic data", (
+            "d", "C", "w", "c", *_WEIGHTS, *(("W_1",) if k else ()))))
+    return out
 
 
-def lemma3_numeric(ctx: Context) -> TierResult:
-    F = ctx.formulas
-    inst = SETTING.instance(ctx.budget.name, ctx.sizes)
-    d, C = inst.d, inst.C
-    rng = ctx.rng("lemma3-numeric")
-    weights = _random_weights(d, rng)
-    w = sympy.Matrix([sympy.Rational(int(rng.integers(-3, 4)), 2) for _ in range(d)])
-    c = (w.T * w)[0, 0] + 1
-    new = _ltb_construction(F, d, weights, w, c)
-    tw = {k: torch.tensor(np.array(v.evalf(), dtype=float)) for k, v in {**weights, **new}.items()}
-    wt = torch.tensor(np.array(w.evalf(), dtype=float).ravel())
-    t = sample_tasks(inst.w_star_torch(), C, 64, torch.Generator().manual_seed(
-        ctx.seed_for("lemma3-prompts")))
-    E0 = t.E()
-    Ew = t.E(t.xq @ wt)
-    M = mask_matrix(C, E0)
-    P, Q = head_products(tw["W_P"], tw["W_V"], tw["W_K"], tw["W_Q"])
-    yq_lsa = readout(multihead_forward(Ew, [(P, Q)], M, C))
-    P2, Q2 = head_products(tw["WP_new"], tw["WV_new"], tw["WK_new"], tw["WQ_new"])
-    ltb = readout(tw["W_2"].T @ tw["W_1"] @ multihead_forward(E0, [(P2, Q2)], M, C))
-    rel = float((yq_lsa - ltb).abs().max() / (yq_lsa.abs().max() + 1e-300))
-    tol = 1e-9
-    ok = rel <= tol
-    b = int((yq_lsa - ltb).abs().argmax())
-    return finish([Finding("torch_yq_lsa_vs_ltb", ok, {
-        "max_relative_difference": rel, "tolerance": tol, "prompts": 64,
-        "why_tolerance": "float64, with W_1^{-1} of condition number O(10)"},
-        None if ok else {"instance": inst.as_dict(), "prompt": b, "yq_lsa": float(yq_lsa[b]),
-                         "ltb": float(ltb[b]), "seed": ctx.seed},
-        "" if ok else "the LTB construction differs from y_q-LSA on sampled prompts")],
-        {"instance": inst.as_dict()})
+def _lemma3_float_points(ctx, F) -> list[Point]:
+    """32 Gaussian prompts (y = X w_hat) at the budget's sizes, one rational draw of weights."""
+    points, rng = _floats(ctx, "lemma3"), ctx.rng("lemma3-numeric")
+    d = points[0]["d"]
+    w = np.array([[int(rng.integers(-3, 4)) / 2] for _ in range(d)])
+    W = {n: np.array(rational_matrix(d + 1, d + 1, rng), dtype=float) for n in _WEIGHTS}
+    return [Point({**p.values, **W, "w": w, "c": (w.T @ w).item() + 1}, False, p.label,
+                  ("d", "C", "w", "c")) for p in points]
+
+
+LEMMA3_SPEC = Pointwise(
+    lemma3_sides, _lemma3_points, _lemma3_float_points, what="y_q-LSA against the LTB of App. B.2",
+    zero=exact_zero,
+    steps=(step("y_q-LSA", r"f_{y_q\text{-}\mathsf{LSA}}(X,y,x_q) = f_{\mathsf{LSA}}(E_w),\ "
+                r"E_w = \begin{bmatrix}X^\top & x_q\\ y^\top & w^\top x_q\end{bmatrix}",
+                "eqs. (11)-(12); the labels y are arbitrary (the lemma is about functions of the "
+                "prompt, not about the data law)."),
+           step("LTB", r"f_{\mathsf{LTB}}(E) = \big[W_2^\top W_1(E + \tfrac1C W^{P\prime} "
+                r"W^{V\prime} E W^M E^\top (W^{K\prime})^\top W^{Q\prime} E)\big]_{-1,-1}",
+                "eq. (30) with the named construction, on E with y_q = 0, expanded exactly as a "
+                "polynomial in the data for two rational weight draws."),
+           step("W_1 and W_3", r"\det W_1 = 0 \iff c = \|w\|^2,\qquad W_3E = E_w\ (y = Xw)",
+                "eq. (31)'s invertibility condition (det in c, exact) and W_3 E = E_w on prompts "
+                "with y = X w (symbolic X, x_q).")))
 
 
 LEMMA3 = Claim(
@@ -591,7 +367,7 @@ LEMMA3 = Claim(
                r"$f_{y_q\text{-}\mathsf{LSA}}(X,y,x_q)=f_{\mathsf{LTB}}(E)$."),
     assumptions=("E has y_q = 0; f_LTB as eq. (30); any data (X, y, x_q)",),
     formulas=LEMMA3_FORMULAS,
-    checks={"symbolic": lemma3_symbolic, "numeric": lemma3_numeric},
+    checks=pointwise_checks(LEMMA3_SPEC),
     setting=SETTING,
     correction=Correction(
         description="(W^K)' = W^K and (W^V)' = W^V (only the query weights take W_3)",

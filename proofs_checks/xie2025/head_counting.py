@@ -22,7 +22,7 @@ from verify.evidence import Finding, step
 from verify.formulas import FormulaSymbol, NamedFormula, formula_value
 
 from . import saturated as sat
-from .block_identities import sympy_mask
+from .points import sympy_mask
 from .common import finish, heads_from_bA, heads_risk
 from .setting import SETTING
 
