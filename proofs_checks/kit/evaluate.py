@@ -48,6 +48,9 @@ def torch_value(expr: sympy.Basic, values: Mapping[str, Any],
                               for row in e.blocks.tolist()], dim=0)
         if isinstance(e, (sympy.MatAdd, sympy.Add)):
             parts = [ev(a) for a in e.args]
+            if any(p.ndim > 2 for p in parts):
+                raise ValueError(f"a batch of matrices in {sympy.sstr(e)}: evaluate one "
+                                 f"instance at a time")
             shapes = {tuple(p.shape) for p in parts if p.ndim == 2}
             if len(shapes) > 1 or (shapes and any(p.ndim < 2 for p in parts)):
                 raise ValueError(f"cannot add shapes {sorted(shapes)} in {sympy.sstr(e)}")
@@ -56,6 +59,9 @@ def torch_value(expr: sympy.Basic, values: Mapping[str, Any],
             out, coeff = None, torch.tensor(1.0, dtype=F64)
             for a in e.args:
                 v = ev(a)
+                if v.ndim > 2:  # a batch would be multiplied entrywise, as a scalar is
+                    raise ValueError(f"a batch of matrices (shape {tuple(v.shape)}) in "
+                                     f"{sympy.sstr(e)}: evaluate one instance at a time")
                 if v.ndim == 2:
                     out = v if out is None else out @ v
                 else:

@@ -49,6 +49,16 @@ def test_torch_value_is_the_exact_value(text, d, N, seed):
     assert np.allclose(got, want, rtol=1e-10, atol=1e-10), (text, got, want)
 
 
+def test_a_batch_of_matrices_is_refused_not_multiplied_entrywise():
+    """torch_value evaluates one instance: a (batch, d, d) operand of a product or a sum is an
+    error, never treated as a scalar factor (that would give wrong numbers silently)."""
+    batch = torch.randn(5, 2, 2, dtype=torch.float64)
+    for text in ("A*W", "A + W"):
+        with pytest.raises(ValueError, match="batch of matrices"):
+            torch_value(_parse(text), {"A": batch, "W": torch.eye(2, dtype=torch.float64)},
+                        {"d": 2, "N": 1})
+
+
 def test_the_kits_gradient_is_the_derivative_in_both_number_systems():
     rng = np.random.default_rng(1)
     values = _values(rng, 2, 3)
