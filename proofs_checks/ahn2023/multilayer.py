@@ -20,7 +20,8 @@ from verify.evidence import Finding, combine, step
 from verify.formulas import FormulaSymbol, NamedFormula, formula_value
 
 from ..kit.linear_icl import LinearICLSetting
-from ..kit.stationary import CriticalPoint, Direction, StationarySet, stationary_set
+from ..kit.stationary import (CriticalPoint, Direction, StationarySet, stationary_set,
+                               stationary_truth)
 from ..kit.stationary_float import conditional_loss  # noqa: F401  (tests of the figures)
 from . import sparse
 from .one_layer import PAPER
@@ -106,6 +107,7 @@ THM4 = Claim(
                  "layers counts attention layers A_0..A_k (the paper's k-layer model has k+1)"),
     formulas=THM4_FORMULAS,
     checks=stationary_set(THM4_CHECK),
+    exact=stationary_truth(THM4_FORMULAS),
     setting=THM4_SETTING,
 )
 
@@ -123,6 +125,7 @@ THM5 = Claim(
                  "layers counts attention layers; B of the last layer never acts on the output"),
     formulas=THM5_FORMULAS,
     checks=stationary_set(THM5_CHECK),
+    exact=stationary_truth(THM5_FORMULAS),
     setting=THM5_SETTING,
 )
 

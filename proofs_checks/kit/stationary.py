@@ -31,9 +31,9 @@ import sympy
 from moments.letters import FREE_LEFT, FREE_RIGHT, space_size
 from moments.poly import Poly
 from moments.spectral import LAMBDA, TR, spectral_value
-from verify.claim import Check, Context, TierResult
+from verify.claim import Check, Context, ExactValues, TierResult
 from verify.evidence import Finding, combine, step
-from verify.formulas import formula_value
+from verify.formulas import NamedFormula, formula_value
 
 from .linear_icl import Instance, LinearICLSetting
 
@@ -83,6 +83,45 @@ def stationary_set(spec: StationarySet) -> dict[str, Check]:
 
     return {"symbolic": lambda ctx: symbolic_tier(spec, ctx),
             "numeric": lambda ctx: numeric_tier(spec, ctx)}
+
+
+def stationary_truth(formulas: Sequence[NamedFormula]) -> ExactValues:
+    """``Claim(exact=...)`` for ``icl-verify mutate``: a surviving mutant of a direction D_W is
+    *true* when it is c D_W for a number c != 0 (checked on the spectral functions at d = 2
+    and d = 3): x_W c D_W ranges over the same set as x_W D_W, since x_W is free (or fixed at
+    0), so the mutated claim is the claim itself.  Other mutants are left undecided."""
+    original = {f.name: f.parse() for f in formulas}
+
+    def judge(name: str, mutant: sympy.Basic) -> tuple[str, str]:
+        ratios = set()
+        for d in (2, 3):
+            fo, fm = _spectral_at(original[name], d), _spectral_at(mutant, d)
+            if fo is None or fm is None or fo == 0:
+                return "undecided", f"{name} is not a function of Sigma here"
+            ratios.add(sympy.simplify(fm / fo))
+        (c, *rest) = ratios
+        if rest or not c.is_number or c == 0:
+            return "undecided", f"the mutant is not a constant multiple of {name}"
+        return "true", (f"the mutant is {c} times {name}: the scalars range over the same set, "
+                        f"so the statement is the original one")
+
+    return ExactValues(values=lambda point: None, words="the set the directions span",
+                       definition=judge)
+
+
+def _spectral_at(expr, d: int) -> sympy.Expr | None:
+    """f(lambda) of a formula f(Sigma) at Sigma = diag(lambda, mu, ...) of size d (None if the
+    value is not diagonal with that pattern)."""
+    others = sympy.symbols(f"nu1:{d}", positive=True)
+    try:
+        m = sympy.Matrix(formula_value(expr, {"Sigma": sympy.diag(LAMBDA, *others), "d": d}))
+    except Exception:  # noqa: BLE001 - a mutant that does not evaluate is not judged
+        return None
+    if m.shape != (d, d) or any(sympy.simplify(m[i, j]) != 0 for i in range(d)
+                                for j in range(d) if i != j):
+        return None
+    f = sympy.simplify(m[0, 0])
+    return None if f.has(*others) else f
 
 
 def free_variables(directions: Sequence[Direction]) -> list[sympy.Symbol]:

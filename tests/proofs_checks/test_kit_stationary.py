@@ -138,3 +138,18 @@ def test_the_gradient_z_test_passes_inside_fails_outside_and_nan_decides_nothing
         mean = exact.copy()
         mean[0] = bad
         assert gradient_z_finding("g", exact, mean, se, 100, {}).ok is None
+
+
+def test_a_scaled_direction_is_judged_the_same_set_and_another_is_not():
+    """stationary_truth: c D_W (c a nonzero number) spans the same set as D_W, so the mutated
+    claim is the claim itself (true); another function of Sigma is left undecided."""
+    from verify.formulas import FormulaSymbol, NamedFormula
+
+    from proofs_checks.kit.stationary import stationary_truth
+
+    sigma = FormulaSymbol("Sigma", "matrix", ("d", "d"), symmetric=True)
+    f = NamedFormula("S_A", "Inverse(Sigma)", (sigma, FormulaSymbol("d")), shape=("d", "d"))
+    judge = stationary_truth((f,)).definition
+    assert judge("S_A", f.parse("-3*Inverse(Sigma)"))[0] == "true"
+    for other in ("Sigma", "Identity(d)", "0*Sigma", "d*Inverse(Sigma)"):
+        assert judge("S_A", f.parse(other))[0] == "undecided", other
