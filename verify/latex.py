@@ -43,7 +43,7 @@ _UNICODE_TEXT = {"…": r"\dots{}", "–": "--", "—": "---", "‘": "`", "’"
                  "”": "''", "\u00a0": "~"}
 
 
-_SUPERSCRIPT = dict(zip("⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁼⁽⁾ⁿⁱᵏᵀᵗʲᵈʰ", "0123456789+-=()nik\x00tjdh"))
+_SUPERSCRIPT = dict(zip("⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁼⁽⁾ⁿⁱᵏᵀᵗʲᵈʰᴸ", "0123456789+-=()nik\x00tjdhL"))
 _ACCENTS = {"\u0302": "hat", "\u0304": "bar"}  # a letter with a combining accent: Z̄
 _SUBSCRIPT = dict(zip("₀₁₂₃₄₅₆₇₈₉₊₋₌₍₎ₐₑₒₓₕₖₗₘₙₚₛₜᵢⱼᵣ", "0123456789+-=()aeoxhklmnpstijr"))
 

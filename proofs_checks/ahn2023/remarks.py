@@ -507,7 +507,7 @@ def large_n_symbolic(ctx: Context) -> TierResult:
 
 THM1_LARGE_N = Claim(
     id="ahn2023.thm1_large_n",
-    title="Sec. 4 item 1: for large n, A ~ Sigma^{-1}, close to the Gram matrix",
+    title="Sec. 4 item 1: for large n, A ~ Σ⁻¹, close to the Gram matrix",
     paper=PAPER,
     statement=(r"When $n$ is large, $A\approx\Sigma^{-1}$, the inverse of the input covariance, "
                r"which is also close to the Gram matrix formed from $x^{(1)},\dots,x^{(n)}$."),

@@ -141,7 +141,7 @@ def distorted_symbolic(ctx: Context) -> TierResult:
 
 THM4_DISTORTED = Claim(
     id="ahn2023.thm4_distorted",
-    title="Sec. 5.2: the distorted view, w* := Sigma^{-1/2} wbar* gives y = <x, w*>",
+    title="Sec. 5.2: the distorted view, w* := Σ^{-1/2} wbar* gives y = <x, w*>",
     paper=PAPER,
     statement=(r"With $x^{(i)}=W\bar x^{(i)}$, $\Sigma:=WW^\top\succ0$ and $w_\star:=\Sigma^{-1/2}"
                r"\bar w_\star$: $y^{(i)}=\langle x^{(i)},w_\star\rangle$, $x^{(i)}\sim\mathcal N(0,"
@@ -200,7 +200,7 @@ def hessian_symbolic(ctx: Context) -> TierResult:
 
 THM4_HESSIAN = Claim(
     id="ahn2023.thm4_hessian",
-    title="Sec. 5.2: the Hessian of R_{w*} is (1/2n) X X^T",
+    title="Sec. 5.2: the Hessian of R_{w*} is (1/2n) X Xᵀ",
     paper=PAPER,
     statement=(r"Under this loss, the Hessian matrix $\nabla^2R_{w_\star}(w)=\frac1{2n}XX^\top$ "
                r"(at least in the case of large $n$)."),
@@ -294,7 +294,7 @@ def newton_symbolic(ctx: Context) -> TierResult:
 
 THM4_NEWTON = Claim(
     id="ahn2023.thm4_newton",
-    title="Sec. 5.2: Newton's method is A_i ~ (XX^T)^{-1}; Sigma^{-1} = E[XX^T]^{-1}",
+    title="Sec. 5.2: Newton's method is A_i ~ (XXᵀ)⁻¹; Σ⁻¹ = E[XXᵀ]⁻¹",
     paper=PAPER,
     statement=(r"For any fixed prompt, Newton's method corresponds to $A_i\propto(XX^\top)^{-1}$; "
                r"the choice $A_i\propto\Sigma^{-1}=\mathbf E[XX^\top]^{-1}$ (Thm. 4)."),
@@ -374,7 +374,7 @@ def tradeoff_symbolic(ctx: Context) -> TierResult:
 
 THM4_NO_TRADEOFF = Claim(
     id="ahn2023.thm4_no_tradeoff",
-    title="Sec. 5.2: with w* ~ N(0, Sigma^{-1}) there is no trade-off with statistical robustness",
+    title="Sec. 5.2: with w* ~ N(0, Σ⁻¹) there is no trade-off with statistical robustness",
     paper=PAPER,
     statement=(r"The proposed $A_i$ of Thm. 4 are similar to Thm. 1's for large $n$; in contrast "
                r"to Thm. 1 there is no trade-off with statistical robustness, because $w_\star$ "
@@ -418,7 +418,7 @@ def dist_symbolic(ctx: Context) -> TierResult:
 
 FIG1_DIST = Claim(
     id="ahn2023.fig1_dist",
-    title="Sec. 5.3: Dist(M, I) is attained at alpha = tr(M)/d",
+    title="Sec. 5.3: Dist(M, I) is attained at α = tr(M)/d",
     paper=PAPER,
     statement=(r"$\mathrm{Dist}(M,I):=\min_\alpha\frac{\|M-\alpha I\|_F}{\|M\|_F}$, equivalent to "
                r"choosing $\alpha:=\frac1d\sum_iM[i,i]$."),

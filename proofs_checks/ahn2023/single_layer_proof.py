@@ -325,7 +325,7 @@ C_BLOCKS_IDENTITY = ForwardIdentity(
 
 EQ15_C_BLOCKS = Claim(
     id="ahn2023.eq15_c_blocks",
-    title="App. A.2: C = (1/n) sum_i [[x x^T, y x], [y x^T, y^T]] in blocks",
+    title="App. A.2: C = (1/n) sum_i [[x xᵀ, y x], [y xᵀ, yᵀ]] in blocks",
     paper=PAPER,
     statement=(r"$C=\frac1n\sum_i\begin{bmatrix}x^{(i)}x^{(i)\top}&y^{(i)}x^{(i)}\\"
                r"y^{(i)}x^{(i)\top}&y^{(i)\top}\end{bmatrix}$ (displayed in the proofs of "
@@ -773,7 +773,7 @@ def rotation_symbolic(ctx: Context) -> TierResult:
 
 THM1_ROTATION = Claim(
     id="ahn2023.thm1_rotation",
-    title="App. A.3 Step 2: reduction of Sigma = U Lambda U^T to the diagonal case",
+    title="App. A.3 Step 2: reduction of Σ = U Λ Uᵀ to the diagonal case",
     paper=PAPER,
     statement=(r"With $\tilde x^{(i)}=U^\top x^{(i)}\sim\mathcal N(0,\Lambda)$, "
                r"$\tilde w_\star=U^\top w_\star\sim\mathcal N(0,I)$, $\tilde b^\top=b^\top"

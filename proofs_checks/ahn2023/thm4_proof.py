@@ -94,7 +94,7 @@ EQ29_SPEC = Pointwise(
                 "through lsa_forward at X_0 and at U_Sigma X_0, compared with the formulas.")))
 EQ29 = Claim(
     id="ahn2023.eq29",
-    title="G and X_i under X_0 -> U_Sigma X_0 on S (eqs. (29), (39), (44), (46))",
+    title="G and X_i under X_0 → U_Sigma X_0 on S (eqs. (29), (39), (44), (46))",
     paper=PAPER,
     statement=(r"For $A_i=a_i\Sigma^{-1}$ ($B_i=b_iI$): $U_\Sigma^\top A_iU_\Sigma=A_i$, and "
                r"$G(U_\Sigma X_0,\cdot)=U_\Sigma G(X_0,\cdot)$ for (9) (eq. (29)) and (13) (eq. "
@@ -180,7 +180,7 @@ EQ30_SPEC = Pointwise(
                 "of (51) the rest."),))
 EQ30 = Claim(
     id="ahn2023.eq30",
-    title="d/dt G and d/dt X_i under X_0 -> U_Sigma X_0, A-perturbation (eqs. (30), (47), "
+    title="d/dt G and d/dt X_i under X_0 → U_Sigma X_0, A-perturbation (eqs. (30), (47), "
           "(50)-(52))",
     paper=PAPER,
     statement=(r"On $\mathcal S$, with $C=U_\Sigma^\top R_jU_\Sigma$: "
@@ -605,7 +605,7 @@ EQ27_SPEC = Pointwise(tilde_sides("eq9", "A", "R_tilde", "Sigma_inv", layerwise=
                       "Sigma^{-1}, j))", D_STEPS)
 EQ27 = Claim(
     id="ahn2023.eq27",
-    title="Layer-wise: d/dt f along R_j equals d/dt f along r_j Sigma^{-1} ((27), Step 3)",
+    title="Layer-wise: d/dt f along R_j equals d/dt f along r_j Σ⁻¹ ((27), Step 3)",
     paper=PAPER,
     statement=(r"For $A\in\mathcal S$, every layer $j$ and $R_j$: "
                r"$\tilde R_j=r_j\Sigma^{-1}\in\mathcal S$ with $r_j=\frac1d\mathrm{Tr}"

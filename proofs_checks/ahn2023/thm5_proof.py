@@ -185,7 +185,7 @@ EQ40_SPEC = Pointwise(eq40_sides, _E40[0], _E40[1],
                             "U_Sigma X_0 along S_j and at X_0 along C_B."),))
 EQ40 = Claim(
     id="ahn2023.eq40",
-    title="d/dt X_i and d/dt G along B_j + tS_j under X_0 -> U_Sigma X_0 ((40), (43), (45))",
+    title="d/dt X_i and d/dt G along B_j + tS_j under X_0 → U_Sigma X_0 ((40), (43), (45))",
     paper=PAPER,
     statement=(r"On $\mathcal S$, with $C=U_\Sigma^{-1}S_jU_\Sigma$: $U_\Sigma^{-1}\frac{d}{dt}"
                r"X_i(U_\Sigma X_0,B_j+tS_j)=\frac{d}{dt}X_i(X_0,B_j+tC)$ (40), these obey the "
@@ -412,7 +412,7 @@ EQ36_SPEC = Pointwise(tilde_sides("eq13", "A", "R_tilde", "Sigma_inv", layerwise
                       D13_STEPS)
 EQ36 = Claim(
     id="ahn2023.eq36",
-    title="Layer-wise for A in (13): R_j and r_j Sigma^{-1} ((36), Step 5)", paper=PAPER,
+    title="Layer-wise for A in (13): R_j and r_j Σ⁻¹ ((36), Step 5)", paper=PAPER,
     statement=(r"For $(A,B)\in\mathcal S$, every $j$ and $R_j$: $\tilde R_j=r_j\Sigma^{-1}$ "
                r"satisfies $\frac{d}{dt}f(A(t\tilde R_j,j),B)\le\frac{d}{dt}f(A(tR_j,j),B)$ (36) "
                r"with equality (end of Step 5), and $\mathbf E_U[U_\Sigma^\top R_jU_\Sigma]="

@@ -620,7 +620,7 @@ LEMMA_A10_FORMULAS = (
 
 LEMMA_A10 = Claim(
     id="gatmiry2024.lemma_a10",
-    title="Gradient dominance in terms of epsilon",
+    title="Gradient dominance in terms of ε",
     paper=PAPER,
     statement=r"If $8\delta d^{3/(4L)}\le\epsilon\le1$, $4d\delta^{4L-2}\le1$ and $L(A,0)\ge"
               r"\epsilon^{2L}+d\delta^{2L}(\epsilon+2)^{2L}$, then $\|\nabla L(A,0)\|^2\ge\frac14"

@@ -108,8 +108,8 @@ def _eps_symbolic(ctx: Context) -> TierResult:
 
 THM_A11_EPSILON_STEP = Claim(
     id="gatmiry2024.thm_a11_epsilon_step",
-    title="Proof of Thm. A.11 (line 725): eps > 4 delta gives eps^{2L} >= d delta^{2L} "
-          "(eps + 2)^{2L}", paper=PAPER,
+    title="Proof of Thm. A.11 (line 725): ε > 4 δ gives ε²ᴸ ≥ d δ²ᴸ "
+          "(ε + 2)²ᴸ", paper=PAPER,
     statement=r"For $\epsilon>4\delta$ we have $\epsilon^{2L}\ge d\delta^{2L}(\epsilon+2)^{2L}$ "
               r"(so that Lemma A.10 applies).",
     assumptions=("delta = (8 L d / sqrt(n))^{1/(2L)}",),
@@ -330,8 +330,8 @@ def _l1_exact(point: dict) -> dict | None:
 
 LEMMA_A10_LAMBDA1_STEP = Claim(
     id="gatmiry2024.lemma_a10_lambda1_step",
-    title="Proof of Lemma A.10 (line 702): d delta^{4L} (lambda_1 + 1)^{4L-2} <= "
-          "(lambda_1 - 1)^{4L-2} / 4", paper=PAPER,
+    title="Proof of Lemma A.10 (line 702): d δ⁴ᴸ (λ₁ + 1)⁴ᴸ⁻² ≤ "
+          "(λ₁ - 1)⁴ᴸ⁻² / 4", paper=PAPER,
     statement=r"Under $8\delta d^{3/(4L)}\le\epsilon\le1$, $4d\delta^{4L-2}\le1$ and "
               r"$\max_i|\lambda_i-1|\ge\epsilon/d^{1/(2L)}$: $d\delta^{4L}(\lambda_1+1)^{4L-2}"
               r"\le\frac14(\lambda_1-1)^{4L-2}$.",

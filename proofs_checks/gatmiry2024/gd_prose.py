@@ -128,7 +128,7 @@ def _pinv_numeric(ctx: Context) -> TierResult:
 
 
 EQ_PSEUDO_INVERSE = Claim(
-    id="gatmiry2024.eq_pseudo_inverse", title="Sec. 3.2 (line 57): w* = (X X^T)^{-1} X y",
+    id="gatmiry2024.eq_pseudo_inverse", title="Sec. 3.2 (line 57): w* = (X Xᵀ)⁻¹ X y",
     paper=PAPER,
     statement=r"With $n>d$ and realisable labels $y_i=w^{*\top}x_i$, $w^*=(XX^\top)^{-1}Xy$.",
     assumptions=("y = X^T w*", "X X^T invertible (X of rank d, n >= d)"),
@@ -208,7 +208,7 @@ def _step_numeric(ctx: Context) -> TierResult:
 _GRAD = _mat("grad", ("d", "1"))
 EQ_ONE_STEP_SOLUTION = Claim(
     id="gatmiry2024.eq_one_step_solution",
-    title="Sec. 3.6 (line 159): one preconditioned GD step with A = Sigma^{-1} solves the "
+    title="Sec. 3.6 (line 159): one preconditioned GD step with A = Σ⁻¹ solves the "
           "regression",
     paper=PAPER,
     statement=r"One step of preconditioned gradient descent from the origin, "
@@ -305,8 +305,8 @@ def _hessian_numeric(ctx: Context) -> TierResult:
 
 EQ_HESSIAN = Claim(
     id="gatmiry2024.eq_hessian",
-    title="Sec. 3.2 (line 65): the Hessian of l_2^2 is X X^T; GD with step 1/kappa converges in "
-          "O(kappa) iterations",
+    title="Sec. 3.2 (line 65): the Hessian of l_2^2 is X Xᵀ; GD with step 1/κ converges in "
+          "O(κ) iterations",
     paper=PAPER,
     statement=r"The Hessian of $\|X^\top w-y\|^2$ is $XX^\top$ with condition number $\kappa$; "
               r"gradient descent with step size $\frac1\kappa$ converges in $O(\kappa)$ "
@@ -489,7 +489,7 @@ def _concentration_numeric(ctx: Context) -> TierResult:
 
 EQ_INVERSE_CONCENTRATION = Claim(
     id="gatmiry2024.eq_inverse_concentration",
-    title="Sec. 3.6 (line 163): the inverse data covariance concentrates around Sigma*^{-1}",
+    title="Sec. 3.6 (line 163): the inverse data covariance concentrates around Σ*⁻¹",
     paper=PAPER,
     statement=r"Since $x_i\sim\mathcal N(0,\Sigma^*)$ i.i.d., the inverse of the data covariance "
               r"matrix $\Sigma^{-1}$ concentrates around the inverse population covariance "

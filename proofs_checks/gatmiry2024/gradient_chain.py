@@ -190,8 +190,8 @@ def _at(F, name: str, env: dict) -> sympy.Expr:
 
 LEMMA_A10_MAX_STEP = Claim(
     id="gatmiry2024.lemma_a10_max_step",
-    title="Proof of Lemma A.10 (line 694): d max_i (lambda_i - 1)^{2L} >= sum (lambda_i - 1)^{2L}"
-          " >= eps^{2L}, so max_i |lambda_i - 1| >= eps / d^{1/(2L)}", paper=PAPER,
+    title="Proof of Lemma A.10 (line 694): d max_i (λᵢ - 1)²ᴸ ≥ sum (λᵢ - 1)²ᴸ"
+          " ≥ ε²ᴸ, so max_i |λᵢ - 1| ≥ ε / d^{1/(2L)}", paper=PAPER,
     statement=r"Under Lemma A.10's hypotheses: $d\max_i(\lambda_i-1)^{2L}\ge\sum_{i=1}^{2L}"
               r"(\lambda_i-1)^{2L}\ge\epsilon^{2L}$, so $\max_i|\lambda_i-1|\ge\epsilon/"
               r"d^{1/(2L)}$.",
@@ -327,8 +327,8 @@ def _eq27_symbolic(ctx: Context) -> TierResult:
 
 EQ27 = Claim(
     id="gatmiry2024.eq27",
-    title="Eq. (27): ||grad L(A, 0)||^2 >= (1/2) sum_i (lambda_i - 1)^{4L-2} - d delta^{4L} "
-          "(lambda_1 + 1)^{4L-2}", paper=PAPER,
+    title="Eq. (27): ‖∇L(A, 0)‖² ≥ (1/2) sum_i (λᵢ - 1)⁴ᴸ⁻² - d δ⁴ᴸ "
+          "(λ₁ + 1)⁴ᴸ⁻²", paper=PAPER,
     statement=r"$\|\nabla_AL(A,0)\|^2=\sum_i\gamma_i^2\ge\sum_i((\lambda_i-1)^{2L-1}-\delta^{2L}"
               r"(\lambda_1+1)^{2L-1})^2\ge\sum_i(\frac12(\lambda_i-1)^{4L-2}-\delta^{4L}"
               r"(\lambda_1+1)^{4L-2})\ge\frac12\sum_i(\lambda_i-1)^{4L-2}-d\delta^{4L}"
@@ -461,7 +461,7 @@ _LOSS_SYM = sympy.Symbol("loss", positive=True)
 
 THM_A11_FINAL_STEP = Claim(
     id="gatmiry2024.thm_a11_final_step",
-    title="Proof of Thm. A.11 (line 730): epsilon = (L(A,0)/2)^{1/(2L)} turns (28) into the "
+    title="Proof of Thm. A.11 (line 730): ε = (L(A,0)/2)^{1/(2L)} turns (28) into the "
           "dominance", paper=PAPER,
     statement=r"If $L(A,0)\ge2(4\delta)^{2L}$, $\epsilon=(L(A,0)/2)^{1/(2L)}$ meets (28), which "
               r"then gives $\|\nabla L\|^2\ge\frac14\epsilon^{4L-2}=\frac14(\frac{L(A,0)}2)^"

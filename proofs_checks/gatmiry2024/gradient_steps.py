@@ -155,8 +155,8 @@ def _a5_exact(point: dict) -> dict | None:
 
 LEMMA_A5_GENUS_STEP = Claim(
     id="gatmiry2024.lemma_a5_genus_step",
-    title="Proof of Lemma A.5 (line 522): n^k alpha^(j) <= sum_p n^{C(G_p)} d^{C(G'_p)-1} "
-          "lambda_j^k <= n^k lambda_j^k + n^k lambda_1^k 4kd/sqrt(n)", paper=PAPER,
+    title="Proof of Lemma A.5 (line 522): nᵏ α^(j) ≤ sum_p n^{C(G_p)} d^{C(G'_p)-1} "
+          "λⱼᵏ ≤ nᵏ λⱼᵏ + nᵏ λ₁ᵏ 4kd/√n", paper=PAPER,
     statement=r"$n^k\alpha^{(j)}_{n,d,k}\le\sum_{p}n^{C(\mathcal G_p)}d^{C(\mathcal G'_p)-1}"
               r"\lambda_j^k\le n^k\lambda_j^k+n^k\lambda_1^k\frac{4kd}{\sqrt n}$, and "
               r"$n^k\alpha^{(j)}\ge n^k\lambda_j^k(1-\frac{4kd}{\sqrt n})$ (line 532).",
@@ -308,7 +308,7 @@ def _eq21_truth(name: str, mutant: sympy.Basic):
 
 EQ21 = Claim(
     id="gatmiry2024.eq21",
-    title="Eq. (21): the binomial expansion of E[A^{-1/2} (A^{1/2} Sigma A^{1/2} - I)^k A^{1/2}]",
+    title="Eq. (21): the binomial expansion of E[A^{-1/2} (A^{1/2} Σ A^{1/2} - I)ᵏ A^{1/2}]",
     paper=PAPER,
     statement=r"$\mathbb E[A^{-1/2}(A^{1/2}\Sigma A^{1/2}-I)^kA^{1/2}]=\sum_{i=1}^k(-1)^i"
               r"\binom ki\mathbb E[A^{-1/2}(A^{1/2}\Sigma A^{1/2})^iA^{1/2}]$.",
@@ -446,7 +446,7 @@ def _eq25_truth(name: str, mutant: sympy.Basic):
 
 EQ25 = Claim(
     id="gatmiry2024.eq25",
-    title="Eq. (25): the expansion of E[(I - Sigma A)^i Sigma (I - Sigma A)^{2L-1-i}]",
+    title="Eq. (25): the expansion of E[(I - Σ A)ⁱ Σ (I - Σ A)^{2L-1-i}]",
     paper=PAPER,
     statement=r"$\mathbb E[(I-\Sigma A)^i\Sigma(I-\Sigma A)^{2L-1-i}]=\sum_{0\le\ell_1\le i}"
               r"\sum_{0\le\ell_2\le2L-1-i}\binom{2L-1-i}{\ell_1}\binom i{\ell_2}(-1)^{\ell_1+"
@@ -576,8 +576,8 @@ def _gamma_symbolic(ctx: Context) -> TierResult:
 
 LEMMA_A9_GAMMA_STEP = Claim(
     id="gatmiry2024.lemma_a9_gamma_step",
-    title="Proof of Lemma A.9 (line 644): the eigenvalues gamma_j of "
-          "E[A^{-1/2} B^{l1} A^{-1} B^{l2} A^{1/2}]", paper=PAPER,
+    title="Proof of Lemma A.9 (line 644): the eigenvalues γⱼ of "
+          "E[A^{-1/2} B^{l1} A⁻¹ B^{l2} A^{1/2}]", paper=PAPER,
     statement=r"For $k=\ell_1+\ell_2+1$: $\lambda_j^{k-1}-\delta^k\lambda_1^{k-1}\le\gamma_j\le"
               r"\lambda_j^{k-1}+\delta^k\lambda_1^{k-1}$, $\gamma_j$ the eigenvalues of "
               r"$\mathbb E[A^{-1/2}(A^{1/2}\Sigma A^{1/2})^{\ell_1}A^{-1}(A^{1/2}\Sigma A^{1/2})"

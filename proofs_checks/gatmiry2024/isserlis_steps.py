@@ -148,7 +148,7 @@ def _wishart_symbolic(ctx: Context) -> TierResult:
 
 LEMMA4_2_WISHART = Claim(
     id="gatmiry2024.lemma4_2_wishart",
-    title="Sec. 4 (line 224): Sigma A is a Wishart matrix", paper=PAPER,
+    title="Sec. 4 (line 224): Σ A is a Wishart matrix", paper=PAPER,
     statement=r"$\Sigma A$ is a Wishart matrix (whose moments $\mathbb E[(A^{1/2}\Sigma "
               r"A^{1/2})^k]$ the proof needs).",
     assumptions=("Sigma = X X^T / n, x_i ~ N(0, Sigma*)", "A symmetric positive definite",
@@ -293,7 +293,7 @@ def _eq15_symbolic(ctx: Context) -> TierResult:
 
 
 EQ15 = Claim(
-    id="gatmiry2024.eq15", title="Eq. (15): E[(sum x_i x_i^T)^k] as a sum over pairings",
+    id="gatmiry2024.eq15", title="Eq. (15): E[(sum x_i x_iᵀ)ᵏ] as a sum over pairings",
     paper=PAPER,
     statement=r"$\mathbb E[(\sum_{i=1}^n x_ix_i^\top)^k]=\sum_{p\in\mathcal P(k)}\sum_{(i_1,"
               r"\dots,i_k)\in[n]^k}\mathbb E[x_{i_1}(p)x_{i_1}(p)^\top\cdots x_{i_k}(p)"
@@ -463,7 +463,7 @@ def _a5_symbolic(ctx: Context) -> TierResult:
 
 LEMMA_A5_GENUS_SUM = Claim(
     id="gatmiry2024.lemma_a5_genus_sum",
-    title="Proof of Lemma A.5 (line 513): E[W^k] for covariance Sigma* as a sum over pairings",
+    title="Proof of Lemma A.5 (line 513): E[Wᵏ] for covariance Σ* as a sum over pairings",
     paper=PAPER,
     statement=r"$\mathbb E[(\sum_{i=1}^n x_ix_i^\top)^k]=\sum_{p\in\mathcal P(2k)}"
               r"n^{C(\mathcal G_p)}\big(\prod_{c\in C(\mathcal G'_p),\,c\neq c^*}"

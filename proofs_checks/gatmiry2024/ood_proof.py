@@ -179,7 +179,7 @@ def step_exact(point: dict) -> dict | None:
 
 THM_A13_NORM_STEP = Claim(
     id="gatmiry2024.thm_a13_norm_step",
-    title="Proof of Thm. A.13 (line 799): the norms in A^opt traded for norms in Sigma*",
+    title="Proof of Thm. A.13 (line 799): the norms in A^opt traded for norms in Σ*",
     paper=PAPER,
     statement=r"$(w^{out,*\top}A^{opt-1}w^{out,*})(x_q^{out\top}A^{opt}x_q^{out})\le(1+16\delta "
               r"d^{1/(2L)})^2(w^{out,*\top}\Sigma^{*-1}w^{out,*})(x_q^{out\top}\Sigma^*x_q^{out})$ "
@@ -375,7 +375,7 @@ def w31_exact(point: dict) -> dict | None:
 
 EQ31 = Claim(
     id="gatmiry2024.eq31",
-    title="Proof of Thm. A.13: Sigma^out between multiples of A^{opt -1}, and eq. (31)",
+    title="Proof of Thm. A.13: Σ^out between multiples of A^{opt -1}, and eq. (31)",
     paper=PAPER,
     statement=r"Under (30), $\zeta(1-16\delta d^{1/(2L)})A^{opt-1}\preccurlyeq\Sigma^{out}"
               r"\preccurlyeq(2-\zeta)(1+16\delta d^{1/(2L)})A^{opt-1}$ (line 785), which "

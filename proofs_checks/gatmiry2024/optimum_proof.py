@@ -88,7 +88,7 @@ def _inverse_exact(point: dict) -> dict | None:
 
 THM_A8_LOSS_AT_INVERSE = Claim(
     id="gatmiry2024.thm_a8_loss_at_inverse",
-    title="Proof of Thm. A.8 (line 593): L(Sigma*^{-1}, 0) <= d (2 delta)^{2L}", paper=PAPER,
+    title="Proof of Thm. A.8 (line 593): L(Σ*⁻¹, 0) ≤ d (2 δ)²ᴸ", paper=PAPER,
     statement=r"$L(A^{opt},0)\le L(\Sigma^{*-1},0)=\sum_i\beta_i^{(2L)}\le d(2\delta)^{2L}$ "
               r"(printed $L(I,0)$), under $\delta d^{1/(2L)}<\frac12$.",
     assumptions=("u = 0", "delta = (8 L d / sqrt(n))^{1/(2L)}",
@@ -165,7 +165,7 @@ def _far_symbolic(ctx: Context) -> TierResult:
 
 THM_A8_FAR_EIGENVALUE = Claim(
     id="gatmiry2024.thm_a8_far_eigenvalue",
-    title="Proof of Thm. A.8 (line 599): a far eigenvalue makes the loss exceed d (2 delta)^{2L}",
+    title="Proof of Thm. A.8 (line 599): a far eigenvalue makes the loss exceed d (2 δ)²ᴸ",
     paper=PAPER,
     statement=r"If $|\lambda_1-1|\ge4\delta d^{1/(2L)}$ then $(\lambda_1-1)^{2L}-\delta^{2L}"
               r"(\lambda_1+1)^{2L}\ge(4\delta d^{1/(2L)})^{2L}-\delta^{2L}(1+4\delta d^{1/(2L)})"
@@ -248,7 +248,7 @@ def _moment_exact(point: dict) -> dict | None:
 LEMMA_A9_GRADIENT_MOMENT = Claim(
     id="gatmiry2024.lemma_a9_gradient_moment",
     title="Proof of Lemma A.9 (line 668): the moment "
-          "E[(I - Sigma A)^i Sigma (I - Sigma A)^{2L-1-i}]",
+          "E[(I - Σ A)ⁱ Σ (I - Σ A)^{2L-1-i}]",
     paper=PAPER,
     statement=r"$\sum_j((\lambda_j-1)^{2L-1}-\delta^{2L}(\lambda_1+1)^{2L-1})u_ju_j^\top"
               r"\preccurlyeq\mathbb E[(I-\Sigma A)^i\Sigma(I-\Sigma A)^{2L-1-i}]\preccurlyeq"
@@ -401,7 +401,7 @@ def _formula_matrix(expr, S, d: int) -> sympy.Matrix:
 
 LEMMA4_1_REMARK = Claim(
     id="gatmiry2024.lemma4_1_remark",
-    title="Sec. 4 (line 218): tr (I - A^{1/2} Sigma* A^{1/2})^{2L} is minimised at Sigma*^{-1}",
+    title="Sec. 4 (line 218): tr (I - A^{1/2} Σ* A^{1/2})²ᴸ is minimised at Σ*⁻¹",
     paper=PAPER,
     statement=r"If $\Sigma$ were $\Sigma^*$, the loss would be $\mathrm{tr}((I-A^{1/2}\Sigma^*"
               r"A^{1/2})^{2L})$, whose global minimum is $A=\Sigma^{*-1}$.",
@@ -480,7 +480,7 @@ def _a9_exact(point: dict) -> dict | None:
 
 LEMMA_A9_EIGENVALUE_STEP = Claim(
     id="gatmiry2024.lemma_a9_eigenvalue_step",
-    title="Proof of Lemma A.9 (line 616): a small loss puts every lambda_i within epsilon of 1",
+    title="Proof of Lemma A.9 (line 616): a small loss puts every λᵢ within ε of 1",
     paper=PAPER,
     statement=r"For $\epsilon>2\delta$ and $L(A,0)\le\epsilon^{2L}-\delta^{2L}(\epsilon+2)^{2L}$: "
               r"$|\lambda_i-1|\le\epsilon$ for all $i$, i.e. $\|A^{1/2}\Sigma^*A^{1/2}-I\|\le"

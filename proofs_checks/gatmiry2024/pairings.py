@@ -237,7 +237,7 @@ def _genus_sum_truth(name: str, mutant: sympy.Basic):
 
 LEMMA_A2_GENUS_SUM = Claim(
     id="gatmiry2024.lemma_a2_genus_sum",
-    title="Proof of Lemma A.2 (line 451): E[W^k] as a sum over pairings", paper=PAPER,
+    title="Proof of Lemma A.2 (line 451): E[Wᵏ] as a sum over pairings", paper=PAPER,
     statement=r"$\mathbb E[(\sum_{i=1}^n x_ix_i^\top)^k]=\sum_{p}n^{C(\mathcal G_p)}"
               r"d^{C(\mathcal G'_p)-1}I$.",
     assumptions=("x_i ~ N(0, I_d) independent", "p over the pairings of the 2k factors"),

@@ -217,8 +217,8 @@ def case_sum_numeric(ctx: Context) -> TierResult:
 
 B3_CASE_SUM = Claim(
     id="xie2025.eq_b3_case_sum",
-    title="Thm. 4's proof (App. B.3, line 897): the two cases of E[w^T (sum_i x_i x_i[j]) "
-          "(sum_k x_k x_k^T) w] added",
+    title="Thm. 4's proof (App. B.3, line 897): the two cases of E[wᵀ (sum_i x_i x_i[j]) "
+          "(sum_k x_k x_kᵀ) w] added",
     paper=PAPER,
     statement=(r"For fixed $w$ and $x_1,\dots,x_C\sim\mathcal N(0,I_d)$ independent, adding the "
                r"cases $i\ne k$ and $i=k$: $\mathbb E[w^\top(\sum_{i=1}^C x_ix_i[j])"

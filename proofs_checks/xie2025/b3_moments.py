@@ -305,7 +305,7 @@ def moments_symbolic(ctx: Context) -> TierResult:
 
 B3_MOMENTS = Claim(
     id="xie2025.thm4_moments",
-    title="Thm. 4's proof, Step 2: b^T G a_j, t_j, the moments and the a_j, v_j gradients at "
+    title="Thm. 4's proof, Step 2: bᵀ G a_j, t_j, the moments and the a_j, v_j gradients at "
           "the GD point (App. B.3)",
     paper=PAPER,
     statement=(r"At $b=[-w_\star;1]$, $a_j=[e_j;0]$, $a_{d+1}=0$, $v=w_\star$ "

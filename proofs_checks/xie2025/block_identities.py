@@ -156,7 +156,7 @@ B1_SPEC = Pointwise(
 
 B1 = Claim(
     id="xie2025.eq8_b1",
-    title="App. B.1: the product V W^M (K^T Q) of the GD weights (7)",
+    title="App. B.1: the product V W^M (Kᵀ Q) of the GD weights (7)",
     paper=PAPER,
     statement=(r"With the weights (7), $VW^M(K^\top Q)=\begin{bmatrix}0&0\\(w_\star^\top X^\top-"
                r"y^\top)XX^\top&(w_\star^\top X^\top-y^\top)Xx_q\end{bmatrix}$ (App. B.1)."),

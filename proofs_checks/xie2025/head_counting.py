@@ -197,7 +197,7 @@ def counts_symbolic(ctx: Context) -> TierResult:
 
 COUNTS = Claim(
     id="xie2025.thm1_counts",
-    title="Thm. 1's proof: the counts, H(d+1)(d+2) >= (d+1)^3, and the infima",
+    title="Thm. 1's proof: the counts, H(d+1)(d+2) ≥ (d+1)³, and the infima",
     paper=PAPER,
     statement=(r"The tuples $(M_1,\dots,M_{d+1})$ span a space of dimension $(d+1)^3$, a head "
                r"contributes $(d+1)(d+2)$ parameters, $H(d+1)(d+2)\ge(d+1)^3$ when $H\ge d+1$, "

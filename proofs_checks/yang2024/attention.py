@@ -142,7 +142,7 @@ def _prediction_numeric(ctx: Context, which: str) -> TierResult:
 
 EQ8 = Claim(
     id="yang2024.eq8",
-    title="The multi-head attention (5)-(7) predicts yhat_k = <y, sum_h w_hk softmax(V^T Q_h v_k)>",
+    title="The multi-head attention (5)-(7) predicts yhat_k = <y, sum_h w_hk softmax(Vᵀ Q_h v_k)>",
     paper=PAPER,
     statement=(r"With the weights (7), the diagonal of $\mathcal T(E)$ (eqs. (5)-(6)) is "
                r"$\hat y_k=\langle y,\sum_{h=1}^H w_{h,k}\,\mathrm{softmax}(V^\top Q_h v_k)\rangle$."),
