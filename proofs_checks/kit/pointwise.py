@@ -108,7 +108,7 @@ def exact_compare(spec: Pointwise, ctx: Context, F) -> TierResult:
                     ce[name].update(explained[name])
     findings = [Finding(name, all(oks), {"points": len(oks), "exact": True,
                                          **explained.get(name, {})}, ce.get(name),
-                        "" if all(oks) else f"{name}: the two sides differ at an exact point",
+                        "" if all(oks) else "the two sides differ at an exact point",
                         summary=f"exact at {len(oks)} rational points")
                 for name, oks in results.items()]
     if undecided:
@@ -165,7 +165,7 @@ def float_compare(spec: Pointwise, ctx: Context, F) -> TierResult:
                                         "(a few hundred float64 operations per entry)"},
             None if ok is not False else {"point": rows[k][2], "gap": float(gaps[k]),
                                           "allowance": float(allow[k]), "seed": ctx.seed},
-            why if ok is None else "" if ok else f"{name}: the sides differ by {gaps[k]:.3g}",
+            why if ok is None else "" if ok else f"the sides differ by {gaps[k]:.3g}",
             summary=f"float64 within {float(np.nanmax(gaps)):.1e} at {len(rows)} Gaussian points"))
     if undecided:
         findings.append(Finding("evaluable", None, {"points": undecided},

@@ -18,8 +18,9 @@ from .saddle_points import SADDLE
 from .b3_risk import B3_RISK
 from .b3_moments import B3_MOMENTS
 from .b3_case_sum import B3_CASE_SUM
+from .b3_cross_case import B3_CROSS_CASE
 
 CLAIMS = [THM1, THM2, LEMMA1, EQ8, EQ9, THM4, LEMMA2, LEMMA3, FIG2, FIG3, FIG4, FIG5,
           # the proofs' intermediate steps and the prose, in paper order
           CONCAT, SADDLE, COUNTS, SPLIT, LIMIT, B1, B3_RISK, B3_MOMENTS,
-          B3_CASE_SUM]
+          B3_CROSS_CASE, B3_CASE_SUM]

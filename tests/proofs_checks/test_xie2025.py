@@ -26,7 +26,7 @@ AS_COMPUTED = {
 
 # the ledger's claims (coverage.toml): their verdicts and wrong formulas are tested in
 # test_xie2025_<module>.py beside them
-LEDGER = {"xie2025.eq_b3_case_sum", "xie2025.eq6_concat", "xie2025.thm1_counts", "xie2025.eq18", "xie2025.eq25",
+LEDGER = {"xie2025.eq_b3_case_sum", "xie2025.eq_b3_cross_case", "xie2025.eq6_concat", "xie2025.thm1_counts", "xie2025.eq18", "xie2025.eq25",
           "xie2025.lemma1_saddle", "xie2025.eq8_b1", "xie2025.thm4_risk", "xie2025.thm4_moments"}
 
 
