@@ -2,11 +2,9 @@
 moment kernel, the torch model and its trainers."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache, wraps
 from typing import Callable, Mapping, Sequence
 
-import numpy as np
 import sympy
 import torch
 
@@ -18,7 +16,12 @@ from verify.evidence import Finding, combine, step
 from verify.formulas import FormulaSymbol, NamedFormula, sum_terms
 
 from ..kit import looped_icl as li
-from ..kit.linear_icl import LinearICLSetting, cayley_orthogonal
+from ..kit.linear_icl import LinearICLSetting
+# the looped model's budgets and exact instances live in the kit
+from ..kit.looped_icl import (BUDGET_LOOPS, RootInstance, aligned_instance,  # noqa: F401
+                              root_instances)
+from ..kit.looped_icl import by_budget as _by_budget, exact_text as _q  # noqa: F401
+from ..kit.looped_icl import exact_value as _exact_value, loops as _loops, spd as _spd  # noqa: F401
 
 
 PAPER = "gatmiry2024"
@@ -59,9 +62,6 @@ _W = _mat("w", ("d", "1"))
 _XQ = _mat("x_q", ("d", "1"))
 _Y = _mat("y", ("n", "1"))
 
-BUDGET_LOOPS = {"quick": (1, 2), "default": (1, 2, 3), "paper": (1, 2, 3)}
-
-
 class small_torch:
     """Run torch with one CPU thread inside a check: the tensors here are tiny (d <= 10, n <= 100)
     and several threads only contend (10x slower on a loaded 2-core machine).  Restores the
@@ -85,21 +85,6 @@ def single_threaded(check: Callable[[Context], TierResult]) -> Callable[[Context
     run.__name__ = check.__name__
     run.__doc__ = check.__doc__
     return run
-
-
-def _by_budget(ctx: Context, quick, default=None, paper=None):
-    name = ctx.budget.name
-    if name == "quick":
-        return quick
-    if name == "default" or paper is None:
-        return quick if default is None else default
-    return paper
-
-
-def _loops(ctx: Context) -> tuple:
-    """Loop counts for which the full-matrix loss is derived by Isserlis (cost grows fast in L)."""
-    return BUDGET_LOOPS.get(ctx.budget.name, (1, 2))
-
 
 
 def sec35_delta(*more: FormulaSymbol) -> NamedFormula:
@@ -126,84 +111,8 @@ def _size(ctx: Context, setting, name: str) -> int:
     return int({**setting.sizes[ctx.budget.name], **ctx.sizes}[name])
 
 
-def _q(x) -> str:
-    """An exact number as text (rationals exactly; algebraic numbers with 20 digits)."""
-    x = sympy.sympify(x)
-    if x.is_Rational and max(abs(x.p), x.q).bit_length() <= 1000:
-        return str(x)
-    if x.is_Rational:  # a power like (2 delta)^(2n) at n = 10^5: printing it would take pages
-        return str(sympy.N(x, 20))
-    return f"{sympy.N(x, 20)} ({x})" if sympy.count_ops(x) < 30 and len(str(x)) < 120 \
-        else str(sympy.N(x, 20))
-
-
 def _f(x) -> float:
     return float(sympy.N(x, 30))
-
-
-@dataclass(frozen=True)
-class RootInstance:
-    """Sigma* = R^2 and A = B^2 with rational symmetric positive definite R, B; a vector u."""
-
-    R: sympy.ImmutableMatrix
-    B: sympy.ImmutableMatrix
-    u: sympy.ImmutableMatrix
-    label: str = ""
-    A_exact: sympy.ImmutableMatrix | None = None  # B^2 in simplified form, when B is irrational
-
-    @property
-    def d(self) -> int:
-        return self.R.shape[0]
-
-    @property
-    def A(self) -> sympy.ImmutableMatrix:
-        return self.A_exact if self.A_exact is not None else self.B * self.B
-
-    def env(self, extra: Mapping | None = None) -> dict:
-        """Values of the kernel letters (Sigma, Sigma_inv, R, R_inv, A, B, u)."""
-        S = self.R * self.R
-        out = {"Sigma": S, "Sigma_inv": S.inv(), "R": self.R, "R_inv": self.R.inv(),
-               "A": self.A, "B": self.B, "u": self.u}
-        out.update(extra or {})
-        return out
-
-    def as_dict(self) -> dict:
-        S = self.R * self.R
-        return {"d": self.d, "label": self.label,
-                "Sigma_star": [[str(v) for v in row] for row in S.tolist()],
-                "Sigma_star_half": [[str(v) for v in row] for row in self.R.tolist()],
-                "A": [[str(v) for v in row] for row in self.A.tolist()],
-                "A_half": [[str(v) if v.is_Rational else f"{float(v):.12g}" for v in row]
-                           for row in self.B.tolist()],
-                "u": [str(v) for v in self.u]}
-
-
-def _spd(d: int, rng: np.random.Generator, values: Sequence[int] = (1, 2, 3),
-         dens: Sequence[int] = (1, 2, 3)) -> sympy.ImmutableMatrix:
-    U = cayley_orthogonal(d, rng)
-    eig = [sympy.Rational(int(rng.choice(values)), int(rng.choice(dens))) for _ in range(d)]
-    return sympy.ImmutableMatrix(U * sympy.diag(*eig) * U.T)
-
-
-def root_instances(ctx: Context, dims: Sequence[int] = (2, 3),
-                   isotropic: bool = False) -> list[RootInstance]:
-    """Generic exact instances (random rational rotations and spectra), one per dimension."""
-    rng = ctx.rng("root-instances", int(isotropic))
-    out = []
-    for d in dims:
-        R = sympy.ImmutableMatrix(sympy.eye(d)) if isotropic else _spd(d, rng)
-        B = _spd(d, rng, values=(1, 2, 3, 4), dens=(2, 3))
-        u = sympy.ImmutableMatrix([sympy.Rational(int(rng.integers(-3, 4)), 2) for _ in range(d)])
-        out.append(RootInstance(R, B, u, f"generic d={d}"))
-    return out
-
-
-def aligned_instance(d: int, c=sympy.Rational(9, 16)) -> RootInstance:
-    """A = c Sigma*^{-1} (B = sqrt(c) R^{-1}): the case where the paper's loss form is exact."""
-    rng = np.random.default_rng(7)
-    R = _spd(d, rng)
-    B = sympy.ImmutableMatrix(sympy.sqrt(c) * R.inv())
-    return RootInstance(R, B, sympy.ImmutableMatrix([1] + [0] * (d - 1)), f"A = {c} Sigma*^-1")
 
 
 def formula_letters(layers: int = 0) -> dict:
@@ -360,13 +269,6 @@ def refutes_divergence(check: Check) -> Check:
                                     exc.evidence, exc.evidence["reason"])])
 
     return run
-
-
-def _exact_value(poly: Poly, env: Mapping, n) -> sympy.Expr:
-    val = poly.evaluate(env, {"n": n, "d": env["Sigma"].shape[0]}, exact=True)
-    if isinstance(val, sympy.MatrixBase):
-        val = val[0, 0]
-    return sympy.cancel(sympy.together(sympy.expand(val)))
 
 
 def _first_n(diff: sympy.Expr, start: int) -> int:

@@ -9,7 +9,6 @@ import torch
 
 from models.lsa import LSAConfig, LinearTransformer, lsa_forward
 from models.sampler import PromptLaw, sample_prompts
-from moments.montecarlo import Estimate, streaming_estimate
 from moments.poly import Poly
 from moments.wick import canonical
 from verify.claim import Claim, Context, Correction, TierResult
@@ -18,6 +17,7 @@ from verify.evidence import Finding, combine, step
 from verify.formulas import NamedFormula, compile_formula, formula_value
 
 from ..kit import looped_icl as li
+from ..kit.looped_icl import looped_model, mc_loss
 from ..kit.linear_icl import cayley_orthogonal
 from .common import (D, L_SYM, N, PAPER, RootInstance, _A, _A_HALF, _D, _I, _J, _L, _N, _SIGMA,
                      _SIGMA_STAR, _SIGMA_STAR_HALF, _SIGMA_STAR_HALF_INV, _U, _W, _X, _XQ,
@@ -143,43 +143,7 @@ def lemma41_symbolic(ctx: Context) -> TierResult:
                    steps=steps)
 
 
-# ----- Monte Carlo of the real forward pass ---------------------------------------------------
-def looped_model(d: int, L: int, A: np.ndarray, u: np.ndarray | None = None,
-                 multilayer: Sequence | None = None) -> LinearTransformer:
-    """The torch looped transformer (``sec35``, step -1) with the given weights."""
-    cfg = LSAConfig(d=d, layers=L, parametrisation="sec35", looped=multilayer is None, step=-1)
-    model = LinearTransformer(cfg)
-    with torch.no_grad():
-        if multilayer is None:
-            model.A.copy_(torch.tensor(A, dtype=torch.float64).unsqueeze(0))
-            model.u.copy_(torch.tensor(np.zeros(d) if u is None else u,
-                                       dtype=torch.float64).unsqueeze(0))
-        else:
-            for i, (Ai, ui) in enumerate(multilayer):
-                model.A[i].copy_(torch.tensor(Ai))
-                model.u[i].copy_(torch.tensor(ui))
-    return model
-
-
-def mc_loss(model: LinearTransformer, sigma: np.ndarray, n: int, samples: int, seed: int,
-            w_identity: bool = False, device: str | torch.device = "cpu") -> Estimate:
-    """Monte Carlo of E[(TF_L(Z_0) - y_q)^2] with the real forward pass (float64) on `device`;
-    the prompts are drawn by a cpu generator, so a seed gives the same estimate on every device."""
-    S = torch.tensor(sigma, dtype=torch.float64)
-    law = PromptLaw(sigma=S, n=n, w_cov=None if w_identity else torch.linalg.inv(S))
-    gen = torch.Generator().manual_seed(seed)
-    model = model.to(device)
-
-    def draw(k):
-        pr = sample_prompts(law, k, gen, device=device)
-        with torch.no_grad():
-            err = model.predict(pr.Z()) - pr.yq
-        return (err ** 2).reshape(k, 1).cpu().numpy()
-
-    mean, se = streaming_estimate(draw, samples, chunk=20_000)
-    return Estimate(float(mean[0]), float(se[0]), samples)
-
-
+# ----- Monte Carlo of the real forward pass (the torch model and ``mc_loss`` are the kit's) ----
 def _float_instance(inst: RootInstance) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     S = np.array((inst.R * inst.R).evalf(30).tolist(), dtype=float)
     A = np.array((inst.B * inst.B).evalf(30).tolist(), dtype=float)

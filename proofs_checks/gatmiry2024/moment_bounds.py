@@ -23,6 +23,7 @@ from verify.evidence import Finding, combine, step
 from verify.formulas import NamedFormula
 
 from ..kit.linear_icl import cayley_orthogonal
+from ..kit.scalar_optimum import sizes_of
 from .common import (PAPER, _D, _DELTA, _K, _L, _LAM_1, _LAM_J, _N, _setting, _size,
                      sec35_delta)
 from .moment_search import _moment_symbolic
@@ -107,17 +108,6 @@ LOWER_ENVELOPE_SOURCE = ("alpha^(j) >= lambda_j^k (the Wishart moments' coeffici
 MOMENT_EXACT_MAX_K = 10
 
 
-def _sizes_of(point: Mapping, names: Sequence[str]) -> tuple[int, ...] | None:
-    """Integer sizes of an ExactValues point (None if one is not a positive integer)."""
-    out = []
-    for name in names:
-        v = point[name]
-        if v != int(v) or v < 1:
-            return None
-        out.append(int(v))
-    return tuple(out)
-
-
 def _term_ranges(k: int, n, d: int, lam_j, lam_1):
     """(c n^(e-k) lambda_j^s, low, top) for each term of alpha^(j) = sum c n^(e-k) p_mu(Sigma~)
     lambda_j^s, with p_mu between its values at the d - 2 other eigenvalues at 0 (low) and at
@@ -149,7 +139,7 @@ def _moment_point(point: dict) -> tuple | None:
     """(k, n, d, lambda_j, lambda_1) of an ExactValues point of the moment lemmas, or None where
     their exact values are not computed (k > MOMENT_EXACT_MAX_K, lambda_j > lambda_1, or d = 1
     with two eigenvalues)."""
-    sizes = _sizes_of(point, ("n", "d", "k"))
+    sizes = sizes_of(point, ("n", "d", "k"))
     if sizes is None:
         return None
     n, d, k = sizes
@@ -176,7 +166,7 @@ MOMENT_EXACT = ExactValues(moment_exact, "the sup and inf of alpha^(j) over the 
 
 def identity_moment_exact(point: dict) -> dict | None:
     """Lemma A.2: alpha_{n,d,k} at Sigma = I, exactly, for k <= MOMENT_EXACT_MAX_K."""
-    sizes = _sizes_of(point, ("n", "d", "k"))
+    sizes = sizes_of(point, ("n", "d", "k"))
     if sizes is None or sizes[2] > MOMENT_EXACT_MAX_K:
         return None
     n, d, k = sizes

@@ -19,6 +19,7 @@ from verify.claim import Context, TierResult
 from verify.evidence import Finding, Margin, combine
 
 from ..kit import looped_icl as li
+from ..kit.scalar_optimum import huge_power
 from .common import _by_budget
 
 
@@ -145,19 +146,7 @@ class BoundForms:
                 delta = self._exact["delta"](*vals[:4]) if uses_delta else sympy.Integer(0)
                 return sympy.sympify(self._exact[side](*vals, delta))
 
-        return None if _huge_power(value(False)) else value(True)
-
-
-EXACT_MAX_EXPONENT = 4096
-
-
-def _huge_power(expr: sympy.Basic) -> bool:
-    """A power of a non-integer base with a numeric exponent beyond EXACT_MAX_EXPONENT."""
-    for p in expr.atoms(sympy.Pow):
-        e = p.exp
-        if e.is_number and not p.base.is_Integer and abs(float(sympy.N(e, 15))) > EXACT_MAX_EXPONENT:
-            return True
-    return False
+        return None if huge_power(value(False)) else value(True)
 
 
 def _n_grid(d: int, k: int, L: int) -> list[int]:

@@ -26,23 +26,27 @@ prompt, with the moment kernel (``moments.wick`` and ``moments.wishart``):
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Mapping, Sequence
 
 import mpmath
 import numpy as np
 import sympy
+import torch
 
-from models.lsa import lsa_forward, readout
+from models.lsa import LSAConfig, LinearTransformer, lsa_forward, readout
+from models.sampler import PromptLaw, sample_prompts
 from moments import wishart, wishart_sympy
 from moments.blocks import BlockMat
 from moments.letters import space_size
+from moments.montecarlo import Estimate, streaming_estimate
 from moments.poly import Poly
 from moments.tensor import Mat, identity, matrix, scalar, vector, zeros
 from moments.wick import canonical, expectation
 from verify.formulas import sum_terms
 
-from .linear_icl import SymbolicPrompt, symbolic_prompt
+from .linear_icl import SymbolicPrompt, cayley_orthogonal, symbolic_prompt
 
 N = space_size("n")
 D = space_size("d")
@@ -182,13 +186,18 @@ def a_star_float(n: int, d: int, L: int) -> float:
 
 @lru_cache(maxsize=None)
 def a_star_rational(n: int, d: int, L: int, digits: int = 120) -> sympy.Rational:
-    """A rational within 10^-digits of a*, certified: f' is strictly increasing and changes sign
-    between a - 10^-digits and a + 10^-digits (exact rational evaluation).  Values at it decide
-    signs that are far larger than the derivative times 10^-digits."""
-    fp = scalar_poly(L, n, d).diff(a_sym)
+    """A rational within 10^-digits of a* (``certified_minimiser`` of f)."""
+    return certified_minimiser(scalar_poly(L, n, d), digits)
+
+
+def certified_minimiser(f: sympy.Poly, digits: int = 120) -> sympy.Rational:
+    """A rational within 10^-digits of the minimiser of a strictly convex polynomial f in a with
+    f'(0) < 0, certified: f' is strictly increasing and changes sign between a - 10^-digits and
+    a + 10^-digits (exact rational evaluation).  Values at it decide signs that are far larger
+    than the derivative times 10^-digits."""
+    fp = f.diff(f.gens[0])
     with mpmath.workdps(digits + 20):
         mc = [mpmath.mpf(int(c.p)) / int(c.q) for c in fp.all_coeffs()]
-        x = mpmath.mpf(1)
         lo, hi = mpmath.mpf(0), mpmath.mpf(1)
         while mpmath.polyval(mc, hi) < 0:  # f'(0) < 0 < f'(large)
             hi *= 2
@@ -204,7 +213,10 @@ def a_star_rational(n: int, d: int, L: int, digits: int = 120) -> sympy.Rational
         q = sympy.Rational(mpmath.nstr(x, digits + 10, strip_zeros=False))
     eps = sympy.Rational(1, 10 ** digits)
     if not (fp.eval(q - eps) < 0 < fp.eval(q + eps)):
-        return sympy.Rational(str(sympy.N(a_star(n, d, L), digits)))
+        roots = fp.real_roots()
+        if len(roots) != 1:
+            raise ArithmeticError(f"f'(a) has {len(roots)} real roots")
+        return sympy.Rational(str(sympy.N(roots[0], digits)))
     return q
 
 
@@ -472,3 +484,192 @@ def formula_mat(expr: sympy.Basic, letters: Mapping[str, Mat]) -> Mat:
     if isinstance(expr, sympy.Expr) and expr.free_symbols <= {N, D}:
         return scalar(expr)
     raise ValueError(f"cannot translate {type(expr).__name__} {expr} into the moment kernel")
+
+
+# ==============================================================================================
+# Budgets and exact instances Sigma* = R^2, A = B^2
+# ==============================================================================================
+BUDGET_LOOPS = {"quick": (1, 2), "default": (1, 2, 3), "paper": (1, 2, 3)}
+
+
+def by_budget(ctx, quick, default=None, paper=None):
+    """The value for the context's budget (default falls back to quick, paper to default)."""
+    name = ctx.budget.name
+    if name == "quick":
+        return quick
+    if name == "default" or paper is None:
+        return quick if default is None else default
+    return paper
+
+
+def loops(ctx) -> tuple:
+    """Loop counts for which the full-matrix loss is derived by Isserlis (cost grows fast in L)."""
+    return BUDGET_LOOPS.get(ctx.budget.name, (1, 2))
+
+
+def exact_text(x) -> str:
+    """An exact number as text (rationals exactly; algebraic numbers with 20 digits)."""
+    x = sympy.sympify(x)
+    if x.is_Rational and max(abs(x.p), x.q).bit_length() <= 1000:
+        return str(x)
+    if x.is_Rational:  # a power like (2 delta)^(2n) at n = 10^5: printing it would take pages
+        return str(sympy.N(x, 20))
+    return f"{sympy.N(x, 20)} ({x})" if sympy.count_ops(x) < 30 and len(str(x)) < 120 \
+        else str(sympy.N(x, 20))
+
+
+@dataclass(frozen=True)
+class RootInstance:
+    """Sigma* = R^2 and A = B^2 with rational symmetric positive definite R, B; a vector u."""
+
+    R: sympy.ImmutableMatrix
+    B: sympy.ImmutableMatrix
+    u: sympy.ImmutableMatrix
+    label: str = ""
+    A_exact: sympy.ImmutableMatrix | None = None  # B^2 in simplified form, when B is irrational
+
+    @property
+    def d(self) -> int:
+        return self.R.shape[0]
+
+    @property
+    def A(self) -> sympy.ImmutableMatrix:
+        return self.A_exact if self.A_exact is not None else self.B * self.B
+
+    def env(self, extra: Mapping | None = None) -> dict:
+        """Values of the kernel letters (Sigma, Sigma_inv, R, R_inv, A, B, u)."""
+        S = self.R * self.R
+        out = {"Sigma": S, "Sigma_inv": S.inv(), "R": self.R, "R_inv": self.R.inv(),
+               "A": self.A, "B": self.B, "u": self.u}
+        out.update(extra or {})
+        return out
+
+    def as_dict(self) -> dict:
+        S = self.R * self.R
+        return {"d": self.d, "label": self.label,
+                "Sigma_star": [[str(v) for v in row] for row in S.tolist()],
+                "Sigma_star_half": [[str(v) for v in row] for row in self.R.tolist()],
+                "A": [[str(v) for v in row] for row in self.A.tolist()],
+                "A_half": [[str(v) if v.is_Rational else f"{float(v):.12g}" for v in row]
+                           for row in self.B.tolist()],
+                "u": [str(v) for v in self.u]}
+
+
+def spd(d: int, rng: np.random.Generator, values: Sequence[int] = (1, 2, 3),
+        dens: Sequence[int] = (1, 2, 3)) -> sympy.ImmutableMatrix:
+    """A rational symmetric positive definite matrix U diag(eig) U^T (U a Cayley rotation)."""
+    U = cayley_orthogonal(d, rng)
+    eig = [sympy.Rational(int(rng.choice(values)), int(rng.choice(dens))) for _ in range(d)]
+    return sympy.ImmutableMatrix(U * sympy.diag(*eig) * U.T)
+
+
+def root_instances(ctx, dims: Sequence[int] = (2, 3),
+                   isotropic: bool = False) -> list[RootInstance]:
+    """Generic exact instances (random rational rotations and spectra), one per dimension."""
+    rng = ctx.rng("root-instances", int(isotropic))
+    out = []
+    for d in dims:
+        R = sympy.ImmutableMatrix(sympy.eye(d)) if isotropic else spd(d, rng)
+        B = spd(d, rng, values=(1, 2, 3, 4), dens=(2, 3))
+        u = sympy.ImmutableMatrix([sympy.Rational(int(rng.integers(-3, 4)), 2) for _ in range(d)])
+        out.append(RootInstance(R, B, u, f"generic d={d}"))
+    return out
+
+
+def aligned_instance(d: int, c=sympy.Rational(9, 16)) -> RootInstance:
+    """A = c Sigma*^{-1} (B = sqrt(c) R^{-1}): the case where the paper's loss form is exact."""
+    rng = np.random.default_rng(7)
+    R = spd(d, rng)
+    B = sympy.ImmutableMatrix(sympy.sqrt(c) * R.inv())
+    return RootInstance(R, B, sympy.ImmutableMatrix([1] + [0] * (d - 1)), f"A = {c} Sigma*^-1")
+
+
+def exact_value(poly: Poly, env: Mapping, n) -> sympy.Expr:
+    """A derived scalar polynomial at exact letter values (n may stay symbolic), simplified."""
+    val = poly.evaluate(env, {"n": n, "d": env["Sigma"].shape[0]}, exact=True)
+    if isinstance(val, sympy.MatrixBase):
+        val = val[0, 0]
+    return sympy.cancel(sympy.together(sympy.expand(val)))
+
+
+# ==============================================================================================
+# The torch model and Monte Carlo of its loss
+# ==============================================================================================
+def looped_model(d: int, L: int, A: np.ndarray, u: np.ndarray | None = None,
+                 multilayer: Sequence | None = None) -> LinearTransformer:
+    """The torch looped transformer (``sec35``, step -1) with the given weights."""
+    cfg = LSAConfig(d=d, layers=L, parametrisation="sec35", looped=multilayer is None, step=-1)
+    model = LinearTransformer(cfg)
+    with torch.no_grad():
+        if multilayer is None:
+            model.A.copy_(torch.tensor(A, dtype=torch.float64).unsqueeze(0))
+            model.u.copy_(torch.tensor(np.zeros(d) if u is None else u,
+                                       dtype=torch.float64).unsqueeze(0))
+        else:
+            for i, (Ai, ui) in enumerate(multilayer):
+                model.A[i].copy_(torch.tensor(Ai))
+                model.u[i].copy_(torch.tensor(ui))
+    return model
+
+
+def mc_loss(model: LinearTransformer, sigma: np.ndarray, n: int, samples: int, seed: int,
+            w_identity: bool = False, device: str | torch.device = "cpu") -> Estimate:
+    """Monte Carlo of E[(TF_L(Z_0) - y_q)^2] with the real forward pass (float64) on `device`;
+    the prompts are drawn by a cpu generator, so a seed gives the same estimate on every device."""
+    S = torch.tensor(sigma, dtype=torch.float64)
+    law = PromptLaw(sigma=S, n=n, w_cov=None if w_identity else torch.linalg.inv(S))
+    gen = torch.Generator().manual_seed(seed)
+    model = model.to(device)
+
+    def draw(k):
+        pr = sample_prompts(law, k, gen, device=device)
+        with torch.no_grad():
+            err = model.predict(pr.Z()) - pr.yq
+        return (err ** 2).reshape(k, 1).cpu().numpy()
+
+    mean, se = streaming_estimate(draw, samples, chunk=20_000)
+    return Estimate(float(mean[0]), float(se[0]), samples)
+
+
+# ==============================================================================================
+# d = 1 at any L: the optimum by quadrature
+# ==============================================================================================
+QUAD_DIGITS = 30
+
+
+def _chi2_mean_density(n: int):
+    """The density of s = chi^2_n / n (the 1 x 1 Wishart W/n at d = 1)."""
+    k = mpmath.mpf(n) / 2
+    c = k ** k / mpmath.gamma(k)
+    return lambda s: c * s ** (k - 1) * mpmath.exp(-k * s)
+
+
+def scalar_optimum_d1(n: int, L: int) -> tuple[mpmath.mpf, mpmath.mpf]:
+    """(a*, f(a*)) at d = 1 for any L, by quadrature: f(a) = E (1 - a s)^{2L} with s ~ chi^2_n/n
+    (a positive integrand: no cancellation, unlike the degree-2L polynomial in the moments,
+    whose terms reach 10^6500 at L = 2048), f convex and f'(a) = -2L E s (1 - a s)^{2L-1}, so a*
+    is the one root of f' (bisection in a bracket), at QUAD_DIGITS digits."""
+    p = _chi2_mean_density(n)
+    with mpmath.workdps(QUAD_DIGITS + 10):
+        def cuts(a):
+            # the bulk within 1/(2 L a) of 0, the sign change at 1/a, and the far peak of
+            # |1 - a s|^{2L} e^{-n s/2} at a s - 1 = 4 L a / n, which outgrows the bulk past a*
+            peak = (1 + 4 * L * a / n) / a
+            return sorted({mpmath.mpf(0), 1 / (a * 2 * L), 1 / a, 2 / a, peak / 2, peak,
+                           2 * peak}) + [mpmath.inf]
+
+        def fp(a):
+            return -2 * L * mpmath.quad(lambda s: s * (1 - a * s) ** (2 * L - 1) * p(s), cuts(a))
+
+        lo, hi = mpmath.mpf(1) / (64 * L), mpmath.mpf(8) / L  # a* L -> a constant
+        while fp(lo) > 0:
+            lo /= 8
+        while fp(hi) < 0:
+            hi *= 8
+        # bisection: f' jumps from -4e2 to 4e15 between a = 0.00043 and 0.00044 at n = 1,
+        # L = 2048 (the far peak switches on), where a secant step goes astray
+        for i in range(64):
+            mid = mpmath.sqrt(lo * hi) if i < 12 else (lo + hi) / 2
+            lo, hi = (mid, hi) if fp(mid) < 0 else (lo, mid)
+        a = (lo + hi) / 2
+        return a, mpmath.quad(lambda s: (1 - a * s) ** (2 * L) * p(s), cuts(a))
