@@ -22,10 +22,10 @@ from verify.formulas import FormulaSymbol, NamedFormula
 from ..kit import looped_icl as li
 from ..kit.figures import (Mark, Note, Panel, PaperFigure, Series, curve_steps, figure_entry,
                            running_min)
+from ..kit.trend import Indexed, first_violation, monotone, shown
 from .common import PAPER, _by_budget, _setting, single_threaded
 from .loss import looped_model, mc_loss
-from .optimum import train_exact
-from .dominance import _mpf
+from ..kit.scalar_optimum import train_exact
 from .flow import Inflow, _mp_a_star, scalar_flow_time
 
 
@@ -228,19 +228,17 @@ FIG1 = Claim(
 
 def fig2_symbolic(ctx: Context) -> TierResult:
     """The optimal loss f(a*(n, 10, L)) of the looped model decreases strictly in L (d = 10)."""
-    rows, bad = [], None
+    rows, curves = [], []
     for n in (20, 40):
-        prev = None
-        for L in range(1, _by_budget(ctx, 7, 9, 11)):
-            a = _a_rational(n, 10, L)
-            f = li.scalar_poly(L, n, 10).eval(a)
-            rows.append({"n": n, "L": L, "a_star": float(a), "optimal_loss": float(f)})
-            if prev is not None and not f < prev and bad is None:
-                bad = {"n": n, "L": L, "optimal_loss": str(f), "previous": str(prev)}
-            prev = f
-    return combine([Finding("optimal_loss_decreases_with_loops", bad is None, {
-        "d": 10, "rows": rows}, bad, "" if bad is None else "more loops do not lower the loss")],
-        figure_entry(lambda: fig2_figure(rows)))
+        Ls = range(1, _by_budget(ctx, 7, 9, 11))
+        a = [_a_rational(n, 10, L) for L in Ls]
+        f = [li.scalar_poly(L, n, 10).eval(x) for L, x in zip(Ls, a)]
+        rows += [{"n": n, "L": L, "a_star": float(x), "optimal_loss": float(v)}
+                 for L, x, v in zip(Ls, a, f)]
+        curves.append(Indexed(Ls, f, "L", at={"n": n}))
+    return combine([monotone("optimal_loss_decreases_with_loops", curves, "decreasing",
+                             evidence={"d": 10}, reason="more loops do not lower the loss")],
+                   figure_entry(lambda: fig2_figure(rows)))
 
 
 def fig2_figure(rows: list) -> PaperFigure:
@@ -334,26 +332,22 @@ def fig3_symbolic(ctx: Context) -> TierResult:
     """Loop extrapolation: the model optimal for L_train loops, run with L_test loops, has loss
     f_{L_test}(a*(n, d, L_train)) = E tr (I - a* W/n)^{2 L_test}; with finite n the Wishart
     spectrum is unbounded, so it eventually grows: the first L_test at which it increases."""
-    rows, bad = [], None
+    rows, curves = [], []
     for n in (20, 40):
         for L_train in (2, 5):
             a = _a_rational(n, 10, L_train)
-            vals = [li.scalar_poly(Lt, n, 10).eval(a) for Lt in range(1, _by_budget(ctx, 11, 13))]
-            up = next((i + 1 for i in range(1, len(vals)) if vals[i] > vals[i - 1]), None)
-            row = {"n": n, "L_train": L_train, "a_star": float(a),
-                   "loss_by_L_test": [float(v) for v in vals], "first_increase_at_L_test": up}
-            rows.append(row)
-            if up is not None and bad is None:
-                bad = {"d": 10, "n": n, "L_train": L_train, "L_test": up,
-                       "loss_at_L_test": mpmath.nstr(_mpf(vals[up - 1]), 30),
-                       "loss_at_L_test_minus_1": mpmath.nstr(_mpf(vals[up - 2]), 30),
-                       "a_star_L_train": mpmath.nstr(_mpf(a), 30),
-                       "exact": "E tr (I - a* W/n)^{2 L_test}, W ~ Wishart(n, I_10), as exact "
-                                "rationals at the 60-digit rational a*"}
-    return combine([Finding("extrapolation_keeps_decreasing", bad is None, {"d": 10, "rows": rows},
-                            bad, "" if bad is None else
-                            f"the loss increases from L_test = {bad['L_test'] - 1} to "
-                            f"{bad['L_test']}")],
+            tests = range(1, _by_budget(ctx, 11, 13))
+            curve = Indexed(tests, [li.scalar_poly(Lt, n, 10).eval(a) for Lt in tests], "L_test",
+                            at={"d": 10, "n": n, "L_train": L_train, "a_star_L_train": shown(a)})
+            up = first_violation(curve, "decreasing", strict=False)
+            rows.append({"n": n, "L_train": L_train, "a_star": float(a),
+                         "loss_by_L_test": [float(v) for v in curve.values],
+                         "first_increase_at_L_test": up and up.after_index})
+            curves.append(curve)
+    return combine([monotone("extrapolation_keeps_decreasing", curves, "decreasing", strict=False,
+                             evidence={"exact": "E tr (I - a* W/n)^{2 L_test}, W ~ Wishart(n, "
+                                       "I_10), as exact rationals at the 60-digit rational a*"},
+                             reason="the loss increases from {name} = {previous} to {index}")],
                    figure_entry(lambda: fig3_figure(rows)),
                    steps=[step("Divergence", r"\mathbb E\,\mathrm{tr}(I-aW/n)^{2L}\ge "
                                r"\Pr(\lambda_{\max}(W/n)>2/a)\,1^{2L}\cdots\to\infty",
@@ -423,8 +417,13 @@ def fig3_train(ctx: Context) -> TierResult:
     A0 = A[0]
     dist = dist_to_identity(torch.tensor(A0))
     a_tr = sympy.Rational(repr(float(np.trace(A0) / d)))
-    vals = [li.scalar_poly(Lt, n, d).eval(a_tr) for Lt in range(1, _by_budget(ctx, 11, 13))]
-    up = next((i + 1 for i in range(1, len(vals)) if vals[i] > vals[i - 1]), None)
+    tests = range(1, _by_budget(ctx, 11, 13))
+    curve = Indexed(tests, [li.scalar_poly(Lt, n, d).eval(a_tr) for Lt in tests], "L_test",
+                    at={"d": d, "n": n, "L_train": L_train, "trained_scale": str(a_tr),
+                        "Dist_to_I": dist})
+    vals = curve.values
+    up = first_violation(curve, "decreasing", strict=False)
+    up = up and up.after_index
     mc_tests = _by_budget(ctx, (1, 3, 5), (1, 2, 3, 4, 5, 6))
     samples = _by_budget(ctx, 10_000, 100_000, 400_000)
     comparisons = 2 * len(mc_tests)
@@ -433,7 +432,6 @@ def fig3_train(ctx: Context) -> TierResult:
         mc[label] = {str(Lt): mc_loss(looped_model(d, Lt, A0), sigma, n, samples, ctx.seed_for(
             "fig3", label, Lt), device=rt.device).as_dict(comparisons=comparisons) for Lt in mc_tests}
     dist_tol = rt.tolerance(1e-6, 1e3)
-    ok = up is None and dist < dist_tol
     ev = {"trained": {"Dist_to_I": dist, "scale": float(a_tr), "a_star": li.a_star_float(n, d,
                                                                                       L_train),
                       **results[0].summary(curve_points=10)},
@@ -445,14 +443,10 @@ def fig3_train(ctx: Context) -> TierResult:
         return combine([Finding("loop_extrapolation", None, ev,
                                 reason=f"the trained A is not a multiple of I to {dist_tol:.1g}")],
                        figure)
-    bad = None if up is None else {
-        "d": d, "n": n, "L_train": L_train, "trained_scale": str(a_tr), "Dist_to_I": dist,
-        "L_test": up, "loss_at_L_test": float(vals[up - 1]),
-        "loss_at_L_test_minus_1": float(vals[up - 2])}
-    return combine([Finding("loop_extrapolation", ok, ev, bad,
-                            "" if ok else f"the trained model's loss increases from L_test = "
-                                          f"{up - 1} to {up}")], {"runtime": rt.describe(),
-                                                                 **figure})
+    return combine([monotone("loop_extrapolation", [curve], "decreasing", strict=False,
+                             evidence=ev, reason="the trained model's loss increases from "
+                                                 "{name} = {previous} to {index}")],
+                   {"runtime": rt.describe(), **figure})
 
 
 def fig3_train_figure(vals: list, up: int | None, mc: dict, samples: int,
@@ -501,26 +495,23 @@ FIG3 = Claim(
 def fig4_symbolic(ctx: Context) -> TierResult:
     """Gradient flow from A(0) = 0 on the exact loss (d = 10, n = 20): the time to close 99% of
     the gap f(0) - f(a*) for each L; converges for every L, more slowly for more loops."""
-    rows, bad = [], None
+    rows, times = [], []
     n, d = 20, 10
-    prev = None
-    for L in range(1, _by_budget(ctx, 6, 8)):  # monotonicity from L = 2 (Thm. 3.3's rate)
+    Ls = range(1, _by_budget(ctx, 6, 8))
+    for L in Ls:  # monotonicity from L = 2 (Thm. 3.3's rate)
         a = _a_rational(n, d, L)
         f = li.scalar_poly(L, n, d)
         f0, fs = f.eval(0), f.eval(a)
-        xi = fs + (f0 - fs) / 100
-        t, _ = scalar_flow_time(L, n, d, xi)
-        rows.append({"L": L, "a_star": float(a), "time_to_99_percent": float(t)})
-        if prev is not None and L > 2 and not t > prev and bad is None:
-            bad = {"L": L, "time": float(t), "previous": float(prev)}
-        prev = t
-    return combine([Finding("flow_converges_slower_with_more_loops", bad is None, {
+        times.append(scalar_flow_time(L, n, d, fs + (f0 - fs) / 100)[0])
+        rows.append({"L": L, "a_star": float(a), "time_to_99_percent": float(times[-1])})
+    return combine([monotone("flow_converges_slower_with_more_loops", [Indexed(Ls, times, "L")],
+                             "increasing", start=2, reason="more loops do not slow the flow",
+                             evidence={
         "d": d, "n": n, "A0": "0", "rows": rows,
         "note": "monotone from L = 2 (the rate of Thm. 3.3 needs L >= 2); the exact population "
                 "flow converges for L = 1 too, slightly more slowly than L = 2 (the figure's "
                 "remark that 1 loop does not converge concerns the paper's finite-sample "
-                "training)"},
-        bad, "" if bad is None else "more loops do not slow the flow")],
+                "training)"})],
         figure_entry(lambda: fig4_figure(n, d, rows)))
 
 

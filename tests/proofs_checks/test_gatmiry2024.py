@@ -510,7 +510,7 @@ def test_thm4_5_exact_values_cover_a_multiple_of_x_x_transpose_as_sigma_out(text
 def test_fig3_extrapolation_turns_up_at_6_test_loops():
     ce = verdict("gatmiry2024.fig3").counterexample
     assert (ce["n"], ce["L_train"], ce["L_test"]) == (20, 2, 6)
-    assert float(ce["loss_at_L_test"]) > float(ce["loss_at_L_test_minus_1"])
+    assert ce["previous_L_test"] == 5 and float(ce["value"]) > float(ce["previous_value"])
 
 
 def test_fig1_symbolic_and_a_wrong_limit_is_refuted():
@@ -539,7 +539,7 @@ def test_fig3_trained_model_extrapolation_turns_up():
     v = verdict("gatmiry2024.fig3", tiers=("train",))
     assert v.verdict == "refuted"
     ce = v.counterexample
-    assert ce["L_test"] == 6 and ce["loss_at_L_test"] > ce["loss_at_L_test_minus_1"]
+    assert ce["L_test"] == 6 and float(ce["value"]) > float(ce["previous_value"])
 
 
 def test_a_power_of_d_in_1_over_n_is_decided_without_exhausting_memory():
@@ -578,10 +578,11 @@ def test_optimum_exact_values_are_the_certified_minimiser():
 
     a = li.a_star_rational(10 ** 6, 3, 2, 100)
     with mpmath.workdps(60):  # the values come at the caller's precision
-        values = optimum.optimum_exact({"n": mpmath.mpf(10 ** 6), "d": mpmath.mpf(3),
-                                  "L": mpmath.mpf(2)})
+        values = optimum.THM3_2.exact.values({"n": mpmath.mpf(10 ** 6), "d": mpmath.mpf(3),
+                                              "L": mpmath.mpf(2)})
         assert abs(values["c"] - abs(mpmath.mpf(a.p) / a.q - 1)) < mpmath.mpf(10) ** -50
-    assert optimum.optimum_exact({"n": mpmath.mpf(10), "d": mpmath.mpf(3), "L": mpmath.mpf(7)}) is None
+    assert optimum.THM3_2.exact.values({"n": mpmath.mpf(10), "d": mpmath.mpf(3),
+                                        "L": mpmath.mpf(7)}) is None
 
 
 @pytest.mark.parametrize("override", [{"hypothesis": "L >= 4*d**2*k**2"},
@@ -999,11 +1000,12 @@ def test_the_d_1_optimum_by_quadrature_matches_the_exact_one():
     1% on either side of a* (where the far peak of the integrand switches on)."""
     import mpmath
 
-    from proofs_checks.gatmiry2024.optimum import _optimum_exact, scalar_optimum_d1
+    from proofs_checks.kit.looped_icl import scalar_optimum_d1
+    from proofs_checks.kit.scalar_optimum import looped_loss, optimum_exact
 
     for n, L in ((1, 2), (4, 3)):
         a, f = scalar_optimum_d1(n, L)
-        gap, loss = _optimum_exact(n, 1, L)
+        gap, loss = optimum_exact(looped_loss, n, 1, L)
         assert abs(a - (1 - gap)) < 1e-14 and abs(f / loss - 1) < 1e-14
     a, f = scalar_optimum_d1(1, 2048)
     assert 0.46 < f < 0.47 and 4e-4 < a < 5e-4
