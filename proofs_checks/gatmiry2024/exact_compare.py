@@ -1,6 +1,7 @@
-"""Exact comparisons of named formulas for the proof-step claims: a side that is not a finite
-real number at an admitted point (a complex power, a division by zero, an infinity) is no bound
-there, so the comparison fails rather than raising."""
+"""Exact comparisons of named formulas for the proof-step claims: a side that is not a real number
+at an admitted point (a complex power, nan, a division by zero) is no bound there, so the
+comparison fails rather than raising; an infinite side is compared as an extended real
+(x <= +oo holds, +oo <= y fails for finite y)."""
 from __future__ import annotations
 
 from typing import Mapping
@@ -21,11 +22,29 @@ def finite_value(expr, env: Mapping):
         return None
 
 
+def extended_value(expr, env: Mapping):
+    """The value of ``expr`` at ``env`` at 40 digits as an extended real (+-oo kept), or None
+    when it is complex, nan or cannot be evaluated."""
+    try:
+        with mpmath.workdps(40):
+            x = _mp_value(expr, env)
+    except (ZeroDivisionError, ValueError, TypeError, OverflowError, ArithmeticError, KeyError):
+        return None
+    if isinstance(x, mpmath.mpc):
+        if x.imag != 0:
+            return None
+        x = x.real
+    return None if mpmath.isnan(x) else x
+
+
 def compare(lhs, rhs, env: Mapping, strict: bool = False):
     """(lhs <= rhs, lhs value, rhs value) at 40 digits, decided as ``real_le`` decides it."""
     x, y = finite_value(sympy.sympify(lhs), env), finite_value(sympy.sympify(rhs), env)
     if x is None or y is None:
-        return False, x, y
+        xe, ye = extended_value(sympy.sympify(lhs), env), extended_value(sympy.sympify(rhs), env)
+        if xe is None or ye is None or (mpmath.isinf(xe) and xe == ye):
+            return False, x, y  # not real, or oo against oo: no comparison
+        return (bool(xe < ye) if strict else bool(xe <= ye)), xe, ye
     if x == 0 or y == 0 or (x > 0) != (y > 0) or \
             abs(y - x) > mpmath.mpf(10) ** -25 * max(abs(x), abs(y)):
         return (bool(x < y) if strict else bool(x <= y)), x, y
