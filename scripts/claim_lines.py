@@ -54,6 +54,9 @@ def _own(fn, package: str, seen: set, depth: int = 0, kits: set | None = None) -
     seen.add(id(fn))
     module = getattr(fn, "__module__", "") or ""
     total = 0
+    if module.startswith(package) and getattr(fn, "__name__", "") == "<lambda>" and \
+            isinstance(fn, types.FunctionType):
+        total += _lambda_lines(fn)  # a lambda handed to a kit spec: its own lines count
     if module.startswith(package) and not getattr(fn, "__name__", "") == "<lambda>":
         total += _lines(fn)
         if depth == 0 and isinstance(fn, types.FunctionType):
@@ -71,6 +74,12 @@ def _own(fn, package: str, seen: set, depth: int = 0, kits: set | None = None) -
             if isinstance(g, types.FunctionType):
                 total += _own(g, package, seen, depth, kits)
     return total
+
+
+def _lambda_lines(fn) -> int:
+    """The source lines a lambda spans (its body's first to last line)."""
+    lines = [ln for _, _, ln in fn.__code__.co_lines() if ln is not None]
+    return max(lines) - min(lines) + 1 if lines else 1
 
 
 def _declaration(claim) -> tuple[str, int]:

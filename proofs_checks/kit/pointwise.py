@@ -158,15 +158,19 @@ def float_compare(spec: Pointwise, ctx: Context, F) -> TierResult:
             continue
         ok, why = settle_le(gaps, allow)
         k = int(np.argmax(np.nan_to_num(gaps / allow, nan=np.inf)))
+        finite = gaps[np.isfinite(gaps)]
+        largest = float(finite.max()) if finite.size else None  # None: no gap is a number
         findings.append(Finding(
-            name, ok, {"points": len(rows), "max_gap": float(np.nanmax(gaps)),
+            name, ok, {"points": len(rows), "max_gap": largest,
                        "allowance": float(allow.min()),
                        "why_allowance": f"{ALLOWANCE_K:g} eps times the larger side's magnitude "
                                         "(a few hundred float64 operations per entry)"},
             None if ok is not False else {"point": rows[k][2], "gap": float(gaps[k]),
                                           "allowance": float(allow[k]), "seed": ctx.seed},
             why if ok is None else "" if ok else f"the sides differ by {gaps[k]:.3g}",
-            summary=f"float64 within {float(np.nanmax(gaps)):.1e} at {len(rows)} Gaussian points"))
+            summary=(f"float64 within {largest:.1e} at {len(rows)} Gaussian points"
+                     if ok is not None and largest is not None else
+                     f"not decided at {len(rows)} Gaussian points")))
     if undecided:
         findings.append(Finding("evaluable", None, {"points": undecided},
                                 reason="; ".join(undecided)))
