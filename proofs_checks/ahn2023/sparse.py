@@ -222,24 +222,6 @@ def restricted_optimum(n: int, d: int, layers: int, model: str = "eq9",
     return newton_mp(layers, model, n, d, best["end"], digits=20)
 
 
-def exact_sparse_loss(layers: int):
-    """The derived loss of eq. (9) for full A_i as a compiled torch function (for bench/train.py):
-
-    ``loss(As, Sigma, n)`` with As of shape (layers, d, d) or (B, layers, d, d), Sigma (d, d)."""
-    import torch
-
-    compiled = full_loss(layers, "eq9").compile()
-
-    def loss(As, Sigma, n: int):
-        As = (As + As.transpose(-1, -2)) / 2
-        env = {"Sigma": Sigma, "Sigma_inv": torch.linalg.inv(Sigma)}
-        for i in range(layers):
-            env[f"A_{i}"] = As[..., i, :, :]
-        return compiled(env, {"n": n})
-
-    return loss
-
-
 def restricted_value_torch(P, layers: int, model: str, n: int, d: int):
     """g at a batch of parameter rows P (B, m) in torch (autograd, cpu or cuda): the same sum
     over the coefficients of s(u)^2, with polynomials as (B, degree+1) tensors."""

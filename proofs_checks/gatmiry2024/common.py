@@ -111,10 +111,6 @@ def _size(ctx: Context, setting, name: str) -> int:
     return int({**setting.sizes[ctx.budget.name], **ctx.sizes}[name])
 
 
-def _f(x) -> float:
-    return float(sympy.N(x, 30))
-
-
 def formula_letters(layers: int = 0) -> dict:
     """Kernel letters for the formula symbols: X ~ columns N(0, Sigma*), Sigma = X X^T / n."""
     Sig = matrix("Sigma", symmetric=True)

@@ -17,7 +17,7 @@ from verify.formulas import FormulaSymbol, NamedFormula
 
 from ..kit import looped_icl as li
 from .common import _D, _L, _LOSS, _N, PAPER, _by_budget, _loops, _setting
-from .exact_compare import real_le, value
+from .exact_compare import value
 from .dominance import _gd_env, _gd_expr, _mpf, _n_text, scalar_point
 from .flow import scalar_flow_position
 
@@ -127,11 +127,6 @@ _ODE_SYMBOLS = (_L, _T, _C, _F0, _G)
 ODE_LOOPS = (2, 3, 4)
 ODE_F0 = tuple(sympy.Rational(v) for v in ("1/1000", "1", "1000"))
 ODE_TIMES = tuple(sympy.Rational(v) for v in ("0", "1/10", "1", "10", "1000"))
-
-
-def _named_at(F, name: str, env: dict):
-    expr = _gd_expr(F, name)
-    return sympy.sympify(expr).subs({s: env[s.name] for s in expr.free_symbols if s.name in env})
 
 
 def _solution_finding(F) -> Finding:

@@ -193,12 +193,6 @@ LEMMA_A5_GENUS_STEP = Claim(
 
 
 # ----- line 570: eq. (21) -----------------------------------------------------------------------
-def _rational_sym(rng, d: int) -> sympy.Matrix:
-    M = sympy.Matrix(d, d, lambda i, j: sympy.Rational(int(rng.integers(-3, 4)),
-                                                       int(rng.integers(1, 3))))
-    return M + M.T
-
-
 def _instances(ctx: Context, tag: str):
     """(d, B = A^{1/2}, Sigma) with B rational symmetric positive definite and Sigma = X X^T / n
     of a rational X (d x (d + 1)): the integrand of E_X at a sample."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 from functools import lru_cache
-from typing import Mapping, Sequence
 
 import mpmath
 import numpy as np

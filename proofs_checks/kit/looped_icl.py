@@ -307,15 +307,6 @@ def paper_form(L: int) -> sympy.Expr:
     return total
 
 
-def paper_form_hessian_perp(L: int, a, n: int, d: int) -> sympy.Expr:
-    """Second derivative of the paper's form along a unit traceless E at a I: p_j(aI + tE) has
-    zero first derivative and second derivative j(j-1) a^{j-2} ||E||^2."""
-    P = paper_form(L).subs({N: n, D: d})
-    at = {power_sum(j): d * a ** j for j in range(1, 2 * L + 1)}
-    return sum(sympy.diff(P, power_sum(j)).subs(at) * j * (j - 1) * a ** (j - 2)
-               for j in range(2, 2 * L + 1))
-
-
 def spectral_function(expr: sympy.Expr, n: int, d: int, L: int):
     """A float function of eigenvalue vectors (..., d) for an expression in p_j (numpy)."""
     syms = [power_sum(j) for j in range(1, 2 * L + 1)]
@@ -331,14 +322,6 @@ def spectral_function(expr: sympy.Expr, n: int, d: int, L: int):
 # ==============================================================================================
 # Other exact functions of the scalar model
 # ==============================================================================================
-def multilayer_scalar_loss(coeffs: Sequence) -> sympy.Expr:
-    """E tr prod_l (I - a_l W/n)^2 at Sigma* = I (L layers with A_l = a_l I, Thm. A.1)."""
-    poly = sympy.Integer(1)
-    for c in coeffs:
-        poly *= (1 - c * _w / N) ** 2
-    return wishart_sympy.expected_trace(poly, _w, identity=True)
-
-
 @lru_cache(maxsize=None)
 def covariance_moment(k: int) -> sympy.Expr:
     """tr(E[W^k] Sigma) for W ~ Wishart(n, Sigma), in n and p_j (E[W^k] = sum c n^e p_mu Sigma^s)."""
@@ -351,23 +334,6 @@ def covariance_moment(k: int) -> sympy.Expr:
             term *= power_sum(part)
         out += term
     return out
-
-
-def ood_loss(L: int) -> sympy.Expr:
-    """E (w^T (I - a S)^L x_q)^2 with x ~ N(0, Sigma), w ~ N(0, I): E tr((I - a S)^{2L} Sigma),
-    in a, n and p_j = tr Sigma^j (the in-distribution loss at Sigma = I)."""
-    return sympy.Add(*[sympy.binomial(2 * L, k) * (-a_sym / N) ** k * covariance_moment(k)
-                       for k in range(2 * L + 1)])
-
-
-def at_spectrum(expr: sympy.Expr, eigenvalues: Sequence, n, d: int | None = None) -> sympy.Expr:
-    """An expression in p_j, n (and d) at a spectrum, exactly."""
-    eig = [sympy.nsimplify(v) for v in eigenvalues]
-    subs = {s: sum(v ** int(s.name[1:]) for v in eig) for s in expr.free_symbols
-            if s.name[:1] == "p" and s.name[1:].isdigit()}
-    subs[N] = n
-    subs[D] = len(eig) if d is None else d
-    return expr.xreplace(subs)
 
 
 # ==============================================================================================

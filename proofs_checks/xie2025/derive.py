@@ -32,10 +32,6 @@ HEAD_MATRICES = ("A_xx",)
 HEAD_SCALARS = ("b_y", "a_yy")
 
 
-def head_symbols(tag: str = "") -> dict[str, sympy.Symbol]:
-    return {name: sympy.Symbol(f"{name}{tag}") for name in HEAD_SCALARS}
-
-
 def _specialise(poly: Poly, guess: str) -> Poly:
     """Restrict an ``affine``-guess polynomial to y_q = v^T x_q (``linear``) or y_q = 0."""
     if guess == "affine":

@@ -185,13 +185,3 @@ def head_tensor(heads: Sequence[dict], d: int) -> list:
     return T
 
 
-def sym_equal(T1: list, T2: list, d: int, ks: Sequence[int]) -> tuple[bool, tuple | None]:
-    """Whether T1 and T2 have the same symmetric part in (i, j) for every k in ks."""
-    for k in ks:
-        for i in range(d + 1):
-            for j in range(i, d + 1):
-                a = T1[i][j][k] + T1[j][i][k]
-                b = T2[i][j][k] + T2[j][i][k]
-                if sympy.simplify(a - b) != 0:
-                    return False, (i, j, k)
-    return True, None

@@ -60,12 +60,6 @@ def _grad_rows(grads: dict) -> list[dict]:
     return rows
 
 
-def _letters_of(P: np.ndarray, Q: np.ndarray, d: int) -> dict:
-    """Gradient components as (P, Q) entries: b_x -> P[d, :d], A_xx -> Q[:d, :d], ..."""
-    return {"b_x": P[d, :d], "b_y": P[d, d], "A_xx": Q[:d, :d], "a_xy": Q[:d, d],
-            "a_yx": Q[d, :d], "a_yy": Q[d, d]}
-
-
 # ==============================================================================================
 # Theorem 2
 # ==============================================================================================
