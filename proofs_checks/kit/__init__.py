@@ -7,10 +7,24 @@ Settings:
   (rational) and float instances, symbolic prompts for the moment kernel (ahn2023, gatmiry2024);
 - ``looped_icl``: the looped linear transformer's forward pass and its population loss derived
   by the moment kernel, Wishart moments in n and d (gatmiry2024).
-Generic checks and pieces:
+Generic checks and pieces (each module's docstring states its check; ``tests/proofs_checks/
+test_kit_*.py`` declares a toy claim outside any paper for each):
 - ``forward_identity``: the model at the stated weights outputs the stated expression
   (symbolic at small sizes, float64 Monte Carlo at the budget's), and ``identity_truth``,
   which judges a surviving mutant of such a claim by the exact identity (``Claim(exact=...)``);
+- ``layer_optimum`` (+ ``layer_optimum_float``): the global optimum of one linear-attention
+  layer and the risk there (ahn2023 Thm. 1's family);
+- ``stationary`` (+ ``stationary_float``): a set W = x_W D_W(Sigma) essentially contains
+  critical points of the derived loss (ahn2023 Thms. 4, 5), ``stationary_truth`` for mutants;
+- ``scalar_optimum``: the scalar optimum a* I of a looped model, bounds at it, the Hessian
+  there, training to it (gatmiry2024 Thms. 3.2, A.8), ``optimum_values`` for mutants;
+- ``pointwise``: a step or identity at exact rational and float64 points, ``pointwise_truth``;
+- ``size_identity``: an identity in a symbolic size, proved by the moment kernel or exact at
+  concrete sizes;
+- ``trend``: monotone / flat / linear-growth findings over a size for figure claims, exact
+  where the values are, z-tested where they are estimates;
+- ``figures``: a paper figure re-drawn from the check's numbers;
+- ``matrices``: shapes and exact evaluation of matrix formulas;
 - ``Arrays`` (``Exact``, ``Floats``): one forward pass written once for sympy and torch;
 - ``torch_value``: a formula's value in float64 torch, differentiable;
 - ``rounding``: float64 rounding allowances of derived polynomials.
