@@ -69,7 +69,8 @@ def _math_run(chars: str) -> str:
 
 
 # A^{1/2}, e_{d+1}, and a bare ^ with one letter or an integer: U^T, D^2, Sigma^-1
-_ASCII_SUPERSCRIPT = re.compile(r"([\^_])\{([-+/*.A-Za-z0-9]{1,12})\}"
+_ASCII_SUPERSCRIPT = re.compile(r"([\^_])\{([-+/*.A-Za-z0-9]{1,12}|[-+/*.A-Za-z0-9]*"
+                                r"\([-+/*.A-Za-z0-9_']{1,12}\)[-+/*.A-Za-z0-9]*)\}"
                                 r"|(\^)(-?\d+|[A-Za-z])(?![A-Za-z0-9])")
 
 

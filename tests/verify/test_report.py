@@ -62,6 +62,7 @@ def test_an_option_keeps_its_two_hyphens_and_an_undecided_tier_reads_undecided()
     assert "-{}-budget" in escape("use --budget paper") and "--" not in escape("--budget")
     assert "-{}-budget" in breakable("use --budget paper")
     assert escape("1-2") == "1-2"
+    assert "$^{C(G_p)}$" in escape("n^{C(G_p)}")  # a superscript with parentheses is math too
     assert r"un\-de\-cided" in status_tex("error") and status_tex("pass") == r"\status{pass}"
     assert status_word("error") == "undecided" and status_word("fail") == "fail"
 
