@@ -104,7 +104,11 @@ def tier_lines(v: Verdict, width: int = 100) -> list[str]:
         if r.status == "pass":
             found = [(k, e) for k, e in (r.evidence or {}).items()
                      if isinstance(e, dict) and e.get("ok") is True and not e.get("proof_step")]
-            text = "; ".join(_finding_phrase(k, e) for k, e in found) or "passed"
+            phrases = [_finding_phrase(k, e) for k, e in found]
+            # two findings with the same summary are told apart by their names
+            phrases = [f"{k}: {p}" if phrases.count(p) > 1 and not p.startswith(f"{k}:") else p
+                       for (k, _), p in zip(found, phrases)]
+            text = "; ".join(phrases) or "passed"
         else:
             text = f"{status_word(r.status)}: {r.reason or status_word(r.status)}"
         out.append(textwrap.fill(text, width, initial_indent=f"  {tier:<10}",
