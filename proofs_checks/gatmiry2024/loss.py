@@ -1,15 +1,12 @@
 """The population loss: Lemma 4.1, Lemma A.3, Corollary A.4, Lemma A.6, Theorem A.1."""
 from __future__ import annotations
 
-from typing import Sequence
-
 import numpy as np
 import sympy
 import torch
 
 from models.lsa import LSAConfig, LinearTransformer, lsa_forward
 from models.sampler import PromptLaw, sample_prompts
-from moments.poly import Poly
 from moments.wick import canonical
 from verify.claim import Claim, Context, Correction, TierResult
 from verify.definitions import Reading
@@ -17,58 +14,16 @@ from verify.evidence import Finding, combine, step
 from verify.formulas import NamedFormula, compile_formula, formula_value
 
 from ..kit import looped_icl as li
-from ..kit.looped_icl import looped_model, mc_loss
-from ..kit.linear_icl import cayley_orthogonal
-from .common import (D, L_SYM, N, PAPER, RootInstance, _A, _A_HALF, _D, _I, _J, _L, _N, _SIGMA,
-                     _SIGMA_STAR, _SIGMA_STAR_HALF, _SIGMA_STAR_HALF_INV, _U, _W, _X, _XQ,
-                     _derived_loss_step, _exact_value, _first_n, _loops, _mat, _setting, _size,
-                     _spd, aligned_instance, compare_with_derived, formula_expectation,
-                     formula_expectation_in, refutes_divergence, root_instances, single_threaded)
+from ..kit.looped_icl import looped_model, mc_loss  # noqa: F401 (ood, figures import them here)
+from ..kit.looped_loss import (ClosedFormLoss, closed_form_loss, derived_loss_at_u0,
+                               derived_u_part)
+from .common import (D, N, PAPER, _A, _A_HALF, _D, _I, _J, _L, _N, _SIGMA, _SIGMA_STAR,
+                     _SIGMA_STAR_HALF, _SIGMA_STAR_HALF_INV, _U, _W, _X, _XQ, _exact_value,
+                     _first_n, _loops, _mat, _setting, formula_expectation, refutes_divergence,
+                     root_instances, single_threaded)
 
 
 LOSS_SETTING = _setting({"n": 10, "d": 3, "L": 2})
-
-
-def gaussian_bilinear_second_moment(M: str) -> str:
-    """E[(w*^T M x_q)^2] for w* ~ N(0, Sigma*^{-1}), x_q ~ N(0, Sigma*) independent of each
-    other and of M (Isserlis): tr(M^T Sigma*^{-1} M Sigma*) = ||Sigma*^{-1/2} M Sigma*^{1/2}||_F^2,
-    in the paper's symbols (text for --set)."""
-    return (f"trace(Sigma_star_half_inv*{M}*Sigma_star_half*Sigma_star_half*({M}).T*"
-            f"Sigma_star_half_inv)")
-
-
-def derived_loss_at_u0(layers: int | None) -> str:
-    """L(A, 0) (``layers`` None: the looped A shared by L loops; else layers A0, A1, ...) as the
-    derivation gives it: the forward pass's error at u = 0 is -w*^T prod_i (I - Sigma A_i) x_q
-    with Sigma the empirical X X^T / n (``looped_icl.residual_form``; the identity is proved
-    from the forward pass here, at L = 1, 2, 3 or at ``layers``), and E over (w*, x_q) given X
-    is its Gaussian second moment; E_X stays outside, as in the paper's statement."""
-    for L in ((1, 2, 3) if layers is None else (layers,)):
-        if li.residual_identity(L, with_u=False, multilayer=layers is not None).terms:
-            raise ValueError(f"the forward pass's error is not the residual form at L = {L}")
-    M = ("(Identity(d) - Sigma*A)**L" if layers is None else
-         "(" + "*".join(f"(Identity(d) - Sigma*A{i})" for i in range(layers)) + ")")
-    return gaussian_bilinear_second_moment(M)
-
-def derived_u_part(layers: int | None) -> str:
-    """The u-part of L(A, u) as the derivation gives it: the forward pass's error is the
-    residual form (proved here with u, at L = 1, 2, 3 or at ``layers``), whose u-part is v x_q
-    with v = sum_i u_i^T Sigma A_i prod_{j>i} (I - Sigma A_j), Sigma the empirical X X^T / n;
-    its cross term with the w*-part has mean 0 (w* is centred and independent), and E over
-    x_q ~ N(0, Sigma*) of (v x_q)^2 is (v Sigma*^{1/2})(v Sigma*^{1/2})^T (text for --set)."""
-    for L in ((1, 2, 3) if layers is None else (layers,)):
-        if li.residual_identity(L, with_u=True, multilayer=layers is not None).terms:
-            raise ValueError(f"the forward pass's error is not the residual form at L = {L}")
-    if layers is None:  # one shared (A, u): v = sum_i u^T Sigma A (I - Sigma A)^{L-1-i}
-        v = "u.T*Sigma*A*(Identity(d) - Sigma*A)**(L-1-{k})*Sigma_star_half"
-        return (f"Sum(Sum({v.format(k='i')}*({v.format(k='j')}).T, (i, 0, L-1)), "
-                f"(j, 0, L-1))")
-    parts = []
-    for i in range(layers):
-        tail = "".join(f"*(Identity(d) - Sigma*A{j})" for j in range(i + 1, layers))
-        parts.append(f"u{i}.T*Sigma*A{i}{tail}*Sigma_star_half")
-    v = " + ".join(parts)
-    return f"({v})*({v}).T"
 
 
 PAPER_LOSS = "trace((Identity(d) - A_half*Sigma*A_half)**(2*L))"
@@ -91,117 +46,6 @@ LEMMA41_FORMULAS = (
 )
 
 
-def _loss_formula_check(ctx: Context, name: str, with_u: bool, extra_terms=()) -> tuple:
-    """Compare E_X[formula] (sum of the named terms) with the derived loss for each L."""
-    findings, steps = [], []
-    F = ctx.formulas
-    insts = root_instances(ctx) + [aligned_instance(2)]
-    for L in _loops(ctx):
-        exprs = [F[name]] + [F[t] for t in extra_terms]
-        Dv = li.derived_loss(L, with_u=with_u)
-        try:
-            ok, rows, ce = compare_with_derived(formula_expectation_in(exprs, L), Dv, insts, "loss")
-        except ValueError as exc:  # e.g. a negative power at this L only: another L may decide
-            findings.append(Finding(f"loss_L{L}", None, {"L": L}, reason=f"E_X[formula] cannot "
-                                    f"be taken at L = {L} ({exc})"))
-            continue
-        if ce is not None:
-            ce["L"] = L
-        generic = [r for r in rows if r["instance"].startswith("generic")]
-        findings.append(Finding(f"loss_L{L}", ok, {"L": L, "instances": rows,
-                                                   "derived_terms": len(Dv.terms)}, ce,
-                                "" if ok else f"E_X[formula] differs from the loss derived from "
-                                              f"the forward pass (L = {L})" if ok is False else
-                                f"E_X[formula] cannot be taken at an instance (L = {L})"))
-        if L == _loops(ctx)[-1]:
-            steps.append(_derived_loss_step(L))
-            steps.append(step(f"Derived loss, L = {L}", r"L(A, u) = " + _short_latex(Dv),
-                              "E over x_i ~ N(0, Sigma*) (Sigma), w* ~ N(0, Sigma*^{-1}) "
-                              "(Sigma_inv), x_q ~ N(0, Sigma*) with the memoised Isserlis "
-                              "engine; each closed sample loop gives a factor n."))
-            steps.append(step("Comparison", r"\mathbb E_X\big[" + " + ".join(
-                sympy.latex(e.subs(L_SYM, L)) for e in exprs) + r"\big]", "The named formula, translated into the moment kernel "
-                              "and expected the same way, is evaluated beside the derived loss "
-                              "at exact instances Sigma* = R^2, A = B^2 (rational R, B) with n "
-                              "symbolic. " + "; ".join(f"{r['instance']}: difference "
-                                                       f"{r.get('difference_in_n', r.get('error'))}" for r in generic)))
-    return findings, steps
-
-
-def _short_latex(p: Poly, limit: int = 6) -> str:
-    items = sorted(p.terms.items(), key=lambda kv: p.monomial_str(kv[0]))
-    shown = Poly(dict(items[:limit]), p.letters, p.rows, p.cols)
-    tex = shown.latex()
-    return tex + (r" + \dots\ (%d\ \text{terms})" % len(items) if len(items) > limit else "")
-
-
-@refutes_divergence
-def lemma41_symbolic(ctx: Context) -> TierResult:
-    findings, steps = _loss_formula_check(ctx, "loss_u0", with_u=False)
-    return combine(findings, {"method": "E_X of the named formula and of the squared forward-pass "
-                                        "error with the moment kernel, at exact instances"},
-                   steps=steps)
-
-
-# ----- Monte Carlo of the real forward pass (the torch model and ``mc_loss`` are the kit's) ----
-def _float_instance(inst: RootInstance) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    S = np.array((inst.R * inst.R).evalf(30).tolist(), dtype=float)
-    A = np.array((inst.B * inst.B).evalf(30).tolist(), dtype=float)
-    u = np.array(inst.u.tolist(), dtype=float).ravel()
-    return S, A, u
-
-
-def mc_instance(ctx: Context) -> RootInstance:
-    """Sigma* = I and A = U diag(1/20, 3/10, 9/10) U^T: far from a multiple of Sigma*^{-1}, so the
-    trace form and the derived loss differ by several standard errors at n = 10, L <= 2."""
-    U = cayley_orthogonal(3, np.random.default_rng(1))
-    eig = [sympy.Rational(v) for v in ("1/20", "3/10", "9/10")]
-    B = U * sympy.diag(*[sympy.sqrt(v) for v in eig]) * U.T
-    return RootInstance(sympy.ImmutableMatrix(sympy.eye(3)), sympy.ImmutableMatrix(B),
-                        sympy.ImmutableMatrix([sympy.Rational(1, 10), 0, -sympy.Rational(1, 5)]),
-                        "Monte Carlo", sympy.ImmutableMatrix(U * sympy.diag(*eig) * U.T))
-
-
-def _mc_formula_check(ctx: Context, formula_names: Sequence[str], with_u: bool) -> TierResult:
-    """The named formula and the derived loss against Monte Carlo of the torch forward pass."""
-    L = _size(ctx, LOSS_SETTING, "L")
-    n = _size(ctx, LOSS_SETTING, "n")
-    inst = mc_instance(ctx)
-    S, A, u = _float_instance(inst)
-    if L not in (1, 2, 3):
-        return combine([Finding("monte_carlo", None, {"L": L}, reason="L must be 1, 2 or 3 here")])
-    Fp = formula_expectation_in([ctx.formulas[f] for f in formula_names], L)
-    Fp = Fp(3) if callable(Fp) else Fp  # the instance below has d = 3
-    Dv = li.derived_loss(L, with_u=with_u)
-    env = {k: np.array(v.evalf(30).tolist(), dtype=float) for k, v in inst.env().items()}
-    env["u"] = env["u"].reshape(-1, 1)
-    paper = float(Fp.evaluate(env, {"n": n, "d": 3}))
-    derived = float(Dv.evaluate(env, {"n": n, "d": 3}))
-    model = looped_model(3, L, A, u if with_u else None)
-    est = mc_loss(model, S, n, ctx.budget.mc_samples, ctx.seed_for("mc-loss", L))
-    level, comparisons = 0.999, 2
-    d_ok, p_ok = est.agrees(derived, level, comparisons), est.agrees(paper, level, comparisons)
-    ev = {"L": L, "n": n, "instance": inst.as_dict(), "derived": derived, "paper": paper,
-          "z_derived": est.z_score(derived), "z_paper": est.z_score(paper),
-          **est.as_dict(level, comparisons)}
-    findings = [Finding("derived_vs_monte_carlo", d_ok, ev, None if d_ok else
-                        {"instance": inst.as_dict(), "n": n, "L": L, "derived": derived,
-                         "monte_carlo": est.mean, "se": est.se, "seed": ctx.seed},
-                        "" if d_ok else "the derived loss is outside the Monte Carlo interval"),
-                Finding("formula_vs_monte_carlo", p_ok, {"z": est.z_score(paper)}, None if p_ok else
-                        {"instance": inst.as_dict(), "n": n, "L": L, "paper": paper,
-                         "monte_carlo": est.mean, "ci": list(est.interval(level, comparisons)),
-                         "seed": ctx.seed},
-                        "" if p_ok else "the named formula is outside the Monte Carlo interval of "
-                                        "the forward pass")]
-    return combine(findings, {"samples": ctx.budget.mc_samples})
-
-
-@refutes_divergence
-def lemma41_numeric(ctx: Context) -> TierResult:
-    return _mc_formula_check(ctx, ["loss_u0"], with_u=False)
-
-
 LEMMA41_CORRECTION = Correction(
     description="L(A, 0) = E_X || Sigma*^{-1/2} (I - Sigma A)^L Sigma*^{1/2} ||_F^2 (the paper's "
                 "own Lemma A.3 with the outer factors read as Sigma*)",
@@ -209,6 +53,8 @@ LEMMA41_CORRECTION = Correction(
            "form equals this only when A is a multiple of Sigma*^{-1} (it is the lower bound "
            "E tr M^2 <= E tr M M^T, M = (I - A Sigma)^L at Sigma* = I)",
     formulas={"loss_u0": LEMMA_A3_FORM})
+LEMMA41_CHECKS = closed_form_loss(ClosedFormLoss(("loss_u0",), LOSS_SETTING, with_u=False,
+                                                 monte_carlo=True))
 
 LEMMA4_1 = Claim(
     id="gatmiry2024.lemma4_1",
@@ -220,7 +66,7 @@ LEMMA4_1 = Claim(
                  "P = [[0, 0], [u^T, 1]], Q = [[A, 0], [0, 0]] shared by L loops, u = 0",
                  "A symmetric positive definite"),
     formulas=LEMMA41_FORMULAS,
-    checks={"symbolic": lemma41_symbolic, "numeric": single_threaded(lemma41_numeric)},
+    checks={**LEMMA41_CHECKS, "numeric": single_threaded(LEMMA41_CHECKS["numeric"])},
     setting=LOSS_SETTING,
     correction=LEMMA41_CORRECTION,
     derive=lambda: {"loss_u0": derived_loss_at_u0(None)},
@@ -240,42 +86,9 @@ COR_A4_FORMULAS = (
                              "Sigma^{1/2} ||^2, Sigma the empirical covariance as the paper "
                              "defines it"),
 )
-
-
-@refutes_divergence
-def cor_a4_symbolic(ctx: Context) -> TierResult:
-    findings, steps = _loss_formula_check(ctx, "first", with_u=True, extra_terms=("second",))
-    # the u-part alone: L(A, u) - L(A, 0) against the second term (both readings of Sigma^{1/2});
-    # d = 1 too, where a sum over i < d stops short of i < L (at d >= L it reaches a negative power)
-    insts = root_instances(ctx, dims=(1, 2, 3))
-    rows, ce, undecided = [], None, []
-    for L in _loops(ctx):
-        Dv = (li.derived_loss(L, with_u=True) - li.derived_loss(L, with_u=False)).simplify()
-        try:
-            ok, r, c = compare_with_derived(formula_expectation_in(ctx.formulas["second"], L), Dv,
-                                            insts, "u_part")
-        except ValueError as exc:  # this L only; another may decide
-            undecided.append(f"L = {L}: {exc}")
-            continue
-        rows.append({"L": L, "second_term_as_named": ok, "instances": r})
-        if ok is False and ce is None:
-            ce = {**c, "L": L}
-        if ok is None:
-            undecided.append(f"L = {L}: an instance could not be evaluated")
-    ok_all = False if ce is not None else None if undecided else True
-    findings.append(Finding("u_part", ok_all, {"by_L": rows, "undecided": undecided, "note": "the "
-                            "u-part of the derived loss is u^T E[(I - (I - Sigma A)^L) Sigma* "
-                            "(I - (I - A Sigma)^L)] u"},
-                            ce, "" if ok_all else
-                            "the second term differs from the u-part of the derived loss"
-                            if ok_all is False else "; ".join(undecided)))
-    return combine(findings, steps=steps)
-
-
-@refutes_divergence
-def cor_a4_numeric(ctx: Context) -> TierResult:
-    return _mc_formula_check(ctx, ["first", "second"], with_u=True)
-
+# the sum of both terms for each L, the second alone as the u-part, and Monte Carlo
+COR_A4_CHECKS = closed_form_loss(ClosedFormLoss(("first", "second"), LOSS_SETTING,
+                                                u_part="second", monte_carlo=True))
 
 COR_A4 = Claim(
     id="gatmiry2024.cor_a4",
@@ -286,7 +99,7 @@ COR_A4 = Claim(
               r"\Sigma^{1/2}\big\|^2\big]$.",
     assumptions=LEMMA4_1.assumptions[:2] + ("A symmetric positive definite, u arbitrary",),
     formulas=COR_A4_FORMULAS,
-    checks={"symbolic": cor_a4_symbolic, "numeric": single_threaded(cor_a4_numeric)},
+    checks={**COR_A4_CHECKS, "numeric": single_threaded(COR_A4_CHECKS["numeric"])},
     setting=LOSS_SETTING,
     # the w*-part of the error's second moment (the cross term with the u-part has mean 0)
     derive=lambda: {"first": derived_loss_at_u0(None), "second": derived_u_part(None)},
@@ -335,50 +148,18 @@ LEMMA_A3_FORMULAS = (
 )
 
 
-def _multilayer_instance(ctx: Context, d: int) -> tuple[RootInstance, dict]:
-    rng = ctx.rng("multilayer", d)
-    base = RootInstance(_spd(d, rng), _spd(d, rng), sympy.ImmutableMatrix([1] * d), f"d={d}")
-    extra = {"A0": _spd(d, rng, (1, 2, 3), (2, 3)), "A1": _spd(d, rng, (1, 2, 3), (2, 3)),
-             "u0": sympy.ImmutableMatrix([sympy.Rational(int(rng.integers(-3, 4)), 2)
-                                          for _ in range(d)]),
-             "u1": sympy.ImmutableMatrix([sympy.Rational(int(rng.integers(-3, 4)), 2)
-                                          for _ in range(d)])}
-    return base, extra
-
-
-@refutes_divergence
-def lemma_a3_symbolic(ctx: Context) -> TierResult:
-    F = ctx.formulas
-    Dv = li.derived_loss(2, with_u=True, multilayer=True)
-    Fp = formula_expectation([F["first"], F["second"]], layers=2)
-    rows, ce, oks = [], None, []
-    for d in (2, 3):
-        base, extra = _multilayer_instance(ctx, d)
-        ok, r, c = compare_with_derived(Fp, Dv, [base], "loss", extra)
-        rows += r
-        if not ok and ce is None:
-            ce = {**c, "A0": str(extra["A0"].tolist()), "A1": str(extra["A1"].tolist()),
-                  "u0": str(list(extra["u0"])), "u1": str(list(extra["u1"]))}
-        oks.append(ok)
-    # compare_with_derived is None (undecided) where an instance could not be evaluated
-    ok_all = False if False in oks else None if None in oks else True
-    steps = [step("Forward pass, two layers",
-                  r"\mathrm{TF} - y_q = -w_*^\top (I-\Sigma A^{(0)})(I-\Sigma A^{(1)})x_q + "
-                  r"u^{(0)\top}\Sigma A^{(0)}(I-\Sigma A^{(1)})x_q + u^{(1)\top}\Sigma A^{(1)}x_q",
-                  "Two layers with their own (A^(i), u^(i)) (eq. (11)); checked as a canonical "
-                  "polynomial identity."),
-             step("The outer Sigma^{+-1/2}", "",
-                  "The paper defines Sigma as the empirical covariance X X^T / n (Lemma 4.1); "
-                  "so read, the first term is E tr((I - A0 Sigma)(I - A1 Sigma)^2 (I - A0 Sigma))"
-                  " (Cor. A.4's form), which is not the loss; read as Sigma*^{+-1/2} (what the "
-                  "expectation over x_q ~ N(0, Sigma*) and w* ~ N(0, Sigma*^{-1}) produces) it "
-                  "is: that reading is the correction.")]
-    return combine([Finding("two_layer_loss", ok_all, {"instances": rows,
-                                                      "derived_terms": len(Dv.terms)}, ce,
-                            "" if ok_all else "the formula differs from the derived loss"
-                            if ok_all is False else "an instance could not be evaluated")],
-                   steps=steps)
-
+LEMMA_A3_STEPS = (
+    step("Forward pass, two layers",
+         r"\mathrm{TF} - y_q = -w_*^\top (I-\Sigma A^{(0)})(I-\Sigma A^{(1)})x_q + "
+         r"u^{(0)\top}\Sigma A^{(0)}(I-\Sigma A^{(1)})x_q + u^{(1)\top}\Sigma A^{(1)}x_q",
+         "Two layers with their own (A^(i), u^(i)) (eq. (11)); checked as a canonical "
+         "polynomial identity."),
+    step("The outer Sigma^{+-1/2}", "",
+         "The paper defines Sigma as the empirical covariance X X^T / n (Lemma 4.1); so read, "
+         "the first term is E tr((I - A0 Sigma)(I - A1 Sigma)^2 (I - A0 Sigma)) (Cor. A.4's "
+         "form), which is not the loss; read as Sigma*^{+-1/2} (what the expectation over "
+         "x_q ~ N(0, Sigma*) and w* ~ N(0, Sigma*^{-1}) produces) it is: that reading is the "
+         "correction."))
 
 LEMMA_A3 = Claim(
     id="gatmiry2024.lemma_a3",
@@ -392,7 +173,8 @@ LEMMA_A3 = Claim(
     assumptions=("layer i has Q = [[A^(i), 0], [0, 0]], P = [[0, 0], [d_i^T, 1]] (eq. (11))",
                  "x_i, x_q ~ N(0, Sigma*), w* ~ N(0, Sigma*^{-1})"),
     formulas=LEMMA_A3_FORMULAS,
-    checks={"symbolic": lemma_a3_symbolic},
+    checks=closed_form_loss(ClosedFormLoss(("first", "second"), LOSS_SETTING, layers=2,
+                                           steps=LEMMA_A3_STEPS)),
     setting=LOSS_SETTING,
     derive=lambda: {"first": derived_loss_at_u0(2), "second": derived_u_part(2)},
     correction=Correction(
