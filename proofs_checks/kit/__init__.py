@@ -18,6 +18,8 @@ test_kit_*.py`` declares a toy claim outside any paper for each):
   critical points of the derived loss (ahn2023 Thms. 4, 5), ``stationary_truth`` for mutants;
 - ``scalar_optimum``: the scalar optimum a* I of a looped model, bounds at it, the Hessian
   there, training to it (gatmiry2024 Thms. 3.2, A.8), ``optimum_values`` for mutants;
+- ``looped_loss``: a closed-form population loss of the looped model equals the loss derived
+  from the forward pass (gatmiry2024 Cor. A.4, Lemmas A.3, 4.1);
 - ``pointwise``: a step or identity at exact rational and float64 points, ``pointwise_truth``;
 - ``size_identity``: an identity in a symbolic size, proved by the moment kernel or exact at
   concrete sizes;
