@@ -21,14 +21,14 @@ from models.exact import ExactLoss
 from models.lsa import LSAConfig, LinearTransformer, lsa_forward, readout
 from models.progress import Progress
 from models.sampler import sample_prompts
-from models.trainers import optimise, optimise_batched
+from models.trainers import optimise_batched
 from moments.montecarlo import Estimate, streaming_estimate, z_critical
 from moments.poly import Poly
 from verify.claim import Context, TierResult
 from verify.evidence import Finding, combine, settle_le
 
 from .layer_optimum import LayerOptimum, PointValues, exact_point, layer_loss
-from .linear_icl import Instance, prompt_law
+from .linear_icl import Instance, prompt_law, sampled_adam
 from .rounding import EPS64, magnitude, rounding_factor
 
 OVERFLOW = ("float64 cannot hold these numbers (the moments of this Sigma overflow or "
@@ -427,15 +427,7 @@ def _sampled_training(ctx, inst, rt, b_star, A_star, f_star, loss_tol) -> Findin
                               generator=gen, dtype=rt.dtype, device=rt.device)
     law = prompt_law(inst, "identity")
     steps, batch = sampled_budget(ctx)
-    data_gen = rt.data_generator(ctx.seed_for("train-data"))
-
-    def sampled_loss():
-        pr = sample_prompts(law, batch, data_gen, dtype=rt.dtype, device=rt.device)
-        return ((model.predict(pr.Z()) - pr.yq) ** 2).mean()
-
-    with Progress(steps, f"{ctx.claim_id} sampled-prompt Adam", ctx.progress) as bar:
-        res = optimise(sampled_loss, model.parameters(), method="adam", steps=steps, lr=0.01,
-                       progress=bar.callback())
+    res = sampled_adam(ctx, model, law, steps, batch, rt, ctx.seed_for("train-data"))
     P = model.P[0].detach().cpu().double().numpy()
     Q = model.Q[0].detach().cpu().double().numpy()
     b, A = P[d, :], Q[:, :d]

@@ -14,7 +14,9 @@ import numpy as np
 import sympy
 import torch
 
-from models.sampler import PromptLaw
+from models.progress import Progress
+from models.sampler import PromptLaw, sample_prompts
+from models.trainers import optimise
 from moments.blocks import BlockMat
 from moments.tensor import (Mat, gaussian_matrix, gaussian_vector, identity, matrix, zeros)
 from verify.errors import UsageError
@@ -204,3 +206,18 @@ class LinearICLSetting:
     def describe(self) -> dict:
         prior = "N(0, I_d)" if self.w_prior == "identity" else "N(0, Sigma^{-1})"
         return {"x": "N(0, Sigma)", "w*": prior, "y": "<w*, x>", "sizes": dict(self.sizes)}
+
+
+def sampled_adam(ctx, model, law: PromptLaw, steps: int, batch: int, rt, data_seed: int):
+    """Adam (lr 0.01) on the squared error of ``model``'s prediction of y_q over fresh prompts of
+    ``law`` each step (the real forward pass, prompts drawn on the run's device from
+    ``data_seed``); the optimiser's result."""
+    data = rt.data_generator(data_seed)
+
+    def sampled():
+        pr = sample_prompts(law, batch, data, dtype=rt.dtype, device=rt.device)
+        return ((model.predict(pr.Z()) - pr.yq) ** 2).mean()
+
+    with Progress(steps, f"{ctx.claim_id} sampled-prompt Adam", ctx.progress) as bar:
+        return optimise(sampled, model.parameters(), method="adam", steps=steps, lr=0.01,
+                        progress=bar.callback())

@@ -46,15 +46,15 @@ from models.device import randn, runtime
 from models.exact import ExactLoss
 from models.lsa import LSAConfig, LinearTransformer
 from models.progress import Progress
-from models.sampler import PromptLaw, sample_prompts
-from models.trainers import optimise, optimise_batched
+from models.sampler import PromptLaw
+from models.trainers import optimise_batched
 from moments.poly import Poly
 from verify.claim import Check, Context, ExactValues, TierResult
 from verify.evidence import Closest, Finding, combine, step
 from verify.formulas import formula_value
 
 from . import looped_icl as li
-from .linear_icl import LinearICLSetting
+from .linear_icl import LinearICLSetting, sampled_adam
 
 N, D, a_sym = li.N, li.D, li.a_sym
 L_SYM = sympy.Symbol("L", positive=True, integer=True)
@@ -639,16 +639,8 @@ def _sampled_training(spec, ctx, inst, L, rt, poly, A_opt, f_star, loss_tol) -> 
                                         step=-1), init_scale=0.1, generator=gen, dtype=rt.dtype,
                               device=rt.device)
     law = PromptLaw(sigma=torch.tensor(S), n=n, w_cov=torch.linalg.inv(torch.tensor(S)))
-    data = rt.data_generator(ctx.seed_for(f"{spec.tag}-data"))
     steps, batch = li.by_budget(ctx, (150, 1024), (400, 2048), (2000, 8192))
-
-    def sampled():
-        pr = sample_prompts(law, batch, data, dtype=rt.dtype, device=rt.device)
-        return ((model.predict(pr.Z()) - pr.yq) ** 2).mean()
-
-    with Progress(steps, f"{ctx.claim_id} sampled-prompt Adam", ctx.progress) as bar:
-        res = optimise(sampled, model.parameters(), method="adam", steps=steps, lr=0.01,
-                       progress=bar.callback())
+    res = sampled_adam(ctx, model, law, steps, batch, rt, ctx.seed_for(f"{spec.tag}-data"))
     Am = model.A[0].detach().cpu().double().numpy()
     Am = (Am + Am.T) / 2
     um = model.u[0].detach().cpu().double().numpy()
