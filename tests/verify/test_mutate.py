@@ -720,12 +720,12 @@ def test_a_mutant_past_its_memory_limit_survives_and_the_memory_is_given_back():
     from verify.limits import resident_bytes
     from verify.mutate import mutate_claim
 
-    if resident_bytes() is None:
-        pytest.skip("the resident size of a process cannot be read here")
+    assert resident_bytes() is not None  # Linux /proc, where the guard is enforced
 
     def check(ctx):
         held = []
-        while ctx.formula_texts["b"] != "2*x":
+        # at most 1 GB: a guard that does not stop it lets the check pass, and the test fails
+        while ctx.formula_texts["b"] != "2*x" and len(held) < 100:
             held.append(bytearray(10**7))
         return TierResult("pass")
 
