@@ -45,6 +45,7 @@ tiers already kill, at a hundred times the cost.  ``--tier`` and ``--budget`` ov
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -577,8 +578,6 @@ def mutant_memory(gigabytes: float | None, jobs: int = 1) -> int | None:
     """``--mutant-memory`` in bytes: the number given, or half the machine's memory shared by
     ``jobs`` processes (None where the machine's memory is unknown); UsageError unless positive
     and finite."""
-    import math
-
     if gigabytes is None:
         total = total_memory()
         return None if total is None else total // (2 * max(jobs, 1))

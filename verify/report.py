@@ -26,6 +26,7 @@ from typing import Any, Mapping, Sequence
 from .claim import TIERS, Claim
 from .errors import UsageError
 from .outdir import locked, prepare_out, write_atomic
+from .output import status_word
 from .paper_figures import KEY as PAPER_FIGURE_KEY, paper_figure
 from .latex import (Latex, breakable, code, display, escape, is_matrix, is_scalar, matrix, number,
                     sympy_latex)
@@ -689,10 +690,13 @@ def verdict_tex(verdict: str) -> Latex:
 
 
 def status_tex(status: str) -> Latex:
-    """A tier status in its colour; the schema's ``error`` reads *undecided*."""
-    if status == "error":
-        return Latex(r"\textcolor{v-error}{\hspace{0pt}un\-de\-cided}")  # fits a table cell
-    return Latex(r"\status{" + escape(status) + "}")
+    """A tier status in its colour, in the word a reader reads (``output.status_word``)."""
+    word = status_word(status)
+    if word == status:
+        return Latex(r"\status{" + escape(status) + "}")
+    # another word than the colour's name; hyphenated, so that it fits a table cell
+    return Latex(r"\textcolor{v-" + escape(status) + r"}{\hspace{0pt}"
+                 + escape(word).replace("undecided", r"un\-de\-cided") + "}")
 
 
 def derivation_tex(verdict: Verdict) -> str:

@@ -43,7 +43,9 @@ from ..kit.figures import (Mark, Panel, PaperFigure, Series, across_runs, figure
                            per_index)
 
 from . import sparse
-from .multilayer import D_EXPERIMENT, THM4_SETTING, cpu_threads
+from models.device import cpu_threads
+
+from .multilayer import D_EXPERIMENT, THM4_SETTING
 from .one_layer import PAPER
 
 DIST_EXACT = 1e-2

@@ -31,7 +31,9 @@ from . import eq13_population as eqp
 from . import sparse
 from .figures import (DIST_SAMPLED, INIT_SCALE, PAPER_LAYERS, _WHITENED, _fit_fixed_batch,
                       _loss_panel, _metrics, _per_layer, _sqrt, restricted_star, sigmas)
-from .multilayer import THM5_SETTING, cpu_threads
+from models.device import cpu_threads
+
+from .multilayer import THM5_SETTING
 from .one_layer import PAPER
 
 # model (13): the exact-loss run has two layers (three are beyond the moment kernel, degree 54)

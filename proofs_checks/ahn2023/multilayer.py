@@ -13,7 +13,7 @@ import numpy as np
 import sympy
 import torch
 
-from models.device import cpu_threads, randn  # noqa: F401  (cpu_threads: figures, figures_sec61)
+from models.device import randn
 from models.lsa import LSAConfig, LinearTransformer
 from verify.claim import Claim, Context, TierResult
 from verify.evidence import Finding, combine, step
@@ -22,7 +22,6 @@ from verify.formulas import FormulaSymbol, NamedFormula, formula_value
 from ..kit.linear_icl import LinearICLSetting
 from ..kit.stationary import (CriticalPoint, Direction, StationarySet, stationary_set,
                                stationary_truth)
-from ..kit.stationary_float import conditional_loss  # noqa: F401  (tests of the figures)
 from . import sparse
 from .one_layer import PAPER
 

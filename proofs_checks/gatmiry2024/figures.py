@@ -24,7 +24,7 @@ from ..kit.figures import (Mark, Note, Panel, PaperFigure, Series, curve_steps, 
                            running_min)
 from ..kit.trend import Indexed, first_violation, monotone, shown
 from .common import PAPER, _by_budget, _setting, single_threaded
-from .loss import looped_model, mc_loss
+from ..kit.looped_icl import looped_model, mc_loss
 from ..kit.scalar_optimum import train_exact
 from .flow import Inflow, _mp_a_star, scalar_flow_time
 

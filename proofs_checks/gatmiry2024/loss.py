@@ -14,7 +14,6 @@ from verify.evidence import Finding, combine, step
 from verify.formulas import NamedFormula, compile_formula, formula_value
 
 from ..kit import looped_icl as li
-from ..kit.looped_icl import looped_model, mc_loss  # noqa: F401 (ood, figures import them here)
 from ..kit.looped_loss import (ClosedFormLoss, closed_form_loss, derived_loss_at_u0,
                                derived_u_part)
 from .common import (D, N, PAPER, _A, _A_HALF, _D, _I, _J, _L, _N, _SIGMA, _SIGMA_STAR,

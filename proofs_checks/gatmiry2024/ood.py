@@ -28,7 +28,7 @@ from verify.formulas import FormulaSymbol, NamedFormula, formula_value
 
 from .common import (PAPER, _D, _DELTA, _L, _N, _ZETA, _by_budget, _loops, _mat, _setting,
                      sec35_delta, single_threaded)
-from .loss import looped_model
+from ..kit.looped_icl import looped_model
 from .dominance import _gd_env, _gd_expr, _gd_le, _holds, _mp_value, _mpf, _n_text
 from .flow import _mp_a_star
 from .moment_search import _finite_real
