@@ -13,9 +13,10 @@ from verify.evidence import Closest, Finding, combine, step
 from verify.formulas import NamedFormula
 
 from ..kit import looped_icl as li
+from ..kit.exact_compare import decide, mp_value, mpf, size_text
 from .common import (PAPER, _D, _DELTA, _EPS, _L, _LOSS, _N, _by_budget, _exact_value, _loops,
                      _setting, sec35_delta, single_threaded, small_torch)
-from .dominance import _gd_env, _gd_expr, _holds, _mp_value, _mpf, _n_text
+from .dominance import _gd_env, _gd_expr
 from .flow import _mp_a_star
 
 
@@ -42,7 +43,7 @@ def _smallest_eps(F, n, d, L, loss) -> sympy.Rational | None:
     scan steps over costs sharpness, never soundness."""
     hyp = _gd_expr(F, "hypothesis")
     grid = _EPS_GRID
-    ok = lambda e: _holds(hyp, _gd_env(n, d, L, loss, e))  # noqa: E731
+    ok = lambda e: decide(hyp, _gd_env(n, d, L, loss, e))  # noqa: E731
     if ok(grid[0]):
         return grid[0]
     i_lo, i_hi = 0, len(grid) - 1  # not admissible at i_lo; admissible at i_hi, once found
@@ -57,7 +58,7 @@ def _smallest_eps(F, n, d, L, loss) -> sympy.Rational | None:
     lo, hi = grid[i_lo], grid[i_hi]
     for _ in range(40):
         mid = (lo + hi) / 2
-        lo, hi = (lo, mid) if _holds(hyp, _gd_env(n, d, L, loss, mid)) else (mid, hi)
+        lo, hi = (lo, mid) if decide(hyp, _gd_env(n, d, L, loss, mid)) else (mid, hi)
     return hi
 
 
@@ -70,8 +71,8 @@ def _close_ratio(F, n, d, L, lam: Sequence, loss, a_opt) -> dict | None:
         return None
     env = _gd_env(n, d, L, loss, eps)
     with mpmath.workdps(40):
-        r = _mp_value(_gd_expr(F, "radius"), env)
-        dev = max(abs(_mpf(x) / a_opt - 1) for x in lam)
+        r = mp_value(_gd_expr(F, "radius"), env)
+        dev = max(abs(mpf(x) / a_opt - 1) for x in lam)
         ratio = dev / r if r > 0 else mpmath.inf
         return {"ratio": ratio, "deviation": dev, "radius": r, "epsilon": eps}
 
@@ -131,11 +132,11 @@ def _close_symbolic(ctx: Context) -> TierResult:
                         best = {**r, "kind": kind, "lam": lam, "loss": loss}
                 if best is None:
                     continue
-                row = {"L": L, "d": d, "n": _n_text(n), "max_ratio": _ratio_out(best["ratio"]),
+                row = {"L": L, "d": d, "n": size_text(n), "max_ratio": _ratio_out(best["ratio"]),
                        "at": best["kind"], "A_eigenvalues_over_a_star": [
-                           mpmath.nstr(_mpf(x) / a_opt, 12) for x in best["lam"]]}
+                           mpmath.nstr(mpf(x) / a_opt, 12) for x in best["lam"]]}
                 rows.append(row)
-                near.see(best["ratio"], {"L": L, "d": d, "n": _n_text(n), "at": best["kind"]})
+                near.see(best["ratio"], {"L": L, "d": d, "n": size_text(n), "at": best["kind"]})
                 if closest is None or best["ratio"] > closest_ratio:
                     closest, closest_ratio = row, best["ratio"]
                 if best["ratio"] > 1 and bad is None:
@@ -145,7 +146,7 @@ def _close_symbolic(ctx: Context) -> TierResult:
                            "a_star": mpmath.nstr(a_opt, 30), "Sigma_star": "I_d"}
     ok = bad is None
     return combine([Finding("exact_search", ok, {
-        "instances": count, "ns": [_n_text(n) for n in ns], "dims": list(dims),
+        "instances": count, "ns": [size_text(n) for n in ns], "dims": list(dims),
         "loops": list(loops), "ratio": "max_i |lambda_i/a* - 1| / radius at the smallest "
         "admissible epsilon (> 1 violates)", "closest_approach": closest, "rows": rows}, bad,
         "" if ok else "an admissible A lies outside the named sandwich", near.margin,

@@ -1,9 +1,8 @@
-"""Gradient dominance: Theorem 3.4, its restatement A.11, and Lemma A.10."""
+"""Gradient dominance: Theorem 3.4, its restatement A.11, and Lemma A.10: ||grad L(A, 0)||_F^2 >=
+rhs wherever the hypothesis holds, a bound under a hypothesis (``kit.bound``) searched exactly
+along scalar points A = a I at Sigma* = I, where the loss and the gradient are exact polynomials
+in n and d (``scalar_point``), and in float64 over random spectra at practical sizes."""
 from __future__ import annotations
-
-from dataclasses import dataclass
-from functools import lru_cache
-from typing import Callable, Mapping, Sequence
 
 import mpmath
 import numpy as np
@@ -16,8 +15,10 @@ from verify.evidence import Closest, Finding, combine, step
 from verify.formulas import NamedFormula
 
 from ..kit import looped_icl as li
+from ..kit.bound import BoundSearch, Family, Line, Point, bound_findings, judge
+from ..kit.exact_compare import digits_text, holds, size_text
 from .common import (D, L_SYM, N, PAPER, _D, _DELTA, _EPS, _L, _LOSS, _N, _by_budget, _exact_value,
-                     _loops, _q, _setting, sec35_delta, single_threaded)
+                     _loops, _setting, sec35_delta, single_threaded)
 
 
 GD_SETTING = _setting({"n": 20, "d": 3, "L": 2})
@@ -49,118 +50,38 @@ def _gd_env(n, d, L, loss=None, eps=None) -> dict:
     return env
 
 
-@lru_cache(maxsize=None)
-def _mp_function(expr: sympy.Expr) -> tuple[Callable, tuple[str, ...]]:
-    syms = sorted(expr.free_symbols, key=lambda s: s.name)
-    return sympy.lambdify(syms, expr, "mpmath"), tuple(s.name for s in syms)
-
-
-def _mpf(x) -> mpmath.mpf:
-    x = sympy.sympify(x)
-    if x.is_Rational:
-        return mpmath.mpf(int(x.p)) / int(x.q)
-    return mpmath.mpf(str(sympy.N(x, mpmath.mp.dps + 10)))
-
-
-def _mp_value(expr: sympy.Expr, env: Mapping) -> mpmath.mpf:
-    fn, names = _mp_function(sympy.sympify(expr))
-    return fn(*[_mpf(env[k]) for k in names])
-
-
-def _exact_at(expr: sympy.Expr, env: Mapping) -> sympy.Expr:
-    return sympy.sympify(expr).subs({s: env[s.name] for s in sympy.sympify(expr).free_symbols})
-
-
-def _gd_le(lhs, rhs, env: Mapping, strict: bool = False) -> bool:
-    """lhs <= rhs (or <) at exact values: decided at 80, 400 or 2000 digits when the relative gap
-    exceeds 10^(30 - digits) (fast: sympy would factor 300-digit rationals raised to rational
-    powers, and d^(1/n) at n = 10^100 exactly exhausts memory), exactly otherwise."""
-    for digits in (80, 400, 2000):
-        with mpmath.workdps(digits):
-            x, y = _mp_value(lhs, env), _mp_value(rhs, env)
-            if abs(y - x) > mpmath.mpf(10) ** (30 - digits) * max(1, abs(x), abs(y)):
-                return bool(x < y)
-    sgn = li.exact_sign(_exact_at(rhs, env) - _exact_at(lhs, env))
-    return sgn > 0 or (sgn == 0 and not strict)
-
-
-def _holds(expr, env: Mapping) -> bool:
-    """A named condition (a relation or a conjunction/disjunction of them) at exact values."""
-    if isinstance(expr, sympy.logic.boolalg.BooleanAtom):
-        return bool(expr)
-    if isinstance(expr, (sympy.And, sympy.Or)):
-        parts = (_holds(a, env) for a in expr.args)
-        return all(parts) if isinstance(expr, sympy.And) else any(parts)
-    lhs, rhs = expr.lhs, expr.rhs
-    if isinstance(expr, (sympy.GreaterThan, sympy.StrictGreaterThan)):
-        lhs, rhs = rhs, lhs  # lhs <= rhs form
-    return _gd_le(lhs, rhs, env, strict=isinstance(expr, (sympy.StrictLessThan,
-                                                          sympy.StrictGreaterThan)))
-
-
-def _mp_str(expr, env) -> str:
-    with mpmath.workdps(30):
-        return mpmath.nstr(_mp_value(expr, env), 20)
-
-
-@dataclass(frozen=True)
-class GDForm:
-    """How a gradient-dominance statement reads: hypothesis on (loss, epsilon) and the bound the
-    squared gradient norm must exceed."""
-
-    uses_eps: bool  # Lemma A.10: the conclusion holds for every admissible epsilon
-
-    def violated(self, F, n, d, L, loss, grad_sq) -> tuple[bool, dict]:
-        hyp, rhs = _gd_expr(F, "hypothesis"), _gd_expr(F, "rhs")
-        if not self.uses_eps:
-            env = _gd_env(n, d, L, loss)
-            if not _holds(hyp, env):
-                return False, {"admissible": False}
-        else:
-            eps = _largest_eps(F, n, d, L, loss)
-            if eps is None:
-                return False, {"admissible": False}
-            env = _gd_env(n, d, L, loss, eps)
-        env = {**env, "grad_sq": sympy.sympify(grad_sq)}
-        bad = not _gd_le(rhs, sympy.Symbol("grad_sq"), env)
-        info = {"rhs": _mp_str(rhs, env), "admissible": True, "used": _used(rhs, env)}
-        if self.uses_eps:
-            info["epsilon"] = env["epsilon"]
-        return bad, info
-
-
-GD_MEASURE = "the named lower bound (rhs) / ||grad L(A, 0)||_F^2"
-
-
-def _used(rhs, env: Mapping) -> float | None:
-    """rhs / ||grad||^2 at 60 digits, for the margin (None where it is not a real number)."""
-    with mpmath.workdps(60):
-        try:
-            g2 = _mpf(env["grad_sq"])
-            value = _mp_value(rhs, env) / g2 if g2 > 0 else mpmath.inf
-        except (TypeError, ValueError, ZeroDivisionError):
-            return None
-        return float(value) if isinstance(value, mpmath.mpf) else None
-
-
 def _largest_eps(F, n, d, L, loss, bits: int = 40):
     """The largest rational epsilon (to ``bits`` bits of bisection) that the hypothesis admits,
     assuming the admissible epsilons form an interval inside (0, 16]."""
     hyp = _gd_expr(F, "hypothesis")
     grid = (sympy.Rational(2) ** -k for k in range(-4, 41))  # 16 down to 2^-40
-    lo = next((e for e in grid if _holds(hyp, _gd_env(n, d, L, loss, e))), None)
+    lo = next((e for e in grid if holds(hyp, _gd_env(n, d, L, loss, e))), None)
     if lo is None:
         return None
     hi = lo * 2
-    if _holds(hyp, _gd_env(n, d, L, loss, hi)):
+    if holds(hyp, _gd_env(n, d, L, loss, hi)):
         return hi
     for _ in range(bits):
         mid = (lo + hi) / 2
-        if _holds(hyp, _gd_env(n, d, L, loss, mid)):
+        if holds(hyp, _gd_env(n, d, L, loss, mid)):
             lo = mid
         else:
             hi = mid
     return lo
+
+
+def gd_point(F, uses_eps: bool, L: int, n: int, d: int, A: str, loss, g2, **at) -> Point | None:
+    """The statement's point at A (Sigma* = I) with loss L(A, 0) and ||grad||^2 = g2; for Lemma
+    A.10 (``uses_eps``: the conclusion holds for every admissible epsilon) at the largest epsilon
+    the hypothesis admits there, the most demanding (None: it admits none)."""
+    eps = _largest_eps(F, n, d, L, loss) if uses_eps else None
+    if uses_eps and eps is None:
+        return None
+    shown = {"Sigma_star": "I_d", "loss": digits_text(loss), **at}
+    if eps is not None:
+        shown["epsilon"] = str(eps)
+    return Point(_gd_env(n, d, L, loss, eps), g2, {"L": L, "d": d, "n": size_text(n), "A": A},
+                 shown)
 
 
 def _family_point(L: int, d: int, uses_eps: bool) -> sympy.Rational:
@@ -173,60 +94,19 @@ def _family_point(L: int, d: int, uses_eps: bool) -> sympy.Rational:
     return 1 - e
 
 
-def _scan_failure(L: int, d: int, n: int, A: str, loss, g2, info: dict, **extra) -> dict:
-    """The exact numbers of a failure at A (Sigma* = I) for the counterexample of a scan."""
-    out = {"L": L, "d": d, "n": _n_text(n), "A": A, "Sigma_star": "I_d", "loss": _digits(loss),
-           "grad_norm_sq": _digits(g2), "rhs": info["rhs"], **extra}
-    if "epsilon" in info:
-        out["epsilon"] = str(info["epsilon"])
-    return out
+def _scalar_at(F, uses_eps: bool, L: int, n: int, d: int, a, A: str = "",
+               **at) -> Point | None:
+    return gd_point(F, uses_eps, L, n, d, A or f"{a} * I_d", *scalar_point(L, n, d, a), **at)
 
 
-ScanResult = tuple[dict, dict | None, Closest]  # rows, first failure, the comparisons made
-
-
-def large_d_scan(F, form: GDForm, loops: Sequence[int], n: int = GD_N,
-                 d_max: int = 2 ** 20) -> ScanResult:
-    """Per L, the smallest d (bisection; failures are monotone in d in the large-n limit, where
-    ||grad||^2 / L^{(2L-1)/L} = 64 L^2 d^{(1-L)/L} for A = a I) at which the statement fails at
-    A = a I; with the exact numbers of the first failure, and the margin at d_max where no d
-    fails."""
-    rows, first, near = {}, None, Closest(GD_MEASURE)
-    for L in loops:
-        def fails(d):
-            a = _family_point(L, d, form.uses_eps)
-            loss, g2 = scalar_point(L, n, d, a)
-            bad, info = form.violated(F, n, d, L, loss, g2)
-            return bad, a, loss, g2, info
-
-        top = fails(d_max)
-        if not top[0]:
-            rows[f"L={L}"] = {"smallest_failing_d": None, "checked_up_to_d": d_max}
-            near.see(top[4].get("used"), {"L": L, "n": _n_text(n), "d": d_max,
-                                          "A": f"{_q(top[1])} I"})
-            continue
-        lo, hi = 1, d_max
-        if fails(1)[0]:
-            hi = 1
-        while lo + 1 < hi:
-            mid = (lo + hi) // 2
-            if fails(mid)[0]:
-                hi = mid
-            else:
-                lo = mid
-        bad, a, loss, g2, info = fails(hi)
-        row = {"smallest_failing_d": hi, "n": _n_text(n), "a": str(a), "loss": _mp_str(loss, {}),
-               "grad_norm_sq": _mp_str(g2, {}), "rhs": info["rhs"]}
-        if "epsilon" in info:
-            row["epsilon"] = _q(info["epsilon"])
-        rows[f"L={L}"] = row
-        if first is None or hi < first["d"]:
-            first = _scan_failure(L, hi, n, f"{a} * I_d", loss, g2, info,
-                                  grad_norm_sq_float=float(g2),
-                                  hypothesis_parts=_relation_values(
-                                      _gd_expr(F, "hypothesis"),
-                                      _gd_env(n, hi, L, loss, info.get("epsilon"))))
-    return rows, first, near
+def _large_d_lines(uses_eps: bool, n: int = GD_N, d_max: int = 2 ** 20):
+    """Per L, d = 1 .. d_max at A = a I: failures are monotone in d in the large-n limit, where
+    ||grad||^2 / L^{(2L-1)/L} = 64 L^2 d^{(1-L)/L} for A = a I, so bisect for the smallest."""
+    def lines(F, ctx):
+        for L in _gd_loops(ctx):
+            yield Line(f"L={L}", range(1, d_max + 1), lambda d, L=L: _scalar_at(
+                F, uses_eps, L, n, d, _family_point(L, d, uses_eps)), smallest=True)
+    return lines
 
 
 GD_LEVEL_DIMS = (1, 2, 5, 40, 1000, 10 ** 5)  # d of the loss-level scan
@@ -245,33 +125,22 @@ def _large_loop_levels(L: int) -> list:
     return [1 + sgn * x for x in xs for sgn in (-1, 1)]
 
 
-def loss_level_scan(F, form: GDForm, loops: Sequence[int], n: int = GD_N) -> ScanResult:
-    """The statement along the family A = a I at n = GD_N, from a large loss (a = -1, 3) to a
-    tiny one (|1 - a| = 2^-64) and both sides of a = 1.  At large n the ratio ||grad||^2 /
-    L^{(2L-1)/L} is the same at every a (4 L^2 d^{(1-L)/L}), so one a decides the printed
-    exponent; a bound with another power of the loss fails at one end of the range the
-    hypothesis admits.  Then d = 1 at the large loop counts LEVEL_LARGE_LOOPS (exact
-    chi-square moments), the loss from 1/4 to 16.  Returns the rows per (L, d), the first
-    failure (exact numbers) and the margin over the admitted points."""
+def _level_lines(uses_eps: bool, n: int = GD_N):
+    """The family A = a I at n = GD_N, from a large loss (a = -1, 3) to a tiny one (|1 - a| =
+    2^-64) and both sides of a = 1.  At large n the ratio ||grad||^2 / L^{(2L-1)/L} is the same
+    at every a (4 L^2 d^{(1-L)/L}), so one a decides the printed exponent; a bound with another
+    power of the loss fails at one end of the range the hypothesis admits.  Then d = 1 at the
+    large loop counts LEVEL_LARGE_LOOPS (exact chi-square moments), the loss from 1/4 to 16."""
     points = [sympy.Integer(-1), sympy.Integer(3)] + [
         1 + sgn * sympy.Rational(1, 2 ** j) for j in LEVEL_EXPONENTS for sgn in (-1, 1)]
-    families = [(L, d, points) for L in loops for d in GD_LEVEL_DIMS]
-    families += [(L, 1, _large_loop_levels(L)) for L in LEVEL_LARGE_LOOPS]
-    rows, first, near = {}, None, Closest(GD_MEASURE)
-    for L, d, family in families:
-        admitted, bad_at = 0, None
-        for a in family:
-            loss, g2 = scalar_point(L, n, d, a)
-            bad, info = form.violated(F, n, d, L, loss, g2)
-            admitted += info["admissible"]
-            near.see(info.get("used"), {"L": L, "n": _n_text(n), "d": d, "A": f"{a} I"})
-            if bad:
-                bad_at = _scan_failure(L, d, n, f"{a} * I_d", loss, g2, info)
-                break
-        rows[f"L={L},d={d}"] = {"points": len(family), "admitted": admitted,
-                                "fails_at": bad_at["A"] if bad_at else None}
-        first = first or bad_at
-    return rows, first, near
+
+    def lines(F, ctx):
+        families = [(L, d, points) for L in _gd_loops(ctx)[:3] for d in GD_LEVEL_DIMS]
+        families += [(L, 1, _large_loop_levels(L)) for L in LEVEL_LARGE_LOOPS]
+        for L, d, family in families:
+            yield Line(f"L={L},d={d}", family,
+                       lambda a, L=L, d=d: _scalar_at(F, uses_eps, L, n, d, a))
+    return lines
 
 
 MINIMISER_NS = (1, 2, 4, 16, 256, 10 ** 4, 10 ** 8)
@@ -281,50 +150,47 @@ MINIMISER_DIMS = (1, 10, 100, 1000, 10 ** 5, 10 ** 8)
 MINIMISER_N_PER_D2 = 10 ** 4
 
 
-def minimiser_scan(F, form: GDForm, loops: Sequence[int]) -> ScanResult:
+def _minimiser_lines(uses_eps: bool):
     """At A = a* I, the global minimiser for Sigma* = I (Thm. 3.2), the gradient vanishes, so the
     statement holds there only if its hypothesis excludes the minimal loss f(a*): a sharp test of
     the threshold, at sample sizes n from 1 (far below d, where f(a*) >= d - n) to 10^8.  a* is
     certified to 10^-120, so the squared gradient there is below 10^-200."""
-    rows, first, near = {}, None, Closest(GD_MEASURE)
-    for L in loops:
-        for d in MINIMISER_DIMS:
-            for n in (*MINIMISER_NS, MINIMISER_N_PER_D2 * d ** 2):
-                a = li.a_star_rational(n, d, L)
-                loss, g2 = scalar_point(L, n, d, a)
-                bad, info = form.violated(F, n, d, L, loss, g2)
-                if info["admissible"]:
-                    rows[f"L={L},d={d},n={_n_text(n)}"] = {"min_loss": _digits(loss, 12),
-                                                          "rhs": info["rhs"], "fails": bad}
-                    near.see(info.get("used"), {"L": L, "n": _n_text(n), "d": d, "A": "a* I"})
-                if bad and first is None:
-                    first = _scan_failure(L, d, n, "a* I_d (the minimiser)", loss, g2, info,
-                                          a_star=_digits(a, 30))
-    return rows, first, near
+    def at(F, L, d, n):
+        a = li.a_star_rational(n, d, L)
+        return _scalar_at(F, uses_eps, L, n, d, a, "a* I_d (the minimiser)",
+                          a_star=digits_text(a, 30))
+
+    def lines(F, ctx):
+        for L in _gd_loops(ctx)[:3]:
+            for d in MINIMISER_DIMS:
+                yield Line(f"L={L},d={d}", (*MINIMISER_NS, MINIMISER_N_PER_D2 * d ** 2),
+                           lambda n, L=L, d=d: at(F, L, d, n))
+    return lines
 
 
-def _relation_values(expr, env: Mapping) -> list:
-    """Each relation of a (conjunction of) condition(s) with both sides to 6 digits."""
-    parts = expr.args if isinstance(expr, sympy.And) else [expr]
-    out = []
-    with mpmath.workdps(30):
-        for r in parts:
-            if hasattr(r, "lhs"):
-                out.append(f"{mpmath.nstr(_mp_value(r.lhs, env), 6)} {r.rel_op} "
-                           f"{mpmath.nstr(_mp_value(r.rhs, env), 6)}")
-    return out
+def gd_search(uses_eps: bool) -> BoundSearch:
+    """The statement ||grad L(A, 0)||_F^2 >= rhs wherever the hypothesis holds, over the three
+    families of scalar points A = a I at Sigma* = I."""
+    return BoundSearch("||grad L(A, 0)||_F^2", "rhs", ">=", hypothesis="hypothesis",
+                       inline=("delta",), key="grad_norm_sq", families=(
+        Family("scalar_family_exact",
+               "Sigma* = I, A = a I (a = 1/2; for Lemma A.10 a with d(1-a)^{2L} = (9/10)^{2L}), "
+               f"n = {size_text(GD_N)}; per L the smallest d at which the statement fails "
+               "(bisection over d <= 2^20)", _large_d_lines(uses_eps)),
+        # after the scalar family, whose bisection names the smallest failing d where both fail
+        Family("loss_levels_exact",
+               f"Sigma* = I, A = a I, n = {size_text(GD_N)}, d in {list(GD_LEVEL_DIMS)}, a in "
+               f"{{-1, 3, 1 -+ 2^-j for j in {list(LEVEL_EXPONENTS)}}}: the loss from ~d 2^(2L) "
+               "down to ~d 2^(-128 L), wherever the hypothesis admits it", _level_lines(uses_eps)),
+        Family("minimiser_excluded",
+               "A = a* I for d in %s, n in %s: the gradient vanishes, so the hypothesis must "
+               "exclude the minimal loss" % (list(MINIMISER_DIMS),
+                                             [size_text(x) for x in MINIMISER_NS]),
+               _minimiser_lines(uses_eps))))
 
 
-def _digits(x, digits: int = 40) -> str:
-    """An exact rational (hundreds of digits at n = 10^100) to ``digits`` significant digits; the
-    exact inputs next to it reproduce it."""
-    with mpmath.workdps(digits + 10):
-        return mpmath.nstr(_mpf(x), digits)
-
-
-def _n_text(n: int) -> str:
-    k = len(str(n)) - 1
-    return f"10^{k}" if n == 10 ** k else str(n)
+def _gd_loops(ctx: Context) -> tuple[int, ...]:
+    return _by_budget(ctx, (1, 2, 3, 4, 5, 6), (1, 2, 3, 4, 5, 6, 8), (1, 2, 3, 4, 5, 6, 8, 10))
 
 
 def _gradient_cross_check(ctx: Context) -> Finding:
@@ -385,39 +251,9 @@ def hoelder_step() -> Finding:
         proof_step=HOELDER_STEP)
 
 
-def _gd_symbolic(ctx: Context, form: GDForm) -> TierResult:
-    F = ctx.formulas
-    loops = _by_budget(ctx, (1, 2, 3, 4, 5, 6), (1, 2, 3, 4, 5, 6, 8), (1, 2, 3, 4, 5, 6, 8, 10))
-    rows, first, near = large_d_scan(F, form, loops)
-    findings = [_gradient_cross_check(ctx)]
-    level_rows, level_first, level_near = loss_level_scan(F, form, loops[:3])
-    ok = first is None
-    findings.append(Finding("scalar_family_exact", ok, {
-        "family": "Sigma* = I, A = a I (a = 1/2; for Lemma A.10 a with d(1-a)^{2L} = (9/10)^{2L}), "
-                  f"n = {_n_text(GD_N)}; per L the smallest d at which the statement fails "
-                  "(bisection "
-                  f"over d <= 2^20)", "by_L": rows}, first,
-        "" if ok else f"fails at L = {first['L']}, d = {first['d']}, n = {first['n']}, "
-                      f"A = {first['A']}", near.margin, tested=near.tested))
-    # after the scalar family, whose bisection names the smallest failing d where both fail
-    findings.append(Finding("loss_levels_exact", level_first is None, {
-        "family": f"Sigma* = I, A = a I, n = {_n_text(GD_N)}, d in {list(GD_LEVEL_DIMS)}, a in "
-                  f"{{-1, 3, 1 -+ 2^-j for j in {list(LEVEL_EXPONENTS)}}}: the loss from ~d 2^(2L) "
-                  f"down to ~d 2^(-128 L), wherever the hypothesis admits it", "by_L_d": level_rows},
-        level_first, "" if level_first is None else
-        f"fails at L = {level_first['L']}, d = {level_first['d']}, A = {level_first['A']}",
-        level_near.margin, tested=level_near.tested))
-    # after the scalar family: its counterexample (the dropped Hoelder factor, at large n)
-    # comes first where both fail
-    min_rows, min_first, min_near = minimiser_scan(F, form, loops[:3])
-    findings.append(Finding("minimiser_excluded", min_first is None, {
-        "points": "A = a* I for d in %s, n in %s: the gradient vanishes, so the hypothesis must "
-                  "exclude the minimal loss" % (list(MINIMISER_DIMS),
-                                                [_n_text(x) for x in MINIMISER_NS]),
-        "admitted": min_rows}, min_first,
-        "" if min_first is None else
-        f"the hypothesis admits the minimiser a* I (zero gradient) at L = {min_first['L']}, "
-        f"d = {min_first['d']}, n = {min_first['n']}", min_near.margin))
+def _gd_symbolic(ctx: Context, uses_eps: bool) -> TierResult:
+    findings = bound_findings(gd_search(uses_eps), ctx)
+    findings.insert(0, _gradient_cross_check(ctx))
     findings.append(hoelder_step())
     steps = [step("Gradient at a I",
                   r"\nabla_A L(aI,0) = \frac{f'(a)}{d} I,\quad \|\nabla_A L\|_F^2"
@@ -427,7 +263,7 @@ def _gd_symbolic(ctx: Context, form: GDForm) -> TierResult:
              step("Large n", r"f(a) \to d(1-a)^{2L},\ \frac{\|\nabla\|^2}{L(A,0)^{(2L-1)/L}} \to "
                   r"4L^2 d^{(1-L)/L}",
                   "So the ratio falls below any constant once d is large; the exact polynomials in "
-                  f"n and d are evaluated at n = {_n_text(GD_N)} and the smallest failing d "
+                  f"n and d are evaluated at n = {size_text(GD_N)} and the smallest failing d "
                   "found by bisection. The ratio is the same at every a, so the power of the "
                   "loss is checked apart: at a = -1, 3 and 1 -+ 2^-j (j <= 64), the loss from "
                   "about d 2^(2L) down to d 2^(-128 L), wherever the hypothesis admits it."),
@@ -457,14 +293,14 @@ def _spectra_grad(C: Poly, lam: np.ndarray, n: int) -> tuple[np.ndarray, np.ndar
 class _FloatGD:
     """The named hypothesis and bound in float64 (numpy) for the search."""
 
-    def __init__(self, F, form: GDForm) -> None:
+    def __init__(self, F, uses_eps: bool) -> None:
         syms = [sympy.Symbol(x, positive=True) for x in ("loss", "epsilon")]
         dl = sympy.Symbol("delta", positive=True)
         sizes = [N, D, L_SYM]
         sub = {dl: F["delta"]} if "delta" in F else {}
         self.hyp = sympy.lambdify(sizes + syms, F["hypothesis"].subs(sub), "numpy")
         self.rhs = sympy.lambdify(sizes + syms, F["rhs"].subs(sub), "numpy")
-        self.form = form
+        self.uses_eps = uses_eps
 
     def ratio(self, n, d, L, loss: float, g2: float) -> float | None:
         """||grad||^2 / rhs at the most demanding admissible epsilon (None: not admissible).
@@ -475,7 +311,7 @@ class _FloatGD:
             return self._ratio(n, d, L, np.float64(loss), np.float64(g2))
 
     def _ratio(self, n, d, L, loss, g2) -> float | None:
-        if not self.form.uses_eps:
+        if not self.uses_eps:
             if not bool(self.hyp(n, d, L, loss, 1.0)):
                 return None
             return g2 / float(self.rhs(n, d, L, loss, 1.0))
@@ -490,16 +326,16 @@ class _FloatGD:
         return g2 / float(self.rhs(n, d, L, loss, lo))
 
 
-def _gd_numeric(ctx: Context, form: GDForm) -> TierResult:
+def _gd_numeric(ctx: Context, uses_eps: bool) -> TierResult:
     """Search at practical sizes: random spectra of A, the ratio ||grad||^2 / rhs over the
     admissible points (float64; a ratio below 1 is confirmed exactly); its minimum is the closest
     approach."""
     F = ctx.formulas
-    fl = _FloatGD(F, form)
+    fl, spec = _FloatGD(F, uses_eps), gd_search(uses_eps)
     rng = ctx.rng("gd-search")
     samples = _by_budget(ctx, 400, 2000, 10000)
     rows, closest, viol = [], None, None
-    near = Closest(GD_MEASURE)
+    near = Closest(spec.measure)
     for L in _loops(ctx):
         C = li.derived_loss(L, isotropic=True, with_u=False)
         for d in (1, 2, 3):
@@ -529,10 +365,11 @@ def _gd_numeric(ctx: Context, form: GDForm) -> TierResult:
                 if r < 1 - 1e-9 and viol is None:
                     lam_q = [sympy.nsimplify(v, rational=True) for v in lam[i]]
                     lq = _exact_value(C, {"A": sympy.diag(*lam_q), "Sigma": sympy.eye(d)}, n)
-                    bad, info = form.violated(F, n, d, L, lq, sympy.nsimplify(float(g2[i]),
-                                                                              rational=True))
-                    if bad:
-                        viol = {**row, "exact_loss": str(lq), "rhs": info["rhs"]}
+                    p = gd_point(F, uses_eps, L, n, d, f"diag{tuple(lam_q)}", lq,
+                                 sympy.nsimplify(float(g2[i]), rational=True))
+                    j = judge(spec, F, p) if p is not None else None
+                    if j is not None and j.admitted and j.ok is False:
+                        viol = {**row, "exact_loss": str(lq), "rhs": str(j.bound_value)}
     ok = viol is None
     return combine([Finding("search_at_practical_sizes", ok, {
         "samples_per_size": samples, "searched": rows, "closest_approach": closest,
@@ -567,8 +404,8 @@ THM3_4 = Claim(
     assumptions=("Sigma* = I, u = 0", "A symmetric (the gradient on symmetric matrices, "
                                       "Frobenius norm)"),
     formulas=THM34_FORMULAS,
-    checks={"symbolic": lambda ctx: _gd_symbolic(ctx, GDForm(False)),
-            "numeric": single_threaded(lambda ctx: _gd_numeric(ctx, GDForm(False)))},
+    checks={"symbolic": lambda ctx: _gd_symbolic(ctx, False),
+            "numeric": single_threaded(lambda ctx: _gd_numeric(ctx, False))},
     setting=GD_SETTING,
     correction=Correction(
         description="||grad_A L(A, 0)||^2 >= L(A, 0)^{(2L-1)/L} / (16 d^{(L-1)/L}), for n large "
@@ -595,8 +432,8 @@ THM_A11 = Claim(
     assumptions=("Sigma* = I (as in Thm. 3.4; the restatement omits it), u = 0",
                  "delta = (8 L d / sqrt(n))^{1/(2L)}"),
     formulas=THM_A11_FORMULAS,
-    checks={"symbolic": lambda ctx: _gd_symbolic(ctx, GDForm(False)),
-            "numeric": single_threaded(lambda ctx: _gd_numeric(ctx, GDForm(False)))},
+    checks={"symbolic": lambda ctx: _gd_symbolic(ctx, False),
+            "numeric": single_threaded(lambda ctx: _gd_numeric(ctx, False))},
     setting=GD_SETTING,
     correction=Correction(
         description=THM3_4.correction.description,
@@ -627,8 +464,8 @@ LEMMA_A10 = Claim(
               r"\epsilon^{4L-2}$.",
     assumptions=("Sigma* = I, u = 0", "delta = (8 L d / sqrt(n))^{1/(2L)}"),
     formulas=LEMMA_A10_FORMULAS,
-    checks={"symbolic": lambda ctx: _gd_symbolic(ctx, GDForm(True)),
-            "numeric": single_threaded(lambda ctx: _gd_numeric(ctx, GDForm(True)))},
+    checks={"symbolic": lambda ctx: _gd_symbolic(ctx, True),
+            "numeric": single_threaded(lambda ctx: _gd_numeric(ctx, True))},
     setting=GD_SETTING,
     correction=Correction(
         description="||grad L(A, 0)||^2 >= epsilon^{4L-2} / (4 d^{(L-1)/L})",

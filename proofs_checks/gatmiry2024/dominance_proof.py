@@ -16,10 +16,9 @@ from verify.evidence import Finding, Margin, combine, step
 from verify.formulas import FormulaSymbol, NamedFormula
 
 from ..kit import looped_icl as li
+from ..kit.exact_compare import compare, holds, mpf, real_le, size_text, value
 from .common import _D, _DELTA, _EPS, _L, _LAM_1, _LOSS, _N, PAPER, _loops, _setting, sec35_delta
-from .exact_compare import compare, holds, real_le, value
-from .dominance import (GD_N, _gd_env, _gd_expr, _mpf,
-                        _n_text, scalar_point)
+from .dominance import GD_N, _gd_env, _gd_expr, scalar_point
 
 DOM_PROOF_SETTING = _setting({"n": 20, "d": 3, "L": 2})
 _MAX_DEV = FormulaSymbol("max_dev", positive=True)
@@ -86,8 +85,8 @@ def _eps_points(F, ctx: Context):
                                 mpmath.mpf(t) / (2 * L)) * (1 + mpmath.mpf(2) ** -j), 35))
                             for t in (0, 0.5, 1) for j in (1, 30)]
                 for eps in eps_list + fixed:
-                    yield {**env0, "epsilon": eps}, {"L": L, "d": d, "n": _n_text(n),
-                                                     "epsilon": mpmath.nstr(_mpf(eps), 12)}
+                    yield {**env0, "epsilon": eps}, {"L": L, "d": d, "n": size_text(n),
+                                                     "epsilon": mpmath.nstr(mpf(eps), 12)}
 
 
 def _eps_exact(point: dict) -> dict | None:
@@ -177,10 +176,10 @@ def _eq28_symbolic(ctx: Context) -> TierResult:
         count += 1
         with mpmath.workdps(40):
             b = value(rhs, env)
-            used = float(b / _mpf(g2)) if g2 > 0 else float("inf")
-        row = {"L": L, "d": d, "n": _n_text(n), "A": f"{mpmath.nstr(_mpf(a), 15)} I",
-               "epsilon": mpmath.nstr(_mpf(eps), 12),
-               "loss": mpmath.nstr(_mpf(loss), 12), "grad_sq": mpmath.nstr(_mpf(g2), 12),
+            used = float(b / mpf(g2)) if g2 > 0 else float("inf")
+        row = {"L": L, "d": d, "n": size_text(n), "A": f"{mpmath.nstr(mpf(a), 15)} I",
+               "epsilon": mpmath.nstr(mpf(eps), 12),
+               "loss": mpmath.nstr(mpf(loss), 12), "grad_sq": mpmath.nstr(mpf(g2), 12),
                "bound": mpmath.nstr(b, 12), "ratio": used}
         if worst is None or used > worst["ratio"]:
             worst = row
@@ -209,7 +208,7 @@ def _eq28_exact(point: dict) -> dict | None:
     f = li.scalar_poly(L, n, d)
     fp = f.diff(li.a_sym)
     with mpmath.workdps(50):
-        coeffs = [_mpf(c) for c in f.all_coeffs()]
+        coeffs = [mpf(c) for c in f.all_coeffs()]
         coeffs[-1] -= point["loss"]
         try:
             roots = mpmath.polyroots(coeffs, maxsteps=200, extraprec=200)
@@ -218,7 +217,7 @@ def _eq28_exact(point: dict) -> dict | None:
         real = [r.real for r in roots if abs(mpmath.im(r)) < mpmath.mpf(10) ** -30]
         if not real:
             return None
-        cp = [_mpf(c) for c in fp.all_coeffs()]
+        cp = [mpf(c) for c in fp.all_coeffs()]
         return {"rhs": min(mpmath.polyval(cp, a) ** 2 / d for a in real)}
 
 
@@ -287,7 +286,7 @@ def _l1_points(ctx: Context):
                         for eps in (sympy.Rational(1, 97), sympy.Rational(1, 11),
                                     sympy.Rational(3, 7), sympy.Rational(99, 100)):
                             yield ({**env0, "lambda_1": lam1, "max_dev": dev, "epsilon": eps},
-                                   {"L": L, "d": d, "n": _n_text(n), "lambda_1": str(lam1),
+                                   {"L": L, "d": d, "n": size_text(n), "lambda_1": str(lam1),
                                     "lambda_d": str(lam_d), "epsilon": str(eps)})
 
 
@@ -303,10 +302,10 @@ def _l1_edge_points(ctx: Context):
                 eps, dev = (sympy.Rational(mpmath.nstr(v, 35)) for v in (eps, dev))
                 for lam1 in (1 + dev, sympy.Integer(1)):
                     yield ({**env0, "lambda_1": lam1, "max_dev": dev, "epsilon": eps},
-                           {"L": L, "d": d, "n": _n_text(n), "lambda_1": mpmath.nstr(_mpf(lam1),
+                           {"L": L, "d": d, "n": size_text(n), "lambda_1": mpmath.nstr(mpf(lam1),
                                                                                      12),
-                            "max_dev": mpmath.nstr(_mpf(dev), 12),
-                            "epsilon": mpmath.nstr(_mpf(eps), 12)})
+                            "max_dev": mpmath.nstr(mpf(dev), 12),
+                            "epsilon": mpmath.nstr(mpf(eps), 12)})
 
 
 def _l1_symbolic(ctx: Context) -> TierResult:

@@ -16,10 +16,10 @@ from verify.evidence import Closest, Finding, combine, step
 from verify.formulas import NamedFormula
 
 from ..kit import looped_icl as li
+from ..kit.exact_compare import decide, finite_real, mp_value, mpf, size_text
 from .common import (PAPER, _D, _DELTA, _L, _N, _XI, _by_budget, _loops, _setting, sec35_delta,
                      single_threaded)
-from .moment_search import _finite_real
-from .dominance import A10_SIZE_CONDITION, GD_N, _gd_env, _gd_expr, _holds, _mp_value, _mpf, _n_text
+from .dominance import A10_SIZE_CONDITION, GD_N, _gd_env, _gd_expr
 
 
 FLOW_SETTING = _setting({"n": 20, "d": 3, "L": 2})
@@ -32,7 +32,7 @@ def _flow_named(F, name: str, n, d, L, xi) -> mpmath.mpf:
     """A named formula of the section at (n, d, L, xi) in mpmath (delta from its own formula);
     nan where it divides by zero (a time in 1/(L - 2) at L = 2), which every comparison fails."""
     try:
-        return _mp_value(_gd_expr(F, name), {**_gd_env(n, d, L), "xi": sympy.sympify(xi)})
+        return mp_value(_gd_expr(F, name), {**_gd_env(n, d, L), "xi": sympy.sympify(xi)})
     except ZeroDivisionError:
         return mpmath.nan
 
@@ -43,7 +43,7 @@ def _mp_coeffs(poly: sympy.Poly) -> list:
 
 def _admits(F, n, d, L, xi) -> bool:
     """Whether the named hypothesis holds at (n, d, L, xi), exactly."""
-    return _holds(_gd_expr(F, "hypothesis"), {**_gd_env(n, d, L), "xi": xi})
+    return decide(_gd_expr(F, "hypothesis"), {**_gd_env(n, d, L), "xi": xi})
 
 
 def scalar_flow_time(L: int, n: int, d: int, xi, a0=0) -> tuple[mpmath.mpf, mpmath.mpf]:
@@ -162,7 +162,7 @@ def flow_large_d_scan(F, loops: Sequence[int], n: int = GD_N, xi=FLOW_XI,
         if top["ok"]:  # admitted: the hypothesis holds at d_max
             rows[f"L={L}"] = {"smallest_failing_d": None, "checked_up_to_d": d_max}
             near.see_le(top["t_true"], top["t_bound"],
-                        {"L": L, "n": _n_text(n), "d": d_max, "xi": str(xi), "A0": "0"})
+                        {"L": L, "n": size_text(n), "d": d_max, "xi": str(xi), "A0": "0"})
             continue
         lo, hi = 1, d_max
         if not _flow_case(F, L, n, 1, xi)["ok"]:
@@ -180,7 +180,7 @@ def flow_large_d_scan(F, loops: Sequence[int], n: int = GD_N, xi=FLOW_XI,
         rows[f"L={L}"] = row
         if first is None or hi < first["d"]:
             ivp = scalar_flow_ivp(L, n, hi, float(xi), 4 * float(c["t_true"]))
-            first = {"L": L, "d": hi, "n": _n_text(n), "xi": str(xi), "A0": "0",
+            first = {"L": L, "d": hi, "n": size_text(n), "xi": str(xi), "A0": "0",
                      "Sigma_star": "I_d", "t_to_reach_xi_quadrature": mpmath.nstr(c["t_true"], 20),
                      "t_to_reach_xi_solve_ivp": ivp["t_hit"],
                      "named_time_bound": mpmath.nstr(c["t_bound"], 20),
@@ -203,8 +203,8 @@ def _closeness_finding(F, loops: Sequence[int], dims: Sequence[int], n: int = GD
             if not _admits(F, n, d, L, xi):
                 continue
             with mpmath.workdps(30):
-                t = _finite_real(_flow_named(F, "time", n, d, L, xi))
-                c = _finite_real(_flow_named(F, "c", n, d, L, xi))
+                t = finite_real(_flow_named(F, "time", n, d, L, xi))
+                c = finite_real(_flow_named(F, "c", n, d, L, xi))
             if t is None or c is None:
                 row = {"L": L, "d": d, "ok": False,
                        "why": "the named time or radius is not a real number"}
@@ -215,11 +215,11 @@ def _closeness_finding(F, loops: Sequence[int], dims: Sequence[int], n: int = GD
                 row = {"L": L, "d": d, "t": mpmath.nstr(t, 15), "a_t": float(a_t),
                        "a_star": float(a_opt), "c": float(c), "ok": bool(ok)}
                 near.see_le(abs(a_t / a_opt - 1), c,
-                            {"L": L, "n": _n_text(n), "d": d, "xi": str(xi), "A0": "0"})
+                            {"L": L, "n": size_text(n), "d": d, "xi": str(xi), "A0": "0"})
             rows.append(row)
             if not row["ok"] and bad is None:
                 bad = row
-    return Finding("closeness_at_the_named_time", bad is None, {"n": _n_text(n), "xi": str(xi),
+    return Finding("closeness_at_the_named_time", bad is None, {"n": size_text(n), "xi": str(xi),
                    "rows": rows}, bad,
                    "" if bad is None else bad.get("why", "A(t) is outside (1 +- c) A^opt"),
                    near.margin, tested=bool(rows))
@@ -314,7 +314,7 @@ def hitting_time_from_infinity(L: int, n: int, d: int, xi, side: int = -1,
     by bisection on y, then time_to(y).  None when xi is not above f(a*) + the floor's loss."""
     with mpmath.workdps(digits):
         flow = Inflow.at(L, n, d, side, digits)
-        xi = _mpf(xi)
+        xi = mpf(xi)
         lo, hi = FARTHEST_FLOOR * mpmath.log(10), mpmath.mpf(0)
         if not flow.loss(lo) < xi:
             return None
@@ -366,9 +366,9 @@ def flow_radius_probe(F, sizes: Sequence = FARTHEST_PROBE_SIZES,
     for L, n, d, xi in _admitted_targets(F, sizes, xis):
         with mpmath.workdps(30):
             T, c = _flow_named(F, "time", n, d, L, xi), _flow_named(F, "c", n, d, L, xi)
-        row = {"L": L, "n": _n_text(n), "d": d, "xi": str(xi), "t": mpmath.nstr(T, 15),
+        row = {"L": L, "n": size_text(n), "d": d, "xi": str(xi), "t": mpmath.nstr(T, 15),
                "c": mpmath.nstr(c, 15)}
-        T, c = _finite_real(T), _finite_real(c)
+        T, c = finite_real(T), finite_real(c)
         if T is None or T <= 0 or c is None:
             row.update(ok=False, why=f"the named time {row['t']} or radius {row['c']} is not a "
                                      "positive real number")
@@ -407,8 +407,8 @@ def flow_farthest_time_probe(F, sizes: Sequence = FARTHEST_PROBE_SIZES,
     for L, n, d, xi in _admitted_targets(F, sizes, xis):
         with mpmath.workdps(30):
             T = _flow_named(F, "time", n, d, L, xi)
-        row = {"L": L, "n": _n_text(n), "d": d, "xi": str(xi), "t_named": mpmath.nstr(T, 15)}
-        T = _finite_real(T)
+        row = {"L": L, "n": size_text(n), "d": d, "xi": str(xi), "t_named": mpmath.nstr(T, 15)}
+        T = finite_real(T)
         times = {side: hitting_time_from_infinity(L, n, d, xi, side) for side in (-1, 1)}
         side = max(times, key=lambda k: times[k] or 0)
         t_sup = times[side]
@@ -478,7 +478,7 @@ def flow_xi_probe(F, sizes: Sequence = FLOW_PROBE_SIZES,
     for L, n, d in sizes:
         f_star = _optimal_loss(L, n, d)
         if not f_star > 0:  # not resolved at 60 digits: no xi relative to it
-            rows.append({"L": L, "n": _n_text(n), "d": d, "skipped": "f(a*) not resolved"})
+            rows.append({"L": L, "n": size_text(n), "d": d, "skipped": "f(a*) not resolved"})
             continue
         admits = lambda x: _admits(F, n, d, L, x)  # noqa: E731
         candidates = [f_star * m for m in multiples]
@@ -492,7 +492,7 @@ def flow_xi_probe(F, sizes: Sequence = FLOW_PROBE_SIZES,
             xi = sympy.Float(mpmath.nstr(value, 40), 40)
             if not admits(xi):
                 continue
-            row = {"L": L, "n": _n_text(n), "d": d, "xi": mpmath.nstr(value, 15),
+            row = {"L": L, "n": size_text(n), "d": d, "xi": mpmath.nstr(value, 15),
                    "optimal_loss": mpmath.nstr(f_star, 15),
                    "edge": any(value is e for e in edges)}
             if m <= 1:
@@ -540,7 +540,7 @@ def _flow_symbolic(ctx: Context, form: FlowForm) -> TierResult:
     rows, first, near = flow_large_d_scan(F, loops)
     ok = first is None
     findings = [Finding("hitting_time_large_d", ok, {
-        "family": f"Sigma* = I, A(0) = 0, n = {_n_text(GD_N)}, xi = {FLOW_XI}; per L the smallest "
+        "family": f"Sigma* = I, A(0) = 0, n = {size_text(GD_N)}, xi = {FLOW_XI}; per L the smallest "
                   "d at which L(A(t), 0) > xi at the named time (bisection over d <= 2^20)",
         "by_L": rows, "L_1": "excluded: the named time divides by L - 1"}, first,
         "" if ok else f"at L = {first['L']}, d = {first['d']} the flow needs "
@@ -588,7 +588,7 @@ def _numeric_xi(F, n: int, d: int, L: int) -> float | None:
     hyp = _gd_expr(F, "hypothesis")
     admits = lambda x: _admits(F, n, d, L, sympy.Rational(repr(float(x))))  # noqa: E731
     with mpmath.workdps(30):
-        thr = (float(_mp_value(hyp.rhs, {**_gd_env(n, d, L), "xi": 1})) if hasattr(hyp, "rhs")
+        thr = (float(mp_value(hyp.rhs, {**_gd_env(n, d, L), "xi": 1})) if hasattr(hyp, "rhs")
                else 0.0)
     xi = max(1.01 * thr, 1e-3)
     if admits(xi):
@@ -635,7 +635,7 @@ def _flow_numeric(ctx: Context, form: FlowForm) -> TierResult:
                 row = {"L": L, "d": d, "n": n, "xi": xi, "A0_eigenvalues": lam0.tolist(),
                        "loss0": out["loss0"], "t_hit": out["t_hit"], "named_time": T,
                        "ok": ok}
-                where = {"L": L, "n": _n_text(n), "d": d, "xi": xi, "start": s}
+                where = {"L": L, "n": size_text(n), "d": d, "xi": xi, "start": s}
                 if out["t_hit"] is not None:
                     times.see_le(out["t_hit"], T, where)
                 if T > FLOW_T_CAP:

@@ -16,9 +16,9 @@ from verify.evidence import Finding, Margin, combine, settle_le, step
 from verify.formulas import FormulaSymbol, NamedFormula
 
 from ..kit import looped_icl as li
+from ..kit.exact_compare import mpf, size_text, value
 from .common import _D, _L, _LOSS, _N, PAPER, _by_budget, _loops, _setting
-from .exact_compare import value
-from .dominance import _gd_env, _gd_expr, _mpf, _n_text, scalar_point
+from .dominance import _gd_env, _gd_expr, scalar_point
 from .flow import scalar_flow_position
 
 FLOW_PROOF_SETTING = _setting({"n": 20, "d": 3, "L": 2})
@@ -49,9 +49,9 @@ def _rate_symbolic(ctx: Context) -> TierResult:
                     named = sympy.sympify(rate).subs({s: env[s.name] for s in rate.free_symbols})
                     count += 1
                     if sympy.simplify(named - derived) != 0 and bad is None:
-                        bad = {"L": L, "d": d, "n": _n_text(n), "A": f"{a} I",
-                               "dL_dt": mpmath.nstr(_mpf(derived), 15),
-                               "named": mpmath.nstr(_mpf(named), 15) if named.is_number
+                        bad = {"L": L, "d": d, "n": size_text(n), "A": f"{a} I",
+                               "dL_dt": mpmath.nstr(mpf(derived), 15),
+                               "named": mpmath.nstr(mpf(named), 15) if named.is_number
                                else str(named)}
     return combine([Finding("scalar_flow_exact", bad is None, {"points": count}, bad,
                             "" if bad is None else "dL/dt along the flow is not the named rate")],
@@ -169,7 +169,7 @@ def _solution_finding(F) -> Finding:
                         gv = lhs = r = mpmath.nan
                     checks = [(lhs, r, "g'(t)", "the named right side of (29)")]
                     if tv == 0:
-                        checks.append((gv, _mpf(f0), "g(0)", "f(0)"))
+                        checks.append((gv, mpf(f0), "g(0)", "f(0)"))
                     for x, y, what, against in checks:
                         ok_num = all(isinstance(v, mpmath.mpf) and mpmath.isfinite(v)
                                      for v in (x, y))
@@ -196,14 +196,14 @@ def _comparison_finding(F, ctx: Context) -> Finding:
         n, d = 10 ** 12, 1
         f = li.scalar_poly(L, n, d)
         f0 = f.eval(0)
-        delta = (_mpf(8 * L * d) / mpmath.sqrt(n)) ** (mpmath.mpf(1) / (2 * L))
+        delta = (mpf(8 * L * d) / mpmath.sqrt(n)) ** (mpmath.mpf(1) / (2 * L))
         env = {**_gd_env(n, d, L), "f0": f0}
         with mpmath.workdps(30):
             c = value(c_expr, env)
             for tv in (sympy.Rational(1, 100), sympy.Rational(1, 10), sympy.Rational(1, 2), 1, 2,
                        5, 10, 30, 100):
                 a = scalar_flow_position(L, n, d, tv)
-                ft = mpmath.polyval([_mpf(x) for x in f.all_coeffs()], a)
+                ft = mpmath.polyval([mpf(x) for x in f.all_coeffs()], a)
                 if ft < 2 * (4 * delta) ** (2 * L):
                     continue
                 gt = value(g_expr, {**env, "t": sympy.sympify(tv),
@@ -211,7 +211,7 @@ def _comparison_finding(F, ctx: Context) -> Finding:
                     if mpmath.isfinite(c) else mpmath.nan
                 count += 1
                 ratio = float(ft / gt) if mpmath.isfinite(gt) and gt > 0 else float("inf")
-                row = {"L": L, "d": d, "n": _n_text(n), "t": str(tv), "f_t": mpmath.nstr(ft, 12),
+                row = {"L": L, "d": d, "n": size_text(n), "t": str(tv), "f_t": mpmath.nstr(ft, 12),
                        "g_t": mpmath.nstr(gt, 12), "ratio": ratio}
                 if worst is None or ratio > worst["ratio"]:
                     worst = row

@@ -24,11 +24,11 @@ from verify.evidence import Finding, Margin, combine, step
 from verify.formulas import FormulaSymbol, NamedFormula
 
 from ..kit import looped_icl as li
+from ..kit.exact_compare import holds, mpf, real_le, size_text, value
 from .centred_bounds import centred_eigenvalues
 from .common import (N, PAPER, _D, _DELTA, _EPS, _L, _LAM_1, _LOSS, _N, _loops, _setting,
                      formula_letters, sec35_delta)
-from .dominance import _gd_env, _gd_expr, _mpf, _n_text
-from .exact_compare import holds, real_le, value
+from .dominance import _gd_env, _gd_expr
 
 CHAIN_SETTING = _setting({"n": 20, "d": 3, "L": 2})
 _LAM_I = FormulaSymbol("lambda_i", positive=True, at_most="lambda_1")
@@ -47,7 +47,7 @@ _NS = (10 ** 12, 10 ** 40)
 
 def _num(x, digits: int = 12) -> str:
     with mpmath.workdps(30):
-        return mpmath.nstr(_mpf(x), digits)
+        return mpmath.nstr(mpf(x), digits)
 
 
 def _loss(L: int, spec: tuple, n: int) -> sympy.Rational:
@@ -121,7 +121,7 @@ def admitted_points(ctx: Context, F, bits: int = 150):
 
 
 def _row(L, n, spec, env) -> dict:
-    return {"L": L, "d": len(spec), "n": _n_text(n), "A": list(spec),
+    return {"L": L, "d": len(spec), "n": size_text(n), "A": list(spec),
             "loss": _num(env["loss"]), "epsilon": _num(env["epsilon"])}
 
 
@@ -161,7 +161,7 @@ def _max_symbolic(ctx: Context) -> TierResult:
                                   "max_dev": _num(dev), "radius": _num(value(radius, e))}
         with mpmath.workdps(30):
             r = value(radius, e)
-            ratio = float(r / _mpf(dev)) if dev > 0 else float("inf")
+            ratio = float(r / mpf(dev)) if dev > 0 else float("inf")
         if worst is None or ratio > worst["ratio"]:
             worst = {**row, "ratio": ratio}
     if worst is None:
@@ -304,7 +304,7 @@ def _eq27_symbolic(ctx: Context) -> TierResult:
                                   "sum_second": mpmath.nstr(sum_second, 12),
                                   "bound": _num(value(bound, e0))}
         with mpmath.workdps(30):
-            ratio = float(sum_first / _mpf(grad_sq)) if grad_sq > 0 else float("inf")
+            ratio = float(sum_first / mpf(grad_sq)) if grad_sq > 0 else float("inf")
         if worst is None or ratio > worst["ratio"]:
             worst = {**row, "ratio": ratio}
     if worst is None:

@@ -25,10 +25,10 @@ from verify.evidence import Finding, Margin, combine, step
 from verify.formulas import FormulaSymbol, NamedFormula
 
 from ..kit.linear_icl import cayley_orthogonal
+from ..kit.exact_compare import holds, mpf, real_le, size_text, value
 from .common import (N, PAPER, _D, _DELTA, _K, _L, _LAM_1, _LAM_J, _N, _by_budget, _loops,
                      _setting, formula_letters)
-from .dominance import _gd_expr, _mpf, _n_text
-from .exact_compare import holds, real_le, value
+from .dominance import _gd_expr
 from .moment_bounds import moment_eigenvalues, moment_exact
 from .pairings import _CG, _CGP, c_g, c_gp, pairings
 
@@ -41,7 +41,7 @@ _CSTAR = FormulaSymbol("c_star", positive=True)
 
 def _num(x, digits: int = 12) -> str:
     with mpmath.workdps(30):
-        return mpmath.nstr(_mpf(x), digits)
+        return mpmath.nstr(mpf(x), digits)
 
 
 def _at(F, name: str, env: dict) -> sympy.Expr:
@@ -116,7 +116,7 @@ def _a5_symbolic(ctx: Context) -> TierResult:
                                                                  alpha.denominator)
                     middle = sympy.Add(*[term.subs({cg: a, cgp: b, cs: c})
                                          for a, b, c in graphs])
-                    row = {"k": k, "spectrum": list(spec), "j": j + 1, "n": _n_text(n),
+                    row = {"k": k, "spectrum": list(spec), "j": j + 1, "n": size_text(n),
                            "n_k_alpha": _num(lhs), "middle": _num(value(middle, env))}
                     e = {**env, "x": lhs}
                     X = sympy.Symbol("x")
@@ -546,10 +546,10 @@ def _gamma_symbolic(ctx: Context) -> TierResult:
                         # gamma_j = 1) is decided from its value, never by exact powers
                         ok = real_le(sympy.Abs(g - c), r, e)
                         with mpmath.workdps(30):
-                            dev, rad = abs(_mpf(gv) - value(c, e)), value(r, e)
+                            dev, rad = abs(mpf(gv) - value(c, e)), value(r, e)
                             ratio = float(dev / rad) if rad > 0 else float("inf")
                         row = {"k": k, "l1": l1, "l2": l2, "A": list(spec), "j": j + 1,
-                               "n": _n_text(n), "gamma_j": _num(gv), "center": _num(value(c, e)),
+                               "n": size_text(n), "gamma_j": _num(gv), "center": _num(value(c, e)),
                                "radius": _num(rad), "ratio": ratio}
                         if worst is None or ratio > worst["ratio"]:
                             worst = row

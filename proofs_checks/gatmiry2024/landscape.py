@@ -39,8 +39,8 @@ from verify.formulas import NamedFormula
 
 from ..kit import looped_icl as li
 from ..kit.linear_icl import symbolic_prompt
+from ..kit.exact_compare import holds
 from .common import _L, PAPER, _by_budget, _loops, _setting, single_threaded
-from .exact_compare import holds
 
 LANDSCAPE_SETTING = _setting({"n": 10, "d": 2, "L": 2})
 _T = sympy.Symbol("t")

@@ -20,6 +20,7 @@ from verify.evidence import Finding, Margin, combine
 
 from ..kit import looped_icl as li
 from ..kit.scalar_optimum import huge_power
+from ..kit.exact_compare import finite_real
 from .common import _by_budget
 
 
@@ -364,7 +365,7 @@ def _check_row(res: BoundSearch, forms: BoundForms, cases: list[BoundCase], vals
                 res.float_only += 1
                 continue
             slack_mp, scale_mp = forms.mp_slack(c, j, v, side)
-            slack_mp = _finite_real(slack_mp)
+            slack_mp = finite_real(slack_mp)
             if slack_mp is None:  # the bound is complex or nan here (float64 may not show it)
                 bad[i] = True
                 res.violations += 1
@@ -395,13 +396,6 @@ def _check_row(res: BoundSearch, forms: BoundForms, cases: list[BoundCase], vals
     return bad
 
 
-def _finite_real(x):
-    """x as a finite mpf, or None when it is complex, nan or infinite."""
-    if isinstance(x, mpmath.mpc):
-        if x.imag != 0:
-            return None
-        x = x.real
-    return x if mpmath.isfinite(x) else None
 
 
 def _search_finding(name: str, res: BoundSearch, what: str) -> Finding:

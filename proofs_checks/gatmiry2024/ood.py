@@ -29,9 +29,9 @@ from verify.formulas import FormulaSymbol, NamedFormula, formula_value
 from .common import (PAPER, _D, _DELTA, _L, _N, _ZETA, _by_budget, _loops, _mat, _setting,
                      sec35_delta, single_threaded)
 from ..kit.looped_icl import looped_model
-from .dominance import _gd_env, _gd_expr, _gd_le, _holds, _mp_value, _mpf, _n_text
+from ..kit.exact_compare import decide, decide_le, finite_real, mp_value, mpf, size_text
+from .dominance import _gd_env, _gd_expr
 from .flow import _mp_a_star
-from .moment_search import _finite_real
 from .ood_instances import (Covariance, bases, covariance, error_matrix, matrix_text,
                             relative_spectrum, scaled_columns, squared_root, vector_text)
 
@@ -75,15 +75,15 @@ def _largest_zeta_at(cond, items: tuple):
     env = dict(items)
     at = lambda z: {**env, "zeta": z}  # noqa: E731
     grid = [sympy.Rational(k, 64) for k in range(63, 0, -1)]
-    top = next((z for z in grid if _holds(cond, at(z))), None)
+    top = next((z for z in grid if decide(cond, at(z))), None)
     if top is None:
         return None
     lo, hi = top, min(top + sympy.Rational(1, 64), 1 - sympy.Rational(1, 2 ** 40))
-    if _holds(cond, at(hi)):
+    if decide(cond, at(hi)):
         return hi
     for _ in range(34):
         mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if _holds(cond, at(mid)) else (lo, mid)
+        lo, hi = (mid, hi) if decide(cond, at(mid)) else (lo, mid)
     return lo
 
 
@@ -211,9 +211,9 @@ def _rows(F, cov: Covariance, label: str, V, D, n: int, L: int, a_opt, x: list,
             err2 = err_unit * c_w ** 2 * c_x ** 2
             env["zeta"] = zeta
             yield _compare(F, env, err2, {
-                "L": L, "d": d, "n": _n_text(n), "Sigma_star": cov.name, "basis": label,
+                "L": L, "d": d, "n": size_text(n), "Sigma_star": cov.name, "basis": label,
                 "X_out": matrix_text(X),
-                "Sigma_out_rel_eigs": [mpmath.nstr(_mpf(v), 8) for v in ev],
+                "Sigma_out_rel_eigs": [mpmath.nstr(mpf(v), 8) for v in ev],
                 "zeta": str(zeta) if zeta.q < 10 ** 6 else float(zeta),
                 "w": _scaled_text(c_w, pair.w_name, pair.w),
                 "x_q": _scaled_text(c_x, pair.x_name, pair.x)}, a_opt, n)
@@ -223,21 +223,21 @@ def _compare(F, env: dict, err2, row: dict, a_opt, n: int):
     """(row, violation or None): the exact error^2 against the named bound; a bound <= 0 or not
     real fails; a close call is decided at 80+ digits."""
     with mpmath.workdps(40):
-        bound = _mp_value(_gd_expr(F, "bound"), env)
-        real = _finite_real(bound)
-        ratio = _mpf(err2) / real if real is not None and real > 0 else mpmath.inf
-    row = {**row, **{k: mpmath.nstr(_mpf(env[k]), 12) for k in _NORMS},
-           "error_sq": mpmath.nstr(_mpf(err2), 12), "bound": mpmath.nstr(bound, 12),
+        bound = mp_value(_gd_expr(F, "bound"), env)
+        real = finite_real(bound)
+        ratio = mpf(err2) / real if real is not None and real > 0 else mpmath.inf
+    row = {**row, **{k: mpmath.nstr(mpf(env[k]), 12) for k in _NORMS},
+           "error_sq": mpmath.nstr(mpf(err2), 12), "bound": mpmath.nstr(bound, 12),
            "ratio": float(ratio)}
     if real is None:
         row["not_a_real_number"] = True
     violation = None
-    if real is None or (_mpf(err2) > real and not _gd_le(
+    if real is None or (mpf(err2) > real and not decide_le(
             sympy.Symbol("e"), sympy.Symbol("b"),
             {"e": err2, "b": sympy.Float(mpmath.nstr(real, 40), 40)})):
         with mpmath.workdps(len(str(n)) + 30):
-            a_txt = mpmath.nstr(_mpf(a_opt), len(str(n)) + 20)
-            e_txt = mpmath.nstr(_mpf(err2), len(str(n)) + 20)
+            a_txt = mpmath.nstr(mpf(a_opt), len(str(n)) + 20)
+            e_txt = mpmath.nstr(mpf(err2), len(str(n)) + 20)
         violation = {**row, "error_sq_digits": e_txt, "a_star": a_txt}
     return row, violation
 
@@ -248,7 +248,7 @@ def _scaled_text(c, name: str, v) -> str:
 
 
 def _c_text(c: sympy.Rational) -> str:
-    return ("1" if c == 1 else _n_text(int(c))) if c.q == 1 else f"1/{_n_text(int(c.q))}"
+    return ("1" if c == 1 else size_text(int(c))) if c.q == 1 else f"1/{size_text(int(c.q))}"
 
 
 OOD_MEASURE = "(TF_L - y_q)^2 / the named bound at the largest admissible zeta"
@@ -300,7 +300,7 @@ def _ood_symbolic(ctx: Context) -> TierResult:
                     rows.append(row)
         evidence = {
             "instances": count, "Sigma_star": [c.name for c in grid.covariances],
-            "sizes": [{"d": d, "ns": [_n_text(n) for n in ns]} for d, ns in grid.sizes],
+            "sizes": [{"d": d, "ns": [size_text(n) for n in ns]} for d, ns in grid.sizes],
             "window_values": "r^2 (x_i = r sqrt(n) / sqrt(D_i))" + (", and r^2 / n" if
                                                                    grid.unscaled else "")
             + ", r in " + ", ".join(str(r) for r in grid.rs),
@@ -418,7 +418,7 @@ def _numeric_trial(F, rng, sigma: np.ndarray, n: int, d: int, L: int, model, adv
     err2 = (pred - w @ xq) ** 2
     env = {**_gd_env(n, d, L), "zeta": zeta, **spectrum}
     with mpmath.workdps(30):
-        real = _finite_real(_mp_value(_gd_expr(F, "bound"), env))
+        real = finite_real(mp_value(_gd_expr(F, "bound"), env))
     bound = float(real) if real is not None else float("nan")
     ratio = err2 / bound if bound > 0 else float("inf")
     row = {"L": L, "d": d, "n": n, "zeta": float(zeta), "ratio": ratio,

@@ -16,11 +16,10 @@ from verify.claim import Claim, Context, Correction, ExactValues, TierResult
 from verify.evidence import Finding, Margin, combine, settle_le, step
 from verify.formulas import NamedFormula
 
+from ..kit.exact_compare import finite_real, holds, mpf, real_le, size_text, value
 from .common import PAPER, _D, _DELTA, _L, _N, _ZETA, _by_budget, _loops, _setting, sec35_delta
-from .exact_compare import holds, real_le, value
-from .dominance import _gd_env, _gd_expr, _mpf, _n_text
+from .dominance import _gd_env, _gd_expr
 from .flow import _mp_a_star
-from .moment_search import _finite_real
 from .ood import _NORMS, _S_MAX, _S_MIN, _W2, _W2_SIG, _XQ2, _XQ2_INV, ANISOTROPIC, Pair
 from .ood_instances import covariance, matrix_text, vector_text
 
@@ -81,13 +80,13 @@ def _step_symbolic(ctx: Context) -> TierResult:
                         scaled = prod * c_w ** 2 * c_x ** 2
                         count += 1
                         with mpmath.workdps(40):
-                            b = _finite_real(value(bound, env))
-                            ratio = float(_mpf(scaled) / b) if b is not None and b > 0 \
+                            b = finite_real(value(bound, env))
+                            ratio = float(mpf(scaled) / b) if b is not None and b > 0 \
                                 else float("inf")
-                        row = {"L": L, "d": cov.d, "n": _n_text(n), "Sigma_star": cov.name,
+                        row = {"L": L, "d": cov.d, "n": size_text(n), "Sigma_star": cov.name,
                                "w": f"{c_w} * {pair.w_name} = {vector_text(pair.w)}",
                                "x_q": f"{c_x} * {pair.x_name} = {vector_text(pair.x)}",
-                               "product": mpmath.nstr(_mpf(scaled), 12),
+                               "product": mpmath.nstr(mpf(scaled), 12),
                                "bound": mpmath.nstr(b, 12) if b is not None else "not real",
                                "ratio": ratio}
                         if worst is None or ratio > worst["ratio"]:
@@ -96,7 +95,7 @@ def _step_symbolic(ctx: Context) -> TierResult:
                             sympy.Symbol("e"), sympy.Symbol("b"),
                             {"e": scaled, "b": sympy.Float(mpmath.nstr(b, 40), 40)}))
                         if fails and bad is None:
-                            bad = {**row, **{k: mpmath.nstr(_mpf(v), 12) for k, v in env.items()
+                            bad = {**row, **{k: mpmath.nstr(mpf(v), 12) for k, v in env.items()
                                              if k in _NORMS}}
     ok = bad is None
     evidence = {"instances": count, "worst": worst,
@@ -142,7 +141,7 @@ def _step_numeric(ctx: Context) -> TierResult:
                 env = {**_gd_env(n, d, L), "xq_norm2": q(x @ sig @ x), "w_norm2": q(w @ inv @ w),
                        "xq_norm2_inv": q(x @ inv @ x), "w_norm2_sig": q(w @ sig @ w)}
                 with mpmath.workdps(30):
-                    b = _finite_real(value(bound, env))
+                    b = finite_real(value(bound, env))
                 b = float(b) if b is not None else float("nan")
                 count += 1
                 ok, why = settle_le(prod, b * (1 + 1e-9) if b > 0 else -1.0)
@@ -247,9 +246,9 @@ def _w31_symbolic(ctx: Context) -> TierResult:
     e = sympy.Symbol("e")
     for env, a in _w31_points(F, ctx):
         count += 1
-        row = {"L": int(env["L"]), "d": int(env["d"]), "n": _n_text(int(env["n"])),
+        row = {"L": int(env["L"]), "d": int(env["d"]), "n": size_text(int(env["n"])),
                "zeta": str(env["zeta"]), "s_min": str(env["s_min"]), "s_max": str(env["s_max"]),
-               "a_star": mpmath.nstr(_mpf(a), 15)}
+               "a_star": mpmath.nstr(mpf(a), 15)}
         lo, hi = a * env["s_min"], a * env["s_max"]
         ok785 = real_le(lower, e, {**env, "e": lo}) and real_le(e, upper, {**env, "e": hi})
         _track(s785, ok785, row, _ratio(hi, upper, env, lower, lo))
@@ -292,11 +291,11 @@ def _w31_symbolic(ctx: Context) -> TierResult:
 def _ratio(used, bound_expr, env, lower_expr=None, lower_value=None) -> float:
     """used / allowed: used / bound (upper), and lower_bound / lower_value (lower), the larger."""
     with mpmath.workdps(30):
-        b = _finite_real(value(bound_expr, env))
-        r = float(_mpf(used) / b) if b is not None and b > 0 else float("inf")
+        b = finite_real(value(bound_expr, env))
+        r = float(mpf(used) / b) if b is not None and b > 0 else float("inf")
         if lower_expr is not None:
-            lb = _finite_real(value(lower_expr, env))
-            r2 = float(lb / _mpf(lower_value)) if lb is not None and lower_value > 0 \
+            lb = finite_real(value(lower_expr, env))
+            r2 = float(lb / mpf(lower_value)) if lb is not None and lower_value > 0 \
                 else float("inf")
             r = max(r, r2)
     return r
@@ -338,7 +337,7 @@ def _w31_numeric(ctx: Context) -> TierResult:
                 A_half = np.sqrt(a) * U @ np.diag(lam ** -0.5) @ U.T
                 ev = np.linalg.eigvalsh(np.eye(d) - A_half @ sig_out @ A_half)
                 with mpmath.workdps(30):
-                    rv = _finite_real(value(radius, env))
+                    rv = finite_real(value(radius, env))
                 rv = float(rv) if rv is not None else float("nan")
                 count += 1
                 used = float(np.abs(ev).max())

@@ -15,10 +15,10 @@ from verify.evidence import Finding, Margin, combine, step
 from verify.formulas import NamedFormula, size_symbol
 
 from ..kit import looped_icl as li
+from ..kit.exact_compare import holds, mpf, real_le, size_text, value
 from .common import (_D, _DELTA, _L, _LAM_1, _LAM_J, _N, PAPER, _loops, _setting, sec35_delta)
 from .common import _EPS as _EPS_F, _LOSS as _LOSS_F, _SIGMA_STAR as _SIGMA_STAR_F
-from .exact_compare import holds, real_le, value
-from .dominance import _gd_env, _gd_expr, _mpf, _n_text
+from .dominance import _gd_env, _gd_expr
 
 OPT_PROOF_SETTING = _setting({"n": 20, "d": 3, "L": 2})
 _SYMS = (_N, _D, _L, _DELTA)
@@ -43,7 +43,7 @@ def _a8_sizes(ctx: Context):
 
 def _ratio(a, b) -> float:
     with mpmath.workdps(30):
-        a, b = _mpf(a), _mpf(b)
+        a, b = mpf(a), mpf(b)
         return float(a / b) if b > 0 else (float("inf") if a > 0 else 0.0)
 
 
@@ -62,7 +62,7 @@ def _inverse_symbolic(ctx: Context) -> TierResult:
         count += 1
         with mpmath.workdps(30):
             b = value(bound, env)
-        row = {"L": L, "d": d, "n": _n_text(n), "loss_at_inverse": mpmath.nstr(_mpf(f1), 12),
+        row = {"L": L, "d": d, "n": size_text(n), "loss_at_inverse": mpmath.nstr(mpf(f1), 12),
                "bound": mpmath.nstr(b, 12), "ratio": _ratio(f1, b)}
         if worst is None or row["ratio"] > worst["ratio"]:
             worst = row
@@ -83,7 +83,7 @@ def _inverse_exact(point: dict) -> dict | None:
     n, d, L = (int(point[k]) for k in ("n", "d", "L"))
     if not 1 <= L <= 6 or d > 10 ** 6:
         return None
-    return {"bound": _mpf(li.scalar_poly(L, n, d).eval(1))}
+    return {"bound": mpf(li.scalar_poly(L, n, d).eval(1))}
 
 
 THM_A8_LOSS_AT_INVERSE = Claim(
@@ -129,7 +129,7 @@ def _far_symbolic(ctx: Context) -> TierResult:
             # |lambda_1 - 1| >= x: x to 40 digits, widened by 10^-30 so that rounding keeps the
             # points admissible
             xr = sympy.Rational(mpmath.nstr(x * (1 + mpmath.mpf(10) ** -30), 40))
-        row = {"L": L, "d": d, "n": _n_text(n), "x": mpmath.nstr(x, 12)}
+        row = {"L": L, "d": d, "n": size_text(n), "x": mpmath.nstr(x, 12)}
         for s in _FAR:
             for sign in (1, -1):
                 lam = 1 + sign * s * xr
@@ -139,7 +139,7 @@ def _far_symbolic(ctx: Context) -> TierResult:
                 first[2] += 1
                 if not real_le(middle, lemma, e) and first[0] is None:
                     with mpmath.workdps(30):
-                        first[0] = {**row, "lambda_1": mpmath.nstr(_mpf(lam), 15),
+                        first[0] = {**row, "lambda_1": mpmath.nstr(mpf(lam), 15),
                                     "lemma_4_3_lower": mpmath.nstr(value(lemma, e), 12),
                                     "middle": mpmath.nstr(value(middle, e), 12)}
         second[2] += 1
@@ -222,8 +222,8 @@ def _moment_symbolic(ctx: Context) -> TierResult:
                     ok = real_le(lo_e, e, env) and real_le(e, hi_e, env)
                     if not ok and bad is None:
                         with mpmath.workdps(30):
-                            bad = {"L": L, "d": d, "n": _n_text(n), "A": f"{a} I",
-                                   "moment": mpmath.nstr(_mpf(g), 12),
+                            bad = {"L": L, "d": d, "n": size_text(n), "A": f"{a} I",
+                                   "moment": mpmath.nstr(mpf(g), 12),
                                    "lower": mpmath.nstr(value(lo_e, env), 12),
                                    "upper": mpmath.nstr(value(hi_e, env), 12)}
     return combine([Finding("scalar_family_exact", bad is None, {"points": count}, bad,
@@ -241,7 +241,7 @@ def _moment_exact(point: dict) -> dict | None:
         return None
     fp = li.scalar_poly(L, n, d).diff(li.a_sym)
     a = point["lambda_1"]
-    g = -sum(_mpf(c) * a ** k for (k,), c in fp.terms()) / (2 * L * d)
+    g = -sum(mpf(c) * a ** k for (k,), c in fp.terms()) / (2 * L * d)
     return {"lower": g, "upper": g}
 
 
@@ -443,8 +443,8 @@ def _a9_symbolic(ctx: Context) -> TierResult:
                         with mpmath.workdps(30):
                             r = value(radius, env)
                         ratio = _ratio(abs(a - 1), r) if r > 0 else float("inf")
-                        row = {"L": L, "d": d, "n": _n_text(n), "A": f"{a} I",
-                               "epsilon": str(eps), "loss": mpmath.nstr(_mpf(loss), 12),
+                        row = {"L": L, "d": d, "n": size_text(n), "A": f"{a} I",
+                               "epsilon": str(eps), "loss": mpmath.nstr(mpf(loss), 12),
                                "ratio": ratio}
                         if worst is None or ratio > worst["ratio"]:
                             worst = row
@@ -468,7 +468,7 @@ def _a9_exact(point: dict) -> dict | None:
     if not 1 <= L <= 6 or d > 10 ** 6:
         return None
     with mpmath.workdps(50):
-        coeffs = [_mpf(c) for c in li.scalar_poly(L, n, d).all_coeffs()]
+        coeffs = [mpf(c) for c in li.scalar_poly(L, n, d).all_coeffs()]
         coeffs[-1] -= point["loss"]
         try:
             roots = mpmath.polyroots(coeffs, maxsteps=200, extraprec=200)
