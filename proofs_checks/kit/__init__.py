@@ -20,6 +20,13 @@ test_kit_*.py`` declares a toy claim outside any paper for each):
   there, training to it (gatmiry2024 Thms. 3.2, A.8), ``optimum_values`` for mutants;
 - ``looped_loss``: a closed-form population loss of the looped model equals the loss derived
   from the forward pass (gatmiry2024 Cor. A.4, Lemmas A.3, 4.1);
+- ``bound``: a bound under a hypothesis, "if H then Q >= B" with Q derived, searched exactly
+  along families of points (walked, or bisected for the smallest failing size), with the first
+  violation and the closest approach (gatmiry2024 Thm. 3.4, A.11, Lemma A.10);
+- ``ratio_probe``: a printed bound against the bound its proof gives, a ratio probed over
+  positive values inside the hypotheses, exact where constant (yang2024's proof chains);
+- ``exact_compare``: named formulas compared at exact points, fast where the sides are far
+  apart and exact where they are close; sides that are not real numbers bound nothing;
 - ``pointwise``: a step or identity at exact rational and float64 points, ``pointwise_truth``;
 - ``size_identity``: an identity in a symbolic size, proved by the moment kernel or exact at
   concrete sizes;

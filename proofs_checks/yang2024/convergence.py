@@ -16,9 +16,9 @@ from verify.claim import Claim, Context, Correction, TierResult
 from verify.evidence import Finding, combine, step
 from verify.formulas import FormulaSymbol, NamedFormula
 
+from ..kit.ratio_probe import Admits, proof_margin, ratio_at_least_one, worst_margin
 from .setting import BUDGET_TAU, PAPER, SETTING, SIZE, make_instance, small_threads
-from .common import (Admits, _H, _K, _N, _in_symbols_of, _m, _proof_margin, _ratio_at_least_one,
-                     _tau, _worst_margin, float_value)
+from .common import _H, _K, _N, _in_symbols_of, _m, _tau, float_value
 from .reparametrisation import Dynamics, _etaQ, _etaw, _grads, dynamics, init_Q
 from .gradient_bounds import LEMMA10_FORMULAS, _Zbn, _chain_findings, _fbar, _gam, lemma10_chain
 
@@ -109,13 +109,13 @@ def thm1_symbolic(ctx: Context) -> TierResult:
     need = (1 - 1 / sympy.sqrt(2)) * sympy.sqrt(z0)
     gamma_derived = sympy.sqrt(sympy.simplify(drift_B * g ** 2 / need))   # drift_B ~ 1/gamma^2
     rng = ctx.rng("thm1-symbolic")
-    ok_g, ce_g = _ratio_at_least_one(ours(F["gamma_min"]) / gamma_derived, rng)
+    ok_g, ce_g = ratio_at_least_one(ours(F["gamma_min"]) / gamma_derived, rng)
     findings = [Finding("gamma_min_from_the_proof", ok_g and geo_ok, {
         "derived_gamma_min": str(sympy.simplify(gamma_derived)), "paper": ctx.formula_texts["gamma_min"],
         "geometric_sum_bound_4_over_eta_sigma": geo_ok},
         None if ok_g else {"derived": str(gamma_derived), "paper": ctx.formula_texts["gamma_min"], **(ce_g or {})},
         "" if ok_g else "(15) is smaller than what (48) needs: the drift of B_k is not controlled",
-        _proof_margin(ours(F["gamma_min"]) / gamma_derived, ctx.rng("thm1-symbolic-margin")),
+        proof_margin(ours(F["gamma_min"]) / gamma_derived, ctx.rng("thm1-symbolic-margin")),
         proof_step="(47)-(48)")]
     # (17): at least L^2 of Lemma 10 at alpha of (44), as the proofs build it
     paper_L = sympy.sympify(F["L_sq"])
@@ -135,7 +135,7 @@ def thm1_symbolic(ctx: Context) -> TierResult:
     diff = sympy.simplify(ours(F["rate"]) - rate_derived)
     # a rate is an upper bound on the contraction: (18) follows when paper - derived >= 0 at every
     # positive point (a ratio test would flip where the derived rate is negative, eta sigma > 2)
-    ok_r = diff == 0 or _ratio_at_least_one(1 + diff, rng)[0]
+    ok_r = diff == 0 or ratio_at_least_one(1 + diff, rng)[0]
     findings.append(Finding("rate_from_the_proof", bool(ok_r), {"derived_rate": str(rate_derived),
                                                                 "paper_minus_derived": str(diff)},
                             None if ok_r else {"derived": str(rate_derived), "paper": ctx.formula_texts["rate"]},
@@ -285,7 +285,7 @@ def thm1_numeric(ctx: Context) -> TierResult:
         "what": "max over t of (L(theta_t) - L*) / (rate^t (L(theta_0) - L*)) with gamma = (15) at "
                 "equality, eta_Q = 1/L of (17), eta_w of (16); w^(0) = 0, Q^(0) ~ N(0, 1)"},
         worst_ce, "" if ok else f"(18) fails at step {worst_ce['step'] if worst_ce else '?'}",
-        _worst_margin("(L(theta_t) - L*) over rate^t (L(theta_0) - L*)", worst, worst_at))]
+        worst_margin("(L(theta_t) - L*) over rate^t (L(theta_0) - L*)", worst, worst_at))]
     ok17 = all(b["holds"] for b in bounds17)
     findings.append(Finding("bounds_used_by_17", ok17, {"instances": bounds17},
                             None if ok17 else {"instances": [b for b in bounds17 if not b["holds"]]},

@@ -16,9 +16,9 @@ from verify.claim import Claim, Context, Correction, TierResult
 from verify.evidence import Finding, combine, step
 from verify.formulas import FormulaSymbol, NamedFormula
 
+from ..kit.ratio_probe import Admits, proof_margin, ratio_at_least_one, smallest_ratio, worst_margin
 from .setting import BUDGET_TAU, Instance, PAPER, SETTING, SIZE, make_instance, small_threads
-from .common import (Admits, _H, _K, _N, _proof_margin, _ratio_at_least_one, _smallest_ratio,
-                     _worst_margin, float_value)
+from .common import _H, _K, _N, float_value
 from .softmax import LEMMA2
 from .reparametrisation import Dynamics, _grads, dynamics, init_Q
 
@@ -77,7 +77,7 @@ def lemma7_symbolic(ctx: Context) -> TierResult:
     g, a, fb, ex = (sympy.Symbol(n, positive=True) for n in ("gamma", "alpha", "fbar_max", "excess"))
     derived = chain * g * a * fb * sympy.sqrt(ex)            # (82)-(84): the bound the proof gives
     paper = sympy.sympify(ctx.formulas["grad_bound"])
-    ok, ce = _ratio_at_least_one(paper / derived, ctx.rng("lemma7-symbolic"))
+    ok, ce = ratio_at_least_one(paper / derived, ctx.rng("lemma7-symbolic"))
     steps = [step("Gradient (82)", r"\frac{\partial\ell}{\partial Q_h} = \frac\gamma K\sum_{k,j}(\bar Z\delta_k)^\top"
                   r"\bar z_j\,\alpha_{h,k}s^h_{jk}\sum_i s^h_{ik}(v_j-v_i)v_k^\top",
                   "checked against autograd in the numeric tier"),
@@ -90,7 +90,7 @@ def lemma7_symbolic(ctx: Context) -> TierResult:
                             None if ok else {"derived_bound": str(derived), "paper_bound": str(paper),
                                              **(ce or {})},
                             "" if ok else "(42) is below the bound the proof (82)-(84) gives",
-                            _proof_margin(paper / derived, ctx.rng("lemma7-symbolic-margin")),
+                            proof_margin(paper / derived, ctx.rng("lemma7-symbolic-margin")),
                             proof_step="(82)-(84)")],
                    steps=steps)
 
@@ -119,7 +119,7 @@ def lemma7_numeric(ctx: Context) -> TierResult:
                                                  "worst_point": where},
                             None if ok else {"instance": inst.as_dict(), **where, "seed": ctx.seed},
                             "" if ok else f"a gradient exceeds (42) by a factor {worst:.3g}",
-                            _worst_margin("||d l / d Q_h||_F over (42)", worst, where),
+                            worst_margin("||d l / d Q_h||_F over (42)", worst, where),
                             search=True)],
                    {"instance": inst.as_dict()})
 
@@ -219,7 +219,7 @@ def _bounds_numeric(ctx: Context, which: str) -> TierResult:
                                            "points": points},
                                 None if ok else {"instance": inst.as_dict(), **where[name], "seed": ctx.seed},
                                 "" if ok else f"{name} is exceeded by a factor {r:.3g}",
-                                _worst_margin(f"the norm {name} bounds over {name}", r, where[name]),
+                                worst_margin(f"the norm {name} bounds over {name}", r, where[name]),
                                 search=True))
     return combine(findings, {"instance": inst.as_dict()})
 
@@ -316,13 +316,13 @@ def _chain_findings(ctx: Context, derived: Mapping[str, sympy.Expr], names: Sequ
     findings = []
     for name in names:
         paper = sympy.sympify(ctx.formulas[name])
-        ok, ce = _ratio_at_least_one(paper / derived[name], rng, admits)
+        ok, ce = ratio_at_least_one(paper / derived[name], rng, admits)
         ev = {"derived_bound": str(derived[name]), "paper_bound": str(paper)}
         if not ok and ce and "at" in ce:   # the first point found may be barely below; show the worst
-            ce = {**ce, "smallest_ratio_found": _smallest_ratio(paper / derived[name], rng,
+            ce = {**ce, "smallest_ratio_found": smallest_ratio(paper / derived[name], rng,
                                                                 admits=admits)}
         low = (ce or {}).get("smallest_ratio_found", {}).get("ratio_float", (ce or {}).get("ratio_float"))
-        margin = _proof_margin(paper / derived[name], ctx.rng(tag + "-margin"),
+        margin = proof_margin(paper / derived[name], ctx.rng(tag + "-margin"),
                                (ce or {}).get("smallest_ratio_found"), admits)
         findings.append(Finding(name, ok, ev, None if ok else {**ev, **(ce or {})},
                                 "" if ok else f"{name} is below the bound the proof {where[name]} gives "
@@ -511,7 +511,7 @@ def lemma10_numeric(ctx: Context) -> TierResult:
                         "" if ok else f"at gamma = {worst['gamma']:g}, alpha = {worst['alpha']:g} the "
                                       f"gradient changes {worst['ratio_over_L']:.3g} times faster than L "
                                       f"of (61) allows",
-                        _worst_margin("the largest |Hessian eigenvalue| found over L of (61)", top["ratio"],
+                        worst_margin("the largest |Hessian eigenvalue| found over L of (61)", top["ratio"],
                                       {"gamma": top["gamma"], "alpha": top["alpha"]}),
                         search=True)]
     return combine(findings, {"instance": inst.as_dict()})

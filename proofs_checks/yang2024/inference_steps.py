@@ -15,9 +15,10 @@ from verify.claim import Claim, Context, ExactValues, TierResult
 from verify.evidence import Finding, combine, settle_le, step
 from verify.formulas import NamedFormula
 
+from ..kit.ratio_probe import worst_margin
 from .setting import (BUDGET_SIZES, BUDGET_TAU, LEVEL, PAPER, SETTING, exact_instances, exact_quadratic,
                       float_quadratic, make_instance)
-from .common import _N, _Z, _m, _safe_exact, _tau, _worst_margin, dimension_finding, float_value
+from .common import _N, _Z, _m, _safe_exact, _tau, dimension_finding, float_value
 from .training import THM2_FORMULAS, _Bl, _Zn, _dl
 
 
@@ -168,7 +169,7 @@ def _exact_finding(F) -> Finding:
                                                    "grid_points": count, "grid": {k: list(v) for k, v in _Y_GRID.items()}},
                    None if ok is not False else where,
                    why or ("" if ok else "P(||y|| >= (69)) exceeds delta at the worst lambda (noncentral chi-square)"),
-                   _worst_margin("P(||y||_2 >= (69)) over delta", worst, where))
+                   worst_margin("P(||y||_2 >= (69)) over delta", worst, where))
 
 
 def eq69_symbolic(ctx: Context) -> TierResult:
@@ -219,7 +220,7 @@ def eq69_numeric(ctx: Context) -> TierResult:
     return combine([Finding("monte_carlo", ok_all, {"rows": rows, "samples": n},
                             None if ok_all else {"rows": [r for r in rows if not r["holds"]], "instance": inst.as_dict()},
                             "" if ok_all else "||y|| exceeds (69) more often than delta",
-                            _worst_margin("frequency of ||y|| >= (69) over delta", worst, where))],
+                            worst_margin("frequency of ||y|| >= (69) over delta", worst, where))],
                    {"instance": inst.as_dict(), "Z_norm": float(s[0])})
 
 

@@ -20,8 +20,9 @@ from verify.claim import Claim, Context, Correction, TierResult
 from verify.evidence import Finding, combine, settle_le, step
 from verify.formulas import FormulaSymbol, NamedFormula
 
+from ..kit.ratio_probe import proof_margin, ratio_at_least_one, worst_margin
 from .setting import BUDGET_TAU, PAPER, SETTING, SIZE, make_instance, small_threads
-from .common import _K, _in_symbols_of, _proof_margin, _ratio_at_least_one, _worst_margin
+from .common import _K, _in_symbols_of
 from .convergence import THM1_FORMULAS, _thm1_constants
 from .gradient_bounds import _Zbn, _chain_findings, _exc, _extreme_points, _gam, _random_points, lemma8_chain
 from .reparametrisation import Dynamics, _etaQ, _grads, dynamics, init_Q
@@ -88,7 +89,7 @@ def lemma3_numeric(ctx: Context) -> TierResult:
     return combine([Finding("ratio", ok, {"worst_ratio_over_C": worst, "at": where},
                             None if ok is not False else {**where, "seed": ctx.seed},
                             why or ("" if ok else "equal vectors exceed C"),
-                            _worst_margin("||sum x_i||^2 / sum ||x_i||^2 over C", worst, where))])
+                            worst_margin("||sum x_i||^2 / sum ||x_i||^2 over C", worst, where))])
 
 
 LEMMA3 = Claim(
@@ -202,7 +203,7 @@ def _bound_finding(name: str, triples: list, what: str, measure: str, seed: int,
                               "relative_allowance": rel_tol},
                    None if ok is not False else {**where, "seed": seed},
                    why or ("" if ok else f"{what} fails (lhs / rhs = {worst:.6g})"),
-                   _worst_margin(measure, worst, {k: v for k, v in where.items() if not isinstance(v, (list, dict))}),
+                   worst_margin(measure, worst, {k: v for k, v in where.items() if not isinstance(v, (list, dict))}),
                    search=search)
 
 
@@ -387,14 +388,14 @@ def _lower_chain_finding(ctx: Context, name: str, chain: sympy.Expr, where: str,
     """Does the proof (the chain ``where``) give the printed bound: printed <= chain for a lower bound
     (printed >= chain for an upper one, ``upper``) at every positive point?  Decided on the
     difference, 1 + (chain - printed) / (chain^2 + printed^2 + 1) >= 1 (probed as
-    _ratio_at_least_one does), so that a bound of either sign is compared as a number."""
+    ratio_at_least_one does), so that a bound of either sign is compared as a number."""
     printed = sympy.sympify(ctx.formulas[name])
     chain = _in_symbols_of(chain, printed)
     ev = {"derived_bound": str(chain), "paper_bound": str(printed)}
     gap = (printed - chain) if upper else (chain - printed)
-    ok, ce = _ratio_at_least_one(1 + gap / (chain ** 2 + printed ** 2 + 1), ctx.rng(f"{name}-order"))
+    ok, ce = ratio_at_least_one(1 + gap / (chain ** 2 + printed ** 2 + 1), ctx.rng(f"{name}-order"))
     ratio = printed / chain if upper else chain / printed
-    margin = _proof_margin(ratio, ctx.rng(f"{name}-order-margin")) if ok else None
+    margin = proof_margin(ratio, ctx.rng(f"{name}-order-margin")) if ok else None
     return Finding(name, ok, ev, None if ok else {**ev, **(ce or {})},
                    "" if ok else f"{name} is {'below' if upper else 'above'} the bound the proof {where} "
                                  f"gives at a positive point", margin, proof_step=where)
@@ -414,7 +415,7 @@ def _lower_finding(name: str, bound: np.ndarray, actual: np.ndarray, where: list
                               "comparisons": int(used.size), "relative_allowance": rel_tol},
                    None if ok is not False else {**at, "seed": seed},
                    why or ("" if ok else f"{what} fails"),
-                   _worst_margin(f"{what}: bound over the actual value", float(used[i]), at) if used.size
+                   worst_margin(f"{what}: bound over the actual value", float(used[i]), at) if used.size
                    else None, search=True)
 
 

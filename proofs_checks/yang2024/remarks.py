@@ -18,9 +18,10 @@ from verify.evidence import Finding, combine, settle_le, step
 from verify.formulas import NamedFormula
 
 from ..kit.trend import Indexed, monotone
+from ..kit.ratio_probe import worst_margin
 from .setting import (BUDGET_TAU, Instance, PAPER, SETTING, SIZE, TAU_SYM, exact_instances, exact_quadratic,
                       float_quadratic, make_instance)
-from .common import _H, _K, _N, _m, _worst_margin
+from .common import _H, _K, _N, _m
 from .convergence import THM1_FORMULAS
 from .gradient_bounds import L61_TEXT, _An, _Zbn, _alp, _fbar, _gam
 from .regression import _ridge_minimiser
@@ -104,7 +105,7 @@ def footnote_symbolic(ctx: Context) -> TierResult:
                                                          "points": 400, "precision": "60 digits"},
                             None if ok is not False else {**where, "ratio_61_over_17": worst},
                             why or ("" if ok else "(61) at alpha of (44) exceeds (17) at a point of Thm. 1's domain"),
-                            _worst_margin("(61) over (17)", worst, where or {}), search=True)],
+                            worst_margin("(61) over (17)", worst, where or {}), search=True)],
                    steps=[step("Domain", r"\gamma\ge(15),\ \alpha=(44),\ \|A\|_2\le1+\frac{\|Z^\top\hat Z\|_2}{m\tau},\ "
                                r"\bar f_{\max}\le\|\bar Z\|_2,\ \zeta_0\le H\|\bar Z\|_2^2",
                                "random points (60-digit arithmetic) where both formulas are evaluated.")])
@@ -141,7 +142,7 @@ def footnote_numeric(ctx: Context) -> TierResult:
                             None if ok is not False else {**where, "ratio_61_over_17": worst, "seed": ctx.seed},
                             why or ("" if ok else f"(61) exceeds (17) at an instance with ||Zbar||_2 = "
                                                   f"{where['Zbar_norm']:.3g}"),
-                            _worst_margin("(61) over (17)", worst, {k: v for k, v in (where or {}).items()
+                            worst_margin("(61) over (17)", worst, {k: v for k, v in (where or {}).items()
                                                                      if k in ("Zbar_norm", "feature_scale")}))],
                    {"sizes": dict(sizes)})
 

@@ -19,9 +19,10 @@ from verify.claim import Claim, Context, ExactValues, TierResult
 from verify.evidence import Finding, combine, step
 from verify.formulas import FormulaSymbol, NamedFormula
 
+from ..kit.ratio_probe import worst_margin
 from .setting import (Instance, LEVEL, PAPER, SETTING, SIZE, SIZE_NAMES, TAU_SYM, float_quadratic,
                       make_instance, small_threads)
-from .common import _K, _N, _m, _tau, _worst_margin, float_value
+from .common import _K, _N, _m, _tau, float_value
 from .regression import _ridge_minimiser
 from .reparametrisation import _etaw, _grads, dynamics, init_Q
 from .convergence import _D0, _hessian_top, _z0
@@ -307,7 +308,7 @@ def _tail_exact(F) -> Finding:
                                          "grid": {k: list(v) for k, v in TAIL_GRID.items()}},
                    None if ok else bad,
                    "" if ok else "P(||y - Z^T lambda||^2 >= (68)) exceeds delta (exact chi-square tail)",
-                   _worst_margin("P(||y - Z^T lambda||^2 >= (68)) over delta", worst, bad))
+                   worst_margin("P(||y - Z^T lambda||^2 >= (68)) over delta", worst, bad))
 
 
 def chi_square_quantile(N: int, delta):
@@ -382,7 +383,7 @@ def thm2_numeric(ctx: Context) -> TierResult:
         "what": "(1/2K)||yhat - yhat*||^2 <= (L - L*) ||y||^2 / (m tau) for every prompt (70)"},
         None if ok else {"instance": inst.as_dict(), **(where or {})},
         "" if ok else "the inference error exceeds the bound of (70)",
-        _worst_margin("(1/2K)||yhat - yhat*||^2 over (L - L*) ||y||^2 / (m tau)", worst,
+        worst_margin("(1/2K)||yhat - yhat*||^2 over (L - L*) ||y||^2 / (m tau)", worst,
                       {k: v for k, v in (where or {}).items() if not isinstance(v, (dict, list))})))
     return combine(findings, {"instance": inst.as_dict(),
                               "note": "(70) writes ||Zbar(Ahat - A)||_2^2 for the Frobenius norm; with "

@@ -6,7 +6,8 @@ import pytest
 import sympy
 
 from proofs_checks.yang2024 import gradient_bounds
-from proofs_checks.yang2024.common import _in_symbols_of, _ratio_at_least_one
+from proofs_checks.kit.ratio_probe import ratio_at_least_one
+from proofs_checks.yang2024.common import _in_symbols_of
 from proofs_checks.yang2024.convergence import L17_CORRECTED, thm1_L_sq_chain
 from proofs_checks.yang2024.gradient_bounds import L61_CORRECTED, lemma8_chain
 from proofs_checks.yang2024.softmax import LEMMA2_FORMULAS
@@ -97,10 +98,10 @@ def test_lemma10_tighter_L_sq_is_a_proof_gap(text):
 def test_ratio_probe_handles_max_and_integer_sizes():
     K, N = sympy.Symbol("K", positive=True, integer=True), sympy.Symbol("N", positive=True, integer=True)
     a = sympy.Symbol("alpha", positive=True)
-    ok, ce = _ratio_at_least_one(sympy.Max(1, 4 * K * a ** 2) * N / (N + 4 * K * a ** 2),
+    ok, ce = ratio_at_least_one(sympy.Max(1, 4 * K * a ** 2) * N / (N + 4 * K * a ** 2),
                                    np.random.default_rng(0))
     assert not ok and float(sympy.Rational(ce["at"]["K"])).is_integer()
-    ok, _ = _ratio_at_least_one(sympy.Max(1, 4 * K * a ** 2) * 2 * N / (N + 4 * N * K * a ** 2),
+    ok, _ = ratio_at_least_one(sympy.Max(1, 4 * K * a ** 2) * 2 * N / (N + 4 * N * K * a ** 2),
                                   np.random.default_rng(0))
     assert ok
 
