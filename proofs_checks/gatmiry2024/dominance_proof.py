@@ -16,8 +16,8 @@ from verify.evidence import Finding, Margin, combine, step
 from verify.formulas import FormulaSymbol, NamedFormula
 
 from ..kit import looped_icl as li
-from ..kit.exact_compare import compare, holds, mpf, real_le, size_text, value
-from .common import _D, _DELTA, _EPS, _L, _LAM_1, _LOSS, _N, PAPER, _loops, _setting, sec35_delta
+from ..kit.exact_compare import Undecidable, compare, holds, mpf, real_le, size_text, value
+from .common import _D, _DELTA, _EPS, _L, _LAM_1, _LOSS, _N, PAPER, _setting, sec35_delta
 from .dominance import GD_N, _gd_env, _gd_expr, scalar_point
 
 DOM_PROOF_SETTING = _setting({"n": 20, "d": 3, "L": 2})
@@ -41,6 +41,8 @@ def _relation_finding(F, name: str, points, what: str, eq: str, lhs: str = "lhs"
             continue
         count += 1
         ok, a, b = compare(lo, hi, env)
+        if ok is None:
+            raise Undecidable(f"cannot decide {lhs} <= {rhs} at {row}")
         ratio = float(a / b) if a is not None and b is not None and b > 0 else (
             0.0 if a is not None and b is not None and a <= 0 else float("inf"))
         if worst is None or ratio > worst["ratio"]:
@@ -71,7 +73,7 @@ def _eps_points(F, ctx: Context):
     d^{t/(2L)} (1 + 2^-j) for t = 0, 1/2, 1 and j = 1, 30, and epsilon = 1/2 and 2^k,
     k = 0, 1, 2, 4, 8, 16."""
     fixed = [sympy.Rational(1, 2)] + [sympy.Integer(2) ** k for k in (0, 1, 2, 4, 8, 16)]
-    for L in sorted(set(_loops(ctx)) | {3}):
+    for L in sorted(set(li.loops(ctx)) | {3}):
         for d in _EPS_DIMS:
             e = _half_edge(d, L)
             for n in sorted({1, 2, 3, *_EPS_NS, e // 4, e + 1, 4 * e} - {0}):
@@ -164,7 +166,7 @@ def _eq28_symbolic(ctx: Context) -> TierResult:
     F = ctx.formulas
     rhs = _gd_expr(F, "rhs")
     bad, worst, count = None, None, 0
-    points = [(L, GD_N, d, a) for L in _loops(ctx) for d in _EQ28_DIMS for a in _EQ28_AS]
+    points = [(L, GD_N, d, a) for L in li.loops(ctx) for d in _EQ28_DIMS for a in _EQ28_AS]
     points += [(L, n, d, li.a_star_rational(n, d, L)) for L, n, d in _EQ28_MINIMISERS]
     for L, n, d, a in points:
         loss, g2 = scalar_point(L, n, d, a)
@@ -272,7 +274,7 @@ def _l1_points(ctx: Context):
     (0, 1]; then the edge of the hypotheses: n at the size condition, epsilon = 8 delta
     d^{3/(4L)} and max_dev = epsilon / d^{1/(2L)} on either side of 1."""
     yield from _l1_edge_points(ctx)
-    for L in _loops(ctx):
+    for L in li.loops(ctx):
         for d in (1, 2, 3):
             for n in (10 ** 8, 10 ** 40):
                 env0 = _gd_env(n, d, L)
@@ -291,7 +293,7 @@ def _l1_points(ctx: Context):
 
 
 def _l1_edge_points(ctx: Context):
-    for L in _loops(ctx):
+    for L in li.loops(ctx):
         for d in (1, 2, 3):
             for n in (_size_edge(d, L), 10 * _size_edge(d, L)):
                 env0 = _gd_env(n, d, L)

@@ -9,8 +9,11 @@ algebraic constants), fast where the sides are far apart and exact where they ar
   is complex, nan or cannot be evaluated at an admitted point is no bound there, so the comparison
   fails; an infinite side is compared as an extended real (x <= +oo holds, +oo <= y fails for
   finite y); a sign no precision settles is undecided (None), never a verdict;
+- ``real_le``: ``compare`` as a bool for a conclusion, raising ``Undecidable`` where the sign is
+  not settled (the tier stops undecided, never reads it as a violation);
 - ``holds``: a named condition (a relation, or a conjunction / disjunction of them) at exact
-  values, False where a relation is not between real numbers (it admits nothing there);
+  values, False where a relation is not between real numbers or its sign is not settled (it
+  admits nothing there);
   ``decide`` the same by ``decide_le`` alone, raising where that cannot decide."""
 from __future__ import annotations
 
@@ -120,9 +123,26 @@ def compare(lhs, rhs, env: Mapping, strict: bool = False) -> tuple[bool | None, 
         return False, x, y
 
 
+def _short(expr, limit: int = 120) -> str:
+    try:
+        text = str(expr)
+    except ValueError:  # an integer too long to print
+        return "a formula"
+    return text if len(text) <= limit else text[:limit] + " ..."
+
+
+class Undecidable(ArithmeticError):
+    """No precision and no exact computation settles the sign of a comparison."""
+
+
 def real_le(lhs, rhs, env: Mapping, strict: bool = False) -> bool:
-    """``compare``'s decision as a bool: an undecided sign counts as False (not shown)."""
-    return bool(compare(lhs, rhs, env, strict)[0])
+    """``compare``'s decision as a bool; raises ``Undecidable`` where it has none, so that a tier
+    stops undecided there instead of reading the comparison as a violation."""
+    ok = compare(lhs, rhs, env, strict)[0]
+    if ok is None:
+        raise Undecidable(f"cannot decide the sign of {_short(rhs)} - ({_short(lhs)}) at "
+                          f"{', '.join(sorted(env))} (no precision settles it)")
+    return ok
 
 
 def _le_form(expr) -> tuple[sympy.Expr, sympy.Expr, bool] | None:
@@ -138,14 +158,15 @@ def _le_form(expr) -> tuple[sympy.Expr, sympy.Expr, bool] | None:
 
 def holds(expr, env: Mapping) -> bool:
     """A named condition (a relation, or a conjunction / disjunction of them) at exact values by
-    ``real_le``; False where a relation is not between real numbers (it says nothing there)."""
+    ``compare``; False where a relation is not between real numbers or no precision settles it
+    (it admits nothing there)."""
     if isinstance(expr, sympy.logic.boolalg.BooleanAtom):
         return bool(expr)
     if isinstance(expr, (sympy.And, sympy.Or)):
         parts = (holds(a, env) for a in expr.args)
         return all(parts) if isinstance(expr, sympy.And) else any(parts)
     form = _le_form(expr)
-    return form is not None and real_le(form[0], form[1], env, strict=form[2])
+    return form is not None and compare(form[0], form[1], env, strict=form[2])[0] is True
 
 
 def decide(expr, env: Mapping) -> bool:

@@ -15,6 +15,7 @@ import pytest
 import sympy
 
 from proofs_checks.kit.bound import BoundSearch, Family, Line, Point, bound_findings, judge
+from proofs_checks.kit.exact_compare import Undecidable, holds, real_le
 from verify.claim import BUDGETS, Claim, Context
 from verify.evidence import combine
 from verify.formulas import FormulaSymbol, NamedFormula
@@ -121,3 +122,14 @@ def test_an_upper_bound_reads_the_other_way():
     assert judge(spec, {"bound": sympy.log(n) + sympy.Rational(1, 2)}, _point(100)).ok is False
     used = judge(spec, {"bound": sympy.log(n) + 1}, _point(100)).used
     assert used == pytest.approx(float(harmonic(100)) / (math.log(100) + 1))
+
+
+def test_an_unsettled_sign_stops_a_conclusion_and_admits_nothing_in_a_hypothesis():
+    """The same unsettled sign: ``real_le`` (a conclusion) raises, so the tier stops undecided
+    rather than reading it as a violation; ``holds`` (a hypothesis) admits nothing there."""
+    n = sympy.Symbol("n", positive=True, integer=True)
+    one = sympy.log(2 * n) / sympy.log(2) - sympy.log(n) / sympy.log(2)
+    with pytest.raises(Undecidable, match="no precision settles it"):
+        real_le(sympy.Integer(1), one, {"n": sympy.Integer(3)})
+    assert holds(sympy.Le(1, one), {"n": sympy.Integer(3)}) is False
+    assert real_le(sympy.Integer(1), one + sympy.Rational(1, 10 ** 30), {"n": sympy.Integer(3)})
