@@ -20,8 +20,10 @@ from verify.claim import Claim, Context, Correction, ExactValues, TierResult
 from verify.evidence import Finding, combine, step
 from verify.formulas import NamedFormula
 
-from .common import (N, PAPER, _D, _K, _L, _N, _exact_value, formula_letters, root_instances,
-                     sec35_delta)
+from ..kit import looped_icl as li
+from ..kit.looped_icl import root_instances
+from ..kit.looped_loss import formula_letters
+from .common import N, PAPER, _D, _K, _L, _N, sec35_delta
 from .moment_bounds import (HYPOTHESIS_A2, MOMENT_EXACT_MAX_K, MOMENT_SETTING, _BOUND_SYMBOLS,
                             _flat_numerator, _integer_spectrum, _moment_numerators, _moment_point,
                             _moment_terms, _term_ranges)
@@ -151,7 +153,7 @@ def _eigvec_finding(ctx: Context, k_max: int = 3) -> Finding:
         M = _identity("d")
         for _ in range(k):
             M = M @ (_identity("d") - B @ S @ B)
-        iss = _exact_value(expectation((M @ C).trace()).simplify(), env, N)
+        iss = li.exact_value(expectation((M @ C).trace()).simplify(), env, N)
         wis = sympy.Integer(0)
         for j in range(k + 1):
             Ej = sympy.eye(2) if j == 0 else sympy.Matrix(wishart.evaluate_wishart(

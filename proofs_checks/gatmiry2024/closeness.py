@@ -14,8 +14,8 @@ from verify.formulas import NamedFormula
 
 from ..kit import looped_icl as li
 from ..kit.exact_compare import decide, mp_value, mpf, size_text
-from .common import (PAPER, _D, _DELTA, _EPS, _L, _LOSS, _N, _by_budget, _exact_value, _loops,
-                     _setting, sec35_delta, single_threaded, small_torch)
+from .common import (PAPER, _D, _DELTA, _EPS, _L, _LOSS, _N, _setting, sec35_delta,
+                     single_threaded, small_torch)
 from .dominance import _gd_env, _gd_expr
 from .flow import _mp_a_star
 
@@ -105,16 +105,16 @@ def _close_loss(L: int, n: int, lam: Sequence) -> sympy.Rational:
     if len(set(lam)) == 1:
         return li.scalar_poly(L, n, d).eval(lam[0])
     C = li.derived_loss(L, isotropic=True, with_u=False)
-    return _exact_value(C, {"A": sympy.diag(*lam), "Sigma": sympy.eye(d)}, n)
+    return li.exact_value(C, {"A": sympy.diag(*lam), "Sigma": sympy.eye(d)}, n)
 
 
 def _close_symbolic(ctx: Context) -> TierResult:
     """Exact search: Sigma* = I (the statement is invariant under A -> Sigma*^{1/2} A Sigma*^{1/2}),
     A^opt = a* I, diagonal A (the loss is orthogonally invariant)."""
     F = ctx.formulas
-    loops = _loops(ctx)
-    dims = _by_budget(ctx, (1, 2, 10), (1, 2, 3, 10, 1000))
-    ns = _by_budget(ctx, CLOSE_NS[1::2], CLOSE_NS)
+    loops = li.loops(ctx)
+    dims = li.by_budget(ctx, (1, 2, 10), (1, 2, 3, 10, 1000))
+    ns = li.by_budget(ctx, CLOSE_NS[1::2], CLOSE_NS)
     rows, closest, bad, count = [], None, None, 0
     near = Closest(RATIO_MEASURE)
     for L in loops:
@@ -162,10 +162,10 @@ def _close_numeric(ctx: Context) -> TierResult:
     epsilon in mpmath): where the hypothesis admits epsilon at all."""
     F = ctx.formulas
     rng = ctx.rng("close")
-    samples = _by_budget(ctx, 60, 300, 2000)
+    samples = li.by_budget(ctx, 60, 300, 2000)
     rows, closest, bad = [], None, None
     near = Closest(RATIO_MEASURE)
-    for L in _loops(ctx):
+    for L in li.loops(ctx):
         C = li.derived_loss(L, isotropic=True, with_u=False)
         for d in (2, 3):
             for n in (10, 100, 10 ** 4):

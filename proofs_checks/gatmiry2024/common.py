@@ -12,16 +12,6 @@ from verify.formulas import FormulaSymbol, NamedFormula
 
 from ..kit import looped_icl as li
 from ..kit.linear_icl import LinearICLSetting
-# the looped model's budgets and exact instances live in the kit
-from ..kit.looped_icl import (BUDGET_LOOPS, RootInstance, aligned_instance,  # noqa: F401
-                              root_instances)
-from ..kit.looped_icl import by_budget as _by_budget, exact_text as _q  # noqa: F401
-from ..kit.looped_icl import exact_value as _exact_value, loops as _loops, spd as _spd  # noqa: F401
-# E_X of the named formulas in the moment kernel, and its comparison with the derived loss
-from ..kit.looped_loss import (L_SYM, divergence_at_d1, formula_expectation,  # noqa: F401
-                               formula_letters, refutes_divergence)
-from ..kit.looped_loss import first_n as _first_n  # noqa: F401
-
 
 PAPER = "gatmiry2024"
 N, D = li.N, li.D

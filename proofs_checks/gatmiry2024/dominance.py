@@ -17,8 +17,9 @@ from verify.formulas import NamedFormula
 from ..kit import looped_icl as li
 from ..kit.bound import BoundSearch, Family, Line, Point, bound_findings, judge
 from ..kit.exact_compare import digits_text, holds, size_text
-from .common import (D, L_SYM, N, PAPER, _D, _DELTA, _EPS, _L, _LOSS, _N, _by_budget, _exact_value,
-                     _loops, _setting, sec35_delta, single_threaded)
+from ..kit.looped_loss import L_SYM
+from .common import (D, N, PAPER, _D, _DELTA, _EPS, _L, _LOSS, _N, _setting, sec35_delta,
+                     single_threaded)
 
 
 GD_SETTING = _setting({"n": 20, "d": 3, "L": 2})
@@ -190,13 +191,13 @@ def gd_search(uses_eps: bool) -> BoundSearch:
 
 
 def _gd_loops(ctx: Context) -> tuple[int, ...]:
-    return _by_budget(ctx, (1, 2, 3, 4, 5, 6), (1, 2, 3, 4, 5, 6, 8), (1, 2, 3, 4, 5, 6, 8, 10))
+    return li.by_budget(ctx, (1, 2, 3, 4, 5, 6), (1, 2, 3, 4, 5, 6, 8), (1, 2, 3, 4, 5, 6, 8, 10))
 
 
 def _gradient_cross_check(ctx: Context) -> Finding:
     """The full-matrix gradient of the derived loss at a I is (f'(a)/d) I (float64, torch)."""
     rows, worst = [], 0.0
-    for L in _loops(ctx):
+    for L in li.loops(ctx):
         C = li.derived_loss(L, isotropic=True, with_u=False)
         for d, n, a in ((2, 5, 0.6), (3, 7, 1.3)):
             A = torch.tensor(a * np.eye(d), requires_grad=True)
@@ -333,10 +334,10 @@ def _gd_numeric(ctx: Context, uses_eps: bool) -> TierResult:
     F = ctx.formulas
     fl, spec = _FloatGD(F, uses_eps), gd_search(uses_eps)
     rng = ctx.rng("gd-search")
-    samples = _by_budget(ctx, 400, 2000, 10000)
+    samples = li.by_budget(ctx, 400, 2000, 10000)
     rows, closest, viol = [], None, None
     near = Closest(spec.measure)
-    for L in _loops(ctx):
+    for L in li.loops(ctx):
         C = li.derived_loss(L, isotropic=True, with_u=False)
         for d in (1, 2, 3):
             for n in (d + 1, 10, 100, 10 ** 4, 10 ** 8):
@@ -364,7 +365,7 @@ def _gd_numeric(ctx: Context, uses_eps: bool) -> TierResult:
                     closest, closest_ratio = row, r
                 if r < 1 - 1e-9 and viol is None:
                     lam_q = [sympy.nsimplify(v, rational=True) for v in lam[i]]
-                    lq = _exact_value(C, {"A": sympy.diag(*lam_q), "Sigma": sympy.eye(d)}, n)
+                    lq = li.exact_value(C, {"A": sympy.diag(*lam_q), "Sigma": sympy.eye(d)}, n)
                     p = gd_point(F, uses_eps, L, n, d, f"diag{tuple(lam_q)}", lq,
                                  sympy.nsimplify(float(g2[i]), rational=True))
                     j = judge(spec, F, p) if p is not None else None

@@ -23,7 +23,7 @@ from ..kit import looped_icl as li
 from ..kit.figures import (Mark, Note, Panel, PaperFigure, Series, curve_steps, figure_entry,
                            running_min)
 from ..kit.trend import Indexed, first_violation, monotone, shown
-from .common import PAPER, _by_budget, _setting, single_threaded
+from .common import PAPER, _setting, single_threaded
 from ..kit.looped_icl import looped_model, mc_loss
 from ..kit.scalar_optimum import train_exact
 from .flow import Inflow, _mp_a_star, scalar_flow_time
@@ -45,7 +45,7 @@ def fig1_symbolic(ctx: Context) -> TierResult:
     F = ctx.formulas
     target = float(F["limit_dist"])
     rows, bad = [], None
-    for L in _by_budget(ctx, (1, 2, 3), (1, 2, 3, 5), (1, 2, 3, 5, 10)):
+    for L in li.by_budget(ctx, (1, 2, 3), (1, 2, 3, 5), (1, 2, 3, 5, 10)):
         for n in FIG1_NS:
             a = _a_rational(n, 5, L)
             h_I, h_p = li.hessian_at_scalar(a, n, 5, L)
@@ -157,9 +157,9 @@ def fig1_train(ctx: Context) -> TierResult:
     target = float(F["limit_dist"])
     runs, bad, undecided = [], None, None
     L = 2
-    for n in _by_budget(ctx, (2, 5, 20), FIG1_NS):
+    for n in li.by_budget(ctx, (2, 5, 20), FIG1_NS):
         results, A, _, rt = train_exact(ctx, L, 5, n, np.eye(5), False, f"fig1-{n}",
-                                        restarts=_by_budget(ctx, 2, 4, 8))
+                                        restarts=li.by_budget(ctx, 2, 4, 8))
         a = li.a_star_float(n, 5, L)
         for r, res in enumerate(results):
             dist = dist_to_identity(torch.tensor(A[r]))
@@ -193,7 +193,7 @@ def _fig1_sampled(ctx: Context, L: int, n: int = 3, d: int = 5) -> Finding:
     law = PromptLaw(sigma=torch.eye(d, dtype=torch.float64), n=n,
                     w_cov=torch.eye(d, dtype=torch.float64))
     data = rt.data_generator(ctx.seed_for("fig1-data"))
-    steps, batch = _by_budget(ctx, (300, 1024), (1000, 2048), (4000, 8192))
+    steps, batch = li.by_budget(ctx, (300, 1024), (1000, 2048), (4000, 8192))
 
     def sampled():
         pr = sample_prompts(law, batch, data, dtype=rt.dtype, device=rt.device)
@@ -230,7 +230,7 @@ def fig2_symbolic(ctx: Context) -> TierResult:
     """The optimal loss f(a*(n, 10, L)) of the looped model decreases strictly in L (d = 10)."""
     rows, curves = [], []
     for n in (20, 40):
-        Ls = range(1, _by_budget(ctx, 7, 9, 11))
+        Ls = range(1, li.by_budget(ctx, 7, 9, 11))
         a = [_a_rational(n, 10, L) for L in Ls]
         f = [li.scalar_poly(L, n, 10).eval(x) for L, x in zip(Ls, a)]
         rows += [{"n": n, "L": L, "a_star": float(x), "optimal_loss": float(v)}
@@ -287,7 +287,7 @@ def fig2_train(ctx: Context) -> TierResult:
         env = {f"A{i}": (M + M.T) / 2 for i, M in enumerate(Ms)}
         return C2.evaluate(env, {"n": n, "d": d})
 
-    res = optimise(multilayer_loss, Ms, method="lbfgs", steps=_by_budget(ctx, 60, 200))
+    res = optimise(multilayer_loss, Ms, method="lbfgs", steps=li.by_budget(ctx, 60, 200))
     multi = {"layers": 2, "trained_loss": float(multilayer_loss().detach()), **res.summary()}
     ev = {"d": d, "n": n, "looped": rows, "multilayer": multi,
           "looped_over_multilayer_at_2": rows[1]["trained_loss"] / multi["trained_loss"]}
@@ -336,7 +336,7 @@ def fig3_symbolic(ctx: Context) -> TierResult:
     for n in (20, 40):
         for L_train in (2, 5):
             a = _a_rational(n, 10, L_train)
-            tests = range(1, _by_budget(ctx, 11, 13))
+            tests = range(1, li.by_budget(ctx, 11, 13))
             curve = Indexed(tests, [li.scalar_poly(Lt, n, 10).eval(a) for Lt in tests], "L_test",
                             at={"d": 10, "n": n, "L_train": L_train, "a_star_L_train": shown(a)})
             up = first_violation(curve, "decreasing", strict=False)
@@ -417,15 +417,15 @@ def fig3_train(ctx: Context) -> TierResult:
     A0 = A[0]
     dist = dist_to_identity(torch.tensor(A0))
     a_tr = sympy.Rational(repr(float(np.trace(A0) / d)))
-    tests = range(1, _by_budget(ctx, 11, 13))
+    tests = range(1, li.by_budget(ctx, 11, 13))
     curve = Indexed(tests, [li.scalar_poly(Lt, n, d).eval(a_tr) for Lt in tests], "L_test",
                     at={"d": d, "n": n, "L_train": L_train, "trained_scale": str(a_tr),
                         "Dist_to_I": dist})
     vals = curve.values
     up = first_violation(curve, "decreasing", strict=False)
     up = up and up.after_index
-    mc_tests = _by_budget(ctx, (1, 3, 5), (1, 2, 3, 4, 5, 6))
-    samples = _by_budget(ctx, 10_000, 100_000, 400_000)
+    mc_tests = li.by_budget(ctx, (1, 3, 5), (1, 2, 3, 4, 5, 6))
+    samples = li.by_budget(ctx, 10_000, 100_000, 400_000)
     comparisons = 2 * len(mc_tests)
     mc = {}
     for label, sigma in (("in_distribution", np.eye(d)), ("out_of_distribution", FIG3_OOD)):
@@ -497,7 +497,7 @@ def fig4_symbolic(ctx: Context) -> TierResult:
     the gap f(0) - f(a*) for each L; converges for every L, more slowly for more loops."""
     rows, times = [], []
     n, d = 20, 10
-    Ls = range(1, _by_budget(ctx, 6, 8))
+    Ls = range(1, li.by_budget(ctx, 6, 8))
     for L in Ls:  # monotonicity from L = 2 (Thm. 3.3's rate)
         a = _a_rational(n, d, L)
         f = li.scalar_poly(L, n, d)

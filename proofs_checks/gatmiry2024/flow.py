@@ -17,8 +17,7 @@ from verify.formulas import NamedFormula
 
 from ..kit import looped_icl as li
 from ..kit.exact_compare import decide, finite_real, mp_value, mpf, size_text
-from .common import (PAPER, _D, _DELTA, _L, _N, _XI, _by_budget, _loops, _setting, sec35_delta,
-                     single_threaded)
+from .common import PAPER, _D, _DELTA, _L, _N, _XI, _setting, sec35_delta, single_threaded
 from .dominance import A10_SIZE_CONDITION, GD_N, _gd_env, _gd_expr
 
 
@@ -536,7 +535,7 @@ def _flow_steps() -> list:
 
 def _flow_symbolic(ctx: Context, form: FlowForm) -> TierResult:
     F = ctx.formulas
-    loops = _by_budget(ctx, (2, 3, 4), (2, 3, 4, 5, 6), (2, 3, 4, 5, 6, 8))
+    loops = li.by_budget(ctx, (2, 3, 4), (2, 3, 4, 5, 6), (2, 3, 4, 5, 6, 8))
     rows, first, near = flow_large_d_scan(F, loops)
     ok = first is None
     findings = [Finding("hitting_time_large_d", ok, {
@@ -605,14 +604,14 @@ def _flow_numeric(ctx: Context, form: FlowForm) -> TierResult:
     one), n large enough that the hypothesis admits xi; the hitting time vs the named time."""
     F = ctx.formulas
     rng = ctx.rng("flow")
-    starts = _by_budget(ctx, 2, 6, 12)
+    starts = li.by_budget(ctx, 2, 6, 12)
     n = 10 ** 12
     rows, bad = [], None
     times = Closest(TIME_MEASURE)
     radii = Closest("max_i |lambda_i(t) / a* - 1| at the named time / the radius c")
-    for L in [L for L in _loops(ctx) if L >= 2]:
+    for L in [L for L in li.loops(ctx) if L >= 2]:
         C = li.derived_loss(L, isotropic=True, with_u=False)
-        for d in _by_budget(ctx, (2,), (1, 2, 3)):
+        for d in li.by_budget(ctx, (2,), (1, 2, 3)):
             xi = _numeric_xi(F, n, d, L)
             if xi is None:  # the hypothesis admits no xi up to 10^40: nothing to compare
                 continue

@@ -17,7 +17,7 @@ from verify.formulas import FormulaSymbol, NamedFormula
 
 from ..kit import looped_icl as li
 from ..kit.exact_compare import mpf, size_text, value
-from .common import _D, _L, _LOSS, _N, PAPER, _by_budget, _loops, _setting
+from .common import _D, _L, _LOSS, _N, PAPER, _setting
 from .dominance import _gd_env, _gd_expr, scalar_point
 from .flow import scalar_flow_position
 
@@ -38,7 +38,7 @@ def _rate_symbolic(ctx: Context) -> TierResult:
     F = ctx.formulas
     rate = _gd_expr(F, "rate")
     bad, count = None, 0
-    for L in _loops(ctx):
+    for L in li.loops(ctx):
         for d in (1, 2, 5):
             for n in _RATE_NS:
                 fp = li.scalar_poly(L, n, d).diff(li.a_sym)
@@ -67,11 +67,11 @@ def _rate_numeric(ctx: Context) -> TierResult:
     rate = _gd_expr(F, "rate")
     rng = ctx.rng("flow-rate")
     bad, undecided, count = None, [], 0
-    for L in _loops(ctx):
+    for L in li.loops(ctx):
         C = li.derived_loss(L, isotropic=True, with_u=False)
         for d in (2, 3):
             for n in (d + 2, 50):
-                for _ in range(_by_budget(ctx, 3, 10)):
+                for _ in range(li.by_budget(ctx, 3, 10)):
                     B = rng.uniform(-0.5, 0.5, (d, d))
                     A = torch.tensor(np.eye(d) * rng.uniform(0.2, 1.2) + (B + B.T) / 2,
                                      requires_grad=True)

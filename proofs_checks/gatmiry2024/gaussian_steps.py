@@ -15,7 +15,8 @@ from verify.claim import Claim, Context, Correction, TierResult
 from verify.evidence import Finding, combine, settle_le, step
 from verify.formulas import FormulaSymbol, NamedFormula, formula_value
 
-from .common import _A, _D, _SIGMA_STAR, _XQ, PAPER, _by_budget, _mat, _setting
+from ..kit import looped_icl as li
+from .common import _A, _D, _SIGMA_STAR, _XQ, PAPER, _mat, _setting
 
 GAUSS_SETTING = _setting({"n": 10, "d": 3, "L": 2})
 _V = _mat("v", ("d", "1"))
@@ -124,7 +125,7 @@ def _eq17_symbolic(ctx: Context) -> TierResult:
 def _eq17_numeric(ctx: Context) -> TierResult:
     F = ctx.formulas
     rng = ctx.rng("eq17-mc")
-    N = _by_budget(ctx, 20000, 200000)
+    N = li.by_budget(ctx, 20000, 200000)
     pairs = []
     d = 3
     A, v, alpha = rng.standard_normal((d, d)), rng.standard_normal((d, 1)), 0.7
@@ -187,7 +188,7 @@ def _a3_symbolic(ctx: Context) -> TierResult:
 def _a3_numeric(ctx: Context) -> TierResult:
     F = ctx.formulas
     rng = ctx.rng("a3-mc")
-    N = _by_budget(ctx, 20000, 200000)
+    N = li.by_budget(ctx, 20000, 200000)
     pairs = []
     for d in (2, 3):
         B = rng.standard_normal((d, d))

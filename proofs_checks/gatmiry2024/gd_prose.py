@@ -29,8 +29,8 @@ from verify.evidence import Finding, combine, settle_le, step
 from verify.formulas import FormulaSymbol, NamedFormula, formula_value
 
 from ..kit.evaluate import torch_value
-from .common import (_A, _D, _N, _SIGMA, _SIGMA_STAR, _W, _X, _XQ, _Y, PAPER, _by_budget,
-                     _mat)
+from ..kit import looped_icl as li
+from .common import _A, _D, _N, _SIGMA, _SIGMA_STAR, _W, _X, _XQ, _Y, PAPER, _mat
 from .loss import LOSS_SETTING
 
 _KAPPA = FormulaSymbol("kappa", positive=True)
@@ -120,7 +120,7 @@ def _pinv_numeric(ctx: Context) -> TierResult:
     rng = ctx.rng("pinv-float")
     pairs = []
     for d, n in ((5, 20), (10, 40)):
-        for _ in range(_by_budget(ctx, 4, 20)):
+        for _ in range(li.by_budget(ctx, 4, 20)):
             X, w = rng.standard_normal((d, n)), rng.standard_normal((d, 1))
             named = torch_value(ctx.formulas["w_star"], {"X": X, "y": X.T @ w}, {"n": n, "d": d})
             pairs.append(({"d": d, "n": n}, w, named.numpy()))
@@ -190,7 +190,7 @@ def _step_numeric(ctx: Context) -> TierResult:
     rng = ctx.rng("one-step-float")
     pairs = []
     for d, n in ((5, 20),):
-        for _ in range(_by_budget(ctx, 4, 20)):
+        for _ in range(li.by_budget(ctx, 4, 20)):
             X = rng.standard_normal((d, n))
             y = X.T @ rng.standard_normal((d, 1))
             Xt, yt = torch.tensor(X), torch.tensor(y)
@@ -461,7 +461,7 @@ def _concentration_numeric(ctx: Context) -> TierResult:
     bound of the mean D(5000) is below 0.1 and below the lower bound of the mean D(50)."""
     F = ctx.formulas
     rng = ctx.rng("inverse-concentration")
-    samples = _by_budget(ctx, 200, 1000)
+    samples = li.by_budget(ctx, 200, 1000)
     d = 3
     Q, _r = np.linalg.qr(rng.standard_normal((d, d)))
     sig = Q @ np.diag(rng.uniform(0.3, 3.0, d)) @ Q.T

@@ -25,9 +25,9 @@ from verify.formulas import FormulaSymbol, NamedFormula
 
 from ..kit import looped_icl as li
 from ..kit.exact_compare import holds, mpf, real_le, size_text, value
+from ..kit.looped_loss import formula_letters
 from .centred_bounds import centred_eigenvalues
-from .common import (N, PAPER, _D, _DELTA, _EPS, _L, _LAM_1, _LOSS, _N, _loops, _setting,
-                     formula_letters, sec35_delta)
+from .common import N, PAPER, _D, _DELTA, _EPS, _L, _LAM_1, _LOSS, _N, _setting, sec35_delta
 from .dominance import _gd_env, _gd_expr
 
 CHAIN_SETTING = _setting({"n": 20, "d": 3, "L": 2})
@@ -105,7 +105,7 @@ def admitted_points(ctx: Context, F, bits: int = 150):
     """(L, n, spectrum, env) where the named hypothesis holds at its largest epsilon."""
     hyp = _gd_expr(F, "hypothesis")
     specs = list(_SPECTRA) + [tuple([a] * d) for d, a in _SCALAR]
-    for L in _loops(ctx):
+    for L in li.loops(ctx):
         # and the minimiser a* I (d = 2, n = 10^12), where the gradient vanishes: outside the
         # hypotheses, inside a wider one
         a_star = str(li.a_star_rational(_NS[0], 2, L, digits=40))
@@ -249,7 +249,7 @@ def _gradient_form(ctx: Context) -> Finding:
     """At A = a I (d = 1, 2, 3) the kernel's gradient eigenvalue is f'(a) / d, f the forward
     pass's loss (exact polynomials in a, at two n)."""
     bad = None
-    for L in _loops(ctx):
+    for L in li.loops(ctx):
         for d in (1, 2, 3):
             a, eigs = _grad_eigs(L, d)
             g = eigs[0].subs({x: li.a_sym for x in a})
@@ -258,7 +258,7 @@ def _gradient_form(ctx: Context) -> Finding:
                 if sympy.expand(g.subs(N, n) - fp) != 0 and bad is None:
                     bad = {"L": L, "d": d, "n": n, "kernel": str(g.subs(N, n)),
                            "forward_pass": str(fp)}
-    return Finding("gradient_form", bad is None, {"loops": list(_loops(ctx))}, bad,
+    return Finding("gradient_form", bad is None, {"loops": list(li.loops(ctx))}, bad,
                    "" if bad is None else "the gradient's eigenvalue is not f'(a) / d")
 
 
@@ -370,7 +370,7 @@ _T_SCALES = tuple(sympy.Rational(v) for v in ("1/10", "1/2", "3/4", "1", "5/4", 
 def _final_points(ctx: Context):
     """L, delta and losses at the threshold 2 (4 delta)^{2L} times 1 -+ 2^-30 and the scales,
     below it too (where the hypothesis must exclude them), and a few absolute losses."""
-    for L in sorted(set(_loops(ctx)) | {3}):
+    for L in sorted(set(li.loops(ctx)) | {3}):
         for delta in _T_DELTAS:
             th = 2 * (4 * delta) ** (2 * L)
             losses = [th * c for c in _T_SCALES] + [th * (1 + sympy.Rational(j, 2 ** 30))

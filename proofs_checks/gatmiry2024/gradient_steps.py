@@ -26,8 +26,9 @@ from verify.formulas import FormulaSymbol, NamedFormula
 
 from ..kit.linear_icl import cayley_orthogonal
 from ..kit.exact_compare import holds, mpf, real_le, size_text, value
-from .common import (N, PAPER, _D, _DELTA, _K, _L, _LAM_1, _LAM_J, _N, _by_budget, _loops,
-                     _setting, formula_letters)
+from ..kit import looped_icl as li
+from ..kit.looped_loss import formula_letters
+from .common import N, PAPER, _D, _DELTA, _K, _L, _LAM_1, _LAM_J, _N, _setting
 from .dominance import _gd_expr
 from .moment_bounds import moment_eigenvalues, moment_exact
 from .pairings import _CG, _CGP, c_g, c_gp, pairings
@@ -101,7 +102,7 @@ def _a5_symbolic(ctx: Context) -> TierResult:
             "lower_to_alpha": [None, 0, None]}
     term = _gd_expr(F, "middle_term")
     cg, cgp, cs = (sympy.Symbol(x, positive=True) for x in ("C_G", "C_Gp", "c_star"))
-    for k in range(1, _by_budget(ctx, 4, 5) + 1):
+    for k in range(1, li.by_budget(ctx, 4, 5) + 1):
         graphs = [(c_g(k, p), c_gp(k, p), c_star(k, p)) for p in pairings(2 * k)]
         for spec in _A5_SPECTRA:
             eigs = tuple(Fraction(s) for s in spec)
@@ -240,7 +241,7 @@ def _eq21_symbolic(ctx: Context) -> TierResult:
     B^{-1} (B Sigma B)^i B, the integrand of E_X; (ii) the expectations at d = 1 (Sigma* = sigma,
     A = a), each side a polynomial in s = Sigma with E[s^m] from the Wishart moments."""
     F = ctx.formulas
-    K = _by_budget(ctx, 4, 5)
+    K = li.by_budget(ctx, 4, 5)
     bad1, c1 = None, 0
     for d, B, S in _instances(ctx, "eq21"):
         Bi, M = B.inv(), B * S * B
@@ -355,7 +356,7 @@ def _eq25_symbolic(ctx: Context) -> TierResult:
     A^{-1/2} B^{power} A^{-1} B^{l2} A^{1/2}; (ii) both sides' expectations at d = 1 from the
     Wishart moments."""
     F = ctx.formulas
-    Ls = sorted(set(_loops(ctx)) | {1, 2})
+    Ls = sorted(set(li.loops(ctx)) | {1, 2})
     bad1, c1 = None, 0
     for d, B, S in _instances(ctx, "eq25"):
         A, Bi, M = B * B, B.inv(), B * S * B
@@ -524,7 +525,7 @@ def _gamma_symbolic(ctx: Context) -> TierResult:
     hyp = _gd_expr(F, "hypothesis")
     bad, worst, count = None, None, 0
     g = sympy.Symbol("g")
-    for k in range(2, _by_budget(ctx, 4, 5) + 1):
+    for k in range(2, li.by_budget(ctx, 4, 5) + 1):
         for l1 in range(1, k):
             l2 = k - 1 - l1
             for spec in _G_SPECTRA:

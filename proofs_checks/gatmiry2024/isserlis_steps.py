@@ -34,8 +34,8 @@ from verify.formulas import FormulaSymbol, NamedFormula
 
 from ..kit import looped_icl as li
 from ..kit.matrices import evaluate
-from .common import (_A, _A_HALF, _D, _K, _N, _SIGMA, _SIGMA_STAR, _SIGMA_STAR_HALF, PAPER,
-                     _by_budget, _setting, _spd, formula_expectation)
+from ..kit.looped_loss import formula_expectation
+from .common import _A, _A_HALF, _D, _K, _N, _SIGMA, _SIGMA_STAR, _SIGMA_STAR_HALF, PAPER, _setting
 from .pairings import c_g, pairings, paired_single, sample_count
 
 ISSERLIS_SETTING = _setting({"n": 4, "d": 3, "L": 2, "k": 3})
@@ -102,7 +102,7 @@ def _wishart_symbolic(ctx: Context) -> TierResult:
         return sympy.Matrix(d, d, entry)
 
     for d in (2, 3):
-        R, B = _spd(d, rng), _spd(d, rng, values=(1, 2, 3, 4), dens=(2, 3))
+        R, B = li.spd(d, rng), li.spd(d, rng, values=(1, 2, 3, 4), dens=(2, 3))
         n = d + 2
         X = R * sympy.Matrix(d, n, lambda i, j: sympy.Rational(int(rng.integers(-3, 4)), 2))
         draw = sympy.Matrix(evaluate(F, {"Sigma": X * X.T / n, "A": B * B, "A_half": B,
@@ -211,7 +211,7 @@ def _eq14_symbolic(ctx: Context) -> TierResult:
     families, E[M^(1)...M^(2k)] against sum_p weight(p) E[M(p)^(1)...M(p)^(2k)]."""
     rng = ctx.rng("eq14")
     rows, bad = [], None
-    for k in range(1, _by_budget(ctx, 3, 4) + 1):
+    for k in range(1, li.by_budget(ctx, 3, 4) + 1):
         for _ in range(2):
             C = _family(rng, 2 * k, 2, 2)
             lhs = _lhs(C)
@@ -271,7 +271,7 @@ def _eq15_symbolic(ctx: Context) -> TierResult:
     """k = 1..3 (4), n, d in {1, 2, 3}: E[(sum x_i x_i^T)^k] = (E tr W^k / d) I (the Wishart
     kernel) against the sum over P(m), m the named number of paired positions."""
     rows, bad = [], None
-    for k in range(1, _by_budget(ctx, 3, 4) + 1):
+    for k in range(1, li.by_budget(ctx, 3, 4) + 1):
         expected_scalar = li.trace_power(k) / li.D
         for n in (1, 2, 3):
             for d in (1, 2, 3):
@@ -353,7 +353,7 @@ def _eq18_symbolic(ctx: Context) -> TierResult:
     product of one sample by Gaussian moments against the unrolled sum over [r]^{2k}, r the
     named range."""
     rows, bad = [], None
-    for k in range(1, _by_budget(ctx, 3, 4) + 1):
+    for k in range(1, li.by_budget(ctx, 3, 4) + 1):
         for n, d in ((1, 2), (3, 2), (2, 3), (2, 2)):
             r = _value(ctx, "index_range", {"n": n, "d": d, "k": k})
             for p in pairings(2 * k):
@@ -423,7 +423,7 @@ def _a5_symbolic(ctx: Context) -> TierResult:
     rng = ctx.rng("a5-genus")
     rows, bad = [], None
     for d in (2, 3):
-        S = sympy.Matrix(_spd(d, rng))
+        S = sympy.Matrix(li.spd(d, rng))
         tr = {j: (S ** j).trace() for j in range(0, 5)}
         for k in range(1, 5):  # k = 4 is the first with a cycle of 3 nodes besides c*
             total = sympy.zeros(d, d)

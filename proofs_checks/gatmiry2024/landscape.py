@@ -40,7 +40,7 @@ from verify.formulas import NamedFormula
 from ..kit import looped_icl as li
 from ..kit.linear_icl import symbolic_prompt
 from ..kit.exact_compare import holds
-from .common import _L, PAPER, _by_budget, _loops, _setting, single_threaded
+from .common import _L, PAPER, _setting, single_threaded
 
 LANDSCAPE_SETTING = _setting({"n": 10, "d": 2, "L": 2})
 _T = sympy.Symbol("t")
@@ -113,7 +113,7 @@ def _landscape_symbolic(ctx: Context) -> TierResult:
     outside it one of convexity."""
     scope = ctx.formulas["scope"]
     rows, bad, admitted = [], None, 0
-    for L in _loops(ctx):
+    for L in li.loops(ctx):
         in_scope = holds(scope, {"L": L})
         row = {"L": L, "in_scope": in_scope}
         if L == 1:
@@ -142,7 +142,7 @@ def _landscape_symbolic(ctx: Context) -> TierResult:
                    f"non-convex there (the midpoint certificate)"}
     # along A = a I: f(a) = E tr (I - a W / n)^{2L} strictly convex (exact, no real root of f'')
     ray = []
-    for L in _loops(ctx):
+    for L in li.loops(ctx):
         for n in (10, 100):
             f2 = li.scalar_poly(L, n, 2).diff(li.a_sym).diff(li.a_sym)
             ray.append({"L": L, "n": n, "d": 2, "f2_real_roots": len(f2.real_roots()),
@@ -170,11 +170,11 @@ def _landscape_numeric(ctx: Context) -> TierResult:
     it the interval must lie below 0; outside it, an interval below 0 contradicts it)."""
     scope = ctx.formulas["scope"]
     n, d = 20, 2  # n >= n_0 for L = 2 (5) and L = 3 (12)
-    loops = _loops(ctx)
+    loops = li.loops(ctx)
     z = z_critical(0.999, 2 * len(loops))
     seed = int(ctx.rng("landscape-mc").integers(2 ** 31))
     law = PromptLaw(torch.eye(d, dtype=torch.float64), n)
-    pr = sample_prompts(law, _by_budget(ctx, 40_000, 200_000),
+    pr = sample_prompts(law, li.by_budget(ctx, 40_000, 200_000),
                         torch.Generator().manual_seed(seed))
     Z, M = pr.Z(), mask_matrix(n, pr.Z())
     P = torch.zeros(d + 1, d + 1, dtype=torch.float64)

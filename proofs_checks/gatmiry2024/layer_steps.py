@@ -16,7 +16,8 @@ from verify.evidence import Finding, combine, settle_le, step
 from verify.formulas import NamedFormula, formula_value
 
 from ..kit.evaluate import torch_value
-from .common import _A, _D, _N, _U, _X, PAPER, _by_budget, _mat
+from ..kit import looped_icl as li
+from .common import _A, _D, _N, _U, _X, PAPER, _mat
 from .loss import LOSS_SETTING
 
 _YT = _mat("y_t", ("n", "1"))
@@ -74,7 +75,7 @@ def _update_symbolic(ctx: Context) -> TierResult:
 def _update_numeric(ctx: Context) -> TierResult:
     rng = ctx.rng("a1-update-float")
     bad, undecided, count = None, [], 0
-    for _ in range(_by_budget(ctx, 4, 20)):
+    for _ in range(li.by_budget(ctx, 4, 20)):
         d, n = 4, 16
         X, y, xq = rng.standard_normal((d, n)), rng.standard_normal((n, 1)), rng.standard_normal(d)
         B = rng.standard_normal((d, d))
@@ -183,7 +184,7 @@ def _update_check(name: str, what: str, exact: bool, label: str):
         if errs:
             return combine([dims])
         rng = ctx.rng(f"a1-{name}", int(exact))
-        sizes = ((2, 3), (3, 5)) if exact else ((4, 16),) * _by_budget(ctx, 4, 20)
+        sizes = ((2, 3), (3, 5)) if exact else ((4, 16),) * li.by_budget(ctx, 4, 20)
         bad, undecided, count = None, [], 0
         for d, n in sizes:
             for _ in range(2 if exact else 1):

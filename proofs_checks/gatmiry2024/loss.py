@@ -16,10 +16,11 @@ from verify.formulas import NamedFormula, compile_formula, formula_value
 from ..kit import looped_icl as li
 from ..kit.looped_loss import (ClosedFormLoss, closed_form_loss, derived_loss_at_u0,
                                derived_u_part)
+from ..kit.looped_icl import root_instances
+from ..kit.looped_loss import first_n, formula_expectation, refutes_divergence
 from .common import (D, N, PAPER, _A, _A_HALF, _D, _I, _J, _L, _N, _SIGMA, _SIGMA_STAR,
-                     _SIGMA_STAR_HALF, _SIGMA_STAR_HALF_INV, _U, _W, _X, _XQ, _exact_value,
-                     _first_n, _loops, _mat, _setting, formula_expectation, refutes_divergence,
-                     root_instances, single_threaded)
+                     _SIGMA_STAR_HALF, _SIGMA_STAR_HALF_INV, _U, _W, _X, _XQ, _mat, _setting,
+                     single_threaded)
 
 
 LOSS_SETTING = _setting({"n": 10, "d": 3, "L": 2})
@@ -209,7 +210,7 @@ def lemma_a6_symbolic(ctx: Context) -> TierResult:
     """E_X tr(...)^{2L} (Isserlis on the formula) = tr E (I - S~)^{2L} (Wishart at Sigma~)."""
     F = ctx.formulas
     rows, ce = [], None
-    for L in _loops(ctx):
+    for L in li.loops(ctx):
         lhs = formula_expectation(F["lhs"], L)
         rhs = li.paper_form(L)
         for inst in root_instances(ctx):
@@ -218,11 +219,11 @@ def lemma_a6_symbolic(ctx: Context) -> TierResult:
                 "Sigma"], "d": inst.d}))
             eig_free = {li.power_sum(j): (cov ** j).trace() for j in range(1, 2 * L + 1)}
             r = sympy.cancel(rhs.subs({D: inst.d}).xreplace(eig_free))
-            lv = _exact_value(lhs, env, N)
+            lv = li.exact_value(lhs, env, N)
             diff = sympy.factor(sympy.cancel(lv - r))
             rows.append({"L": L, "instance": inst.label, "difference_in_n": str(diff)})
             if diff != 0 and ce is None:
-                n0 = _first_n(diff, inst.d + 1)
+                n0 = first_n(diff, inst.d + 1)
                 ce = {"instance": inst.as_dict(), "L": L, "n": n0,
                       "lhs": str(lv.subs(N, n0)), "rhs": str(r.subs(N, n0)),
                       "difference_in_n": str(diff)}

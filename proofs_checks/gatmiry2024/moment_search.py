@@ -21,7 +21,6 @@ from verify.evidence import Finding, Margin, combine
 from ..kit import looped_icl as li
 from ..kit.scalar_optimum import huge_power
 from ..kit.exact_compare import finite_real
-from .common import _by_budget
 
 
 @dataclass(frozen=True)
@@ -433,11 +432,11 @@ DELTA_READINGS = {
 
 
 def _moment_dims(ctx) -> tuple:
-    return _by_budget(ctx, (1, 2, 3), (1, 2, 3, 4), (1, 2, 3, 4, 5))
+    return li.by_budget(ctx, (1, 2, 3), (1, 2, 3, 4), (1, 2, 3, 4, 5))
 
 
 def _moment_loops(ctx) -> tuple:
-    return _by_budget(ctx, (1, 2), (1, 2, 3), (1, 2, 3, 4))
+    return li.by_budget(ctx, (1, 2), (1, 2, 3), (1, 2, 3, 4))
 
 
 FLAT_SCALES = (Fraction(1, 10), Fraction(1), Fraction(10))

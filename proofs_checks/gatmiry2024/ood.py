@@ -26,10 +26,10 @@ from verify.claim import Claim, Context, Correction, ExactValues, TierResult
 from verify.evidence import Finding, Margin, combine, settle_le, step
 from verify.formulas import FormulaSymbol, NamedFormula, formula_value
 
-from .common import (PAPER, _D, _DELTA, _L, _N, _ZETA, _by_budget, _loops, _mat, _setting,
-                     sec35_delta, single_threaded)
+from .common import PAPER, _D, _DELTA, _L, _N, _ZETA, _mat, _setting, sec35_delta, single_threaded
 from ..kit.looped_icl import looped_model
 from ..kit.exact_compare import decide, decide_le, finite_real, mp_value, mpf, size_text
+from ..kit import looped_icl as li
 from .dominance import _gd_env, _gd_expr
 from .flow import _mp_a_star
 from .ood_instances import (Covariance, bases, covariance, error_matrix, matrix_text,
@@ -267,8 +267,8 @@ def _grids(ctx: Context) -> list[tuple[str, Grid]]:
     """The exact searches: at the --sigma covariance alone; otherwise at Sigma* = I (d = 2 at
     large n, where the bound is tight, and d = 1, also at n = 1, where a hypothesis in d or n
     instead of s_max admits) and at the anisotropic ``ANISOTROPIC``."""
-    ns = _by_budget(ctx, OOD_NS[1:], OOD_NS)
-    rs = _by_budget(ctx, _OOD_R[1::2] + _OOD_R[-1:], _OOD_R) + _OOD_R_OUT
+    ns = li.by_budget(ctx, OOD_NS[1:], OOD_NS)
+    rs = li.by_budget(ctx, _OOD_R[1::2] + _OOD_R[-1:], _OOD_R) + _OOD_R_OUT
     user = _user_covariance(ctx)
     if user is not None:
         sizes = ((user.d, ns),) if user.d > 1 else ((1, (1, *ns[:1])),)
@@ -276,7 +276,7 @@ def _grids(ctx: Context) -> list[tuple[str, Grid]]:
     identity = tuple(covariance(f"I_{d}", sympy.eye(d), sympy.eye(d), (1,) * d) for d in (2, 1))
     return [("exact_instances", Grid(identity, ((2, ns), (1, (1, *ns[:1]))), rs, True, True,
                                      False)),
-            ("anisotropic_instances", Grid(ANISOTROPIC, ((2, _by_budget(ctx, ns[1:2], ns[1:3])),),
+            ("anisotropic_instances", Grid(ANISOTROPIC, ((2, li.by_budget(ctx, ns[1:2], ns[1:3])),),
                                            _ANISO_R, True, False, True))]
 
 
@@ -290,7 +290,7 @@ def _ood_symbolic(ctx: Context) -> TierResult:
     findings = []
     for name, grid in _grids(ctx):
         rows, worst, bad, count = [], None, None, 0
-        for L in _loops(ctx):
+        for L in li.loops(ctx):
             for row, violation in _instances(F, grid, L, norms_matter):
                 count += 1
                 if worst is None or row["ratio"] > worst["ratio"]:
@@ -345,13 +345,13 @@ def _ood_numeric(ctx: Context) -> TierResult:
     or along the extreme eigenvectors of Sigma*."""
     F = ctx.formulas
     rng = ctx.rng("ood")
-    trials = _by_budget(ctx, 12, 200, 1000)
+    trials = li.by_budget(ctx, 12, 200, 1000)
     worst, bad, count, undecided = None, None, 0, []
     sizes = ((_user_covariance(ctx).d,) if ctx.sigma is not None
-             else _by_budget(ctx, (2,), (2, 3)))
-    for L in _loops(ctx):
+             else li.by_budget(ctx, (2,), (2, 3)))
+    for L in li.loops(ctx):
         for d in sizes:
-            for n in _by_budget(ctx, (d + 2, 200), (d + 2, 20, 200)):
+            for n in li.by_budget(ctx, (d + 2, 200), (d + 2, 20, 200)):
                 a_opt = float(_mp_a_star(L, n, d))
                 covs = _numeric_covariances(ctx, rng, d, trials)
                 for t, sigma in enumerate(covs):

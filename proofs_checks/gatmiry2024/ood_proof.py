@@ -17,7 +17,8 @@ from verify.evidence import Finding, Margin, combine, settle_le, step
 from verify.formulas import NamedFormula
 
 from ..kit.exact_compare import finite_real, holds, mpf, real_le, size_text, value
-from .common import PAPER, _D, _DELTA, _L, _N, _ZETA, _by_budget, _loops, _setting, sec35_delta
+from ..kit import looped_icl as li
+from .common import PAPER, _D, _DELTA, _L, _N, _ZETA, _setting, sec35_delta
 from .dominance import _gd_env, _gd_expr
 from .flow import _mp_a_star
 from .ood import _NORMS, _S_MAX, _S_MIN, _W2, _W2_SIG, _XQ2, _XQ2_INV, ANISOTROPIC, Pair
@@ -66,8 +67,8 @@ def _step_symbolic(ctx: Context) -> TierResult:
     bound = _gd_expr(F, "norm_bound")
     worst, bad, count = None, None, 0
     for cov in _covariances(ctx):
-        for L in _loops(ctx):
-            for n in _by_budget(ctx, STEP_NS, STEP_NS + (10 ** 100,)):
+        for L in li.loops(ctx):
+            for n in li.by_budget(ctx, STEP_NS, STEP_NS + (10 ** 100,)):
                 a = _a_star(L, n, cov.d)
                 A, A_inv = a * cov.inverse, cov.sigma / a
                 for pair in _step_pairs(cov):
@@ -124,9 +125,9 @@ def _step_numeric(ctx: Context) -> TierResult:
     rng = ctx.rng("ood-step")
     user = _covariances(ctx)[0] if ctx.sigma is not None else None
     worst, bad, undecided, count = None, None, [], 0
-    for L in _loops(ctx):
+    for L in li.loops(ctx):
         for n in (4, 200):
-            for _ in range(_by_budget(ctx, 20, 200)):
+            for _ in range(li.by_budget(ctx, 20, 200)):
                 if user is not None:
                     sig = np.array(user.sigma.tolist(), dtype=float)
                 else:
@@ -220,9 +221,9 @@ def _w31_points(F, ctx: Context):
     """(n, d, L, zeta, s_min, s_max, a*) where the named window admits the relative spectrum
     [s_min, s_max] (s over ``_S_GRID`` and zeta itself, 2 - zeta)."""
     cond = _gd_expr(F, "condition")
-    for L in _loops(ctx):
+    for L in li.loops(ctx):
         for d in (1, 2):
-            for n in _by_budget(ctx, W31_NS, W31_NS + (10 ** 100,)):
+            for n in li.by_budget(ctx, W31_NS, W31_NS + (10 ** 100,)):
                 if n < d:
                     continue
                 a = _a_star(L, n, d)
@@ -317,11 +318,11 @@ def _w31_numeric(ctx: Context) -> TierResult:
     cond, radius = _gd_expr(F, "condition"), _gd_expr(F, "radius")
     rng = ctx.rng("eq31")
     worst, bad, undecided, count = None, None, [], 0
-    for L in _loops(ctx):
+    for L in li.loops(ctx):
         for n in (3, 20, 200):
             d = 2
             a = float(_mp_a_star(L, n, d))
-            for _ in range(_by_budget(ctx, 20, 200)):
+            for _ in range(li.by_budget(ctx, 20, 200)):
                 z = sympy.Rational(int(rng.integers(1, 64)), 64)
                 s = np.sort(rng.uniform(0, 2.2, d))
                 spectrum = {"s_min": sympy.Rational(repr(float(s[0]))),

@@ -16,7 +16,7 @@ from verify.formulas import NamedFormula, size_symbol
 
 from ..kit import looped_icl as li
 from ..kit.exact_compare import holds, mpf, real_le, size_text, value
-from .common import (_D, _DELTA, _L, _LAM_1, _LAM_J, _N, PAPER, _loops, _setting, sec35_delta)
+from .common import _D, _DELTA, _L, _LAM_1, _LAM_J, _N, PAPER, _setting, sec35_delta
 from .common import _EPS as _EPS_F, _LOSS as _LOSS_F, _SIGMA_STAR as _SIGMA_STAR_F
 from .dominance import _gd_env, _gd_expr
 
@@ -33,7 +33,7 @@ def _edge_n(d: int, L: int) -> int:
 def _a8_sizes(ctx: Context):
     """(n, d, L), L up to 5: at the hypothesis' edge, 1.1, 10 and 10^4 times it, n = 10^40, and
     small n (n >= d) beyond the edge, where only a wider hypothesis admits anything."""
-    for L in sorted(set(_loops(ctx)) | {3, 5}):
+    for L in sorted(set(li.loops(ctx)) | {3, 5}):
         for d in (1, 2, 3, 10):
             e = _edge_n(d, L)
             for n in (e, e + e // 10, 10 * e, 10 ** 4 * e, 10 ** 40, 1, 2, 3, 10, 100):
@@ -211,7 +211,7 @@ def _moment_symbolic(ctx: Context) -> TierResult:
     lo_e, hi_e = _gd_expr(F, "lower"), _gd_expr(F, "upper")
     bad, count = None, 0
     e = sympy.Symbol("e")
-    for L in sorted(set(_loops(ctx)) | {3}):
+    for L in sorted(set(li.loops(ctx)) | {3}):
         for d in (1, 2, 3):
             for n in _moment_ns(L, d):
                 fp = li.scalar_poly(L, n, d).diff(li.a_sym)
@@ -370,17 +370,16 @@ def _population_symbolic(ctx: Context) -> TierResult:
     named minimiser against the least value 0, attained where A Sigma* = I (solved for A): the
     value is >= 0 (an even power of a matrix similar to a symmetric one), so the named A is a
     global minimiser exactly when its value is 0."""
-    from .common import _spd
     F = ctx.formulas
     rng = ctx.rng("population-min")
     bad, count = None, 0
     for d in (2, 3):
-        S = sympy.Matrix(_spd(d, rng))
+        S = sympy.Matrix(li.spd(d, rng))
         Aw = sympy.Matrix(d, d, lambda i, j: sympy.Symbol(f"a{i}{j}"))
         sol = sympy.solve(list(sympy.eye(d) - Aw * S), list(Aw), dict=True)[0]
         witness = Aw.subs(sol)
         named = _formula_matrix(F["minimiser"], S, d)
-        for L in _loops(ctx):
+        for L in li.loops(ctx):
             count += 1
             v, w = _population_value(named, S, L), _population_value(witness, S, L)
             if sympy.simplify(v - w) != 0 and bad is None:
@@ -429,7 +428,7 @@ def _a9_symbolic(ctx: Context) -> TierResult:
     F = ctx.formulas
     hyp, radius = _gd_expr(F, "hypothesis"), _gd_expr(F, "radius")
     bad, worst, count = None, None, 0
-    for L in _loops(ctx):
+    for L in li.loops(ctx):
         for d in (1, 2, 3):
             for n in (10 ** 4, 10 ** 8, 10 ** 40):
                 f = li.scalar_poly(L, n, d)

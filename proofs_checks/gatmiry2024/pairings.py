@@ -31,7 +31,7 @@ from verify.evidence import Finding, Margin, combine, step
 from verify.formulas import FormulaSymbol, NamedFormula
 
 from ..kit import looped_icl as li
-from .common import _D, _K, _N, PAPER, _by_budget, _setting
+from .common import _D, _K, _N, PAPER, _setting
 
 PAIRING_SETTING = _setting({"n": 4, "d": 3, "L": 2, "k": 3})
 _CG = FormulaSymbol("C_G", positive=True)
@@ -125,7 +125,7 @@ def _eq16_symbolic(ctx: Context) -> TierResult:
     """Every pairing p of 2k factors, k <= 3 (4 at the default budget), n in {1, 2, 3}: the
     count of sample tuples against the named count at n, C(G_p)."""
     rows = []
-    for k in range(1, _by_budget(ctx, 3, 4) + 1):
+    for k in range(1, li.by_budget(ctx, 3, 4) + 1):
         for p in pairings(2 * k):
             for n in (1, 2, 3):
                 derived = sample_count(k, n, p)
@@ -159,7 +159,7 @@ def _eq19_symbolic(ctx: Context) -> TierResult:
     """Every pairing, k <= 3 (4), d in {1, 2, 3}: the paired product of one sample by brute
     force against the named matrix at n = 7 (any n other than d tells them apart)."""
     rows = []
-    for k in range(1, _by_budget(ctx, 3, 4) + 1):
+    for k in range(1, li.by_budget(ctx, 3, 4) + 1):
         for p in pairings(2 * k):
             for d in (1, 2, 3):
                 derived = paired_single(k, d, p)
@@ -201,7 +201,7 @@ def _genus_symbolic(ctx: Context) -> TierResult:
     polynomial in n, d, against E tr W^k / d from the moment kernel (E[W^k] is a multiple of I)."""
     rows = []
     n, d = sympy.Symbol("n"), sympy.Symbol("d")
-    for k in range(1, _by_budget(ctx, 4, 5) + 1):
+    for k in range(1, li.by_budget(ctx, 4, 5) + 1):
         total = sympy.Add(*[_value(ctx.formulas, "term", {"n": n, "d": d, "k": k,
                                                           "C_G": c_g(k, p), "C_Gp": c_gp(k, p)})
                             for p in pairings(2 * k)])
@@ -259,7 +259,7 @@ def _genus_bound_symbolic(ctx: Context) -> TierResult:
                                   + c_gp(k, p)),
                                  ("cp_bound", "C(G'_p)", lambda k, p: c_gp(k, p))):
         bad, worst, count = None, None, 0
-        for k in range(1, _by_budget(ctx, 5, 6) + 1):
+        for k in range(1, li.by_budget(ctx, 5, 6) + 1):
             for p in pairings(2 * k):
                 env = {"k": k, "r": self_loops(p)}
                 q, b = quantity(k, p), _value(F, name, env)

@@ -3,10 +3,11 @@ formulas (a changed constant, a flipped sign, a wrong power) come out refuted.""
 import pytest
 import sympy
 
-from proofs_checks.gatmiry2024 import (centred_bounds, common, dominance, flow, moment_bounds,
+from proofs_checks.gatmiry2024 import (centred_bounds, dominance, flow, moment_bounds,
                                         moment_search, optimum)
 from proofs_checks.kit import looped_icl as li
 from proofs_checks.kit.exact_compare import decide
+from proofs_checks.kit.looped_loss import L_SYM, divergence_at_d1
 from verify.registry import by_paper, find
 from verify.runner import check_claim
 
@@ -683,10 +684,10 @@ def test_a_sum_range_off_by_one_is_refuted_by_its_infinite_expectation():
     claim = find("gatmiry2024.cor_a4")
     fixed = dict(claim.correction.formulas)   # both printed terms are corrected
     printed = claim.formula("second")
-    assert common.divergence_at_d1(printed.parse(fixed["second"]).subs(common.L_SYM, 2)) is None
+    assert divergence_at_d1(printed.parse(fixed["second"]).subs(L_SYM, 2)) is None
     wrong = fixed["second"].replace("(i, 0, L-1)", "(i, 0, L)")
     assert wrong != fixed["second"]
-    div = common.divergence_at_d1(printed.parse(wrong).subs(common.L_SYM, 2))
+    div = divergence_at_d1(printed.parse(wrong).subs(L_SYM, 2))
     assert div["pole"] == "4" and div["order"] == 1, div
     assert check_claim(claim, tiers=("symbolic",), budget="quick", seed=0,
                        overrides=fixed).verdict == "verified"
