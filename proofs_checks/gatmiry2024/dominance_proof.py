@@ -1,7 +1,7 @@
 """Steps of the proofs of Lemma A.10 and Thm. A.11 (lines 702-730): the bound on the lambda_1
 term (line 702), the choice of epsilon (line 725) and the dominance (28) it feeds.
 
-The checks evaluate the printed relations exactly (``dominance._gd_le``, 80+ digits) over grids
+The checks evaluate the printed relations exactly (``kit.bound``, 80+ digits) over grids
 of the quantities they speak of: spectra of A^{1/2} Sigma* A^{1/2} (line 702), (n, d, L,
 epsilon) (line 725), and for (28) the loss and squared gradient of the scalar family A = a I at
 Sigma* = I (``dominance.scalar_point``: f(a) and f'(a)^2 / d from the derived loss), where the
@@ -12,11 +12,12 @@ import mpmath
 import sympy
 
 from verify.claim import Claim, Context, Correction, ExactValues, TierResult
-from verify.evidence import Finding, Margin, combine, step
+from verify.evidence import Finding, combine, step
 from verify.formulas import FormulaSymbol, NamedFormula
 
 from ..kit import looped_icl as li
-from ..kit.exact_compare import Undecidable, compare, holds, mpf, real_le, size_text, value
+from ..kit.bound import BoundSearch, Family, Line, Point, bound_findings, search_finding
+from ..kit.exact_compare import holds, mpf, size_text, value
 from .common import _D, _DELTA, _EPS, _L, _LAM_1, _LOSS, _N, PAPER, _setting, sec35_delta
 from .dominance import GD_N, _gd_env, _gd_expr, scalar_point
 
@@ -25,36 +26,14 @@ _MAX_DEV = FormulaSymbol("max_dev", positive=True)
 _EPS_SYMBOLS = (_N, _D, _L, _DELTA, _EPS)
 
 
-def _value(expr, env) -> str:
-    with mpmath.workdps(30):
-        return mpmath.nstr(value(expr, env), 12)
-
-
-def _relation_finding(F, name: str, points, what: str, eq: str, lhs: str = "lhs",
-                      rhs: str = "rhs") -> Finding:
-    """lhs <= rhs (the named formulas, exactly) at every point the named hypothesis admits;
-    ``points`` yields (env, row) pairs."""
-    hyp, lo, hi = (_gd_expr(F, k) for k in ("hypothesis", lhs, rhs))
-    bad, worst, count = None, None, 0
-    for env, row in points:
-        if not holds(hyp, env):
-            continue
-        count += 1
-        ok, a, b = compare(lo, hi, env)
-        if ok is None:
-            raise Undecidable(f"cannot decide {lhs} <= {rhs} at {row}")
-        ratio = float(a / b) if a is not None and b is not None and b > 0 else (
-            0.0 if a is not None and b is not None and a <= 0 else float("inf"))
-        if worst is None or ratio > worst["ratio"]:
-            worst = {**row, "ratio": ratio}
-        if not ok and bad is None:
-            bad = {**row, lhs: _value(lo, env), rhs: _value(hi, env)}
-    if count == 0:
-        return Finding(name, None, {"points": 0}, reason="the hypothesis admits no point")
-    return Finding(name, bad is None, {"points": count, "worst": worst}, bad,
-                   "" if bad is None else f"{what} fails ({eq})",
-                   Margin(worst["ratio"], f"{lhs} / {rhs}",
-                          {k: v for k, v in worst.items() if k != "ratio"}))
+def _relation_finding(F, ctx: Context, name: str, points, what: str, says: str,
+                      lhs: str = "lhs", rhs: str = "rhs") -> Finding:
+    """lhs <= rhs (the named formulas, exactly) at every point the named hypothesis admits
+    (``kit.bound``); ``points`` yields (env, row) pairs."""
+    line = Line("points", [Point(env, None, row) for env, row in points], lambda p: p)
+    spec = BoundSearch(lhs, rhs, "<=", (Family(name, what, lambda F, ctx: [line], says),),
+                       hypothesis="hypothesis", inline=("delta",), named=lhs)
+    return search_finding(spec, spec.families[0], F, ctx)
 
 
 # ----- line 725 ---------------------------------------------------------------------------------
@@ -100,8 +79,9 @@ def _eps_exact(point: dict) -> dict | None:
 
 def _eps_symbolic(ctx: Context) -> TierResult:
     F = ctx.formulas
-    return combine([_relation_finding(F, "exact_grid", _eps_points(F, ctx),
-                                      "eps^{2L} >= d delta^{2L} (eps + 2)^{2L}", "line 725",
+    return combine([_relation_finding(F, ctx, "exact_grid", _eps_points(F, ctx),
+                                      "n, d, L and epsilon around 4 delta d^{t/(2L)}",
+                                      "eps^{2L} >= d delta^{2L} (eps + 2)^{2L} (line 725)",
                                       lhs="rhs", rhs="lhs")],
                    steps=[step("The relation", r"\epsilon^{2L}\ge d\delta^{2L}(\epsilon+2)^{2L}",
                                "exact at 80+ digits, delta from Sec. 3.5")])
@@ -159,42 +139,35 @@ def _largest_eps_wide(F, n: int, d: int, L: int, loss):
     return lo
 
 
-def _eq28_symbolic(ctx: Context) -> TierResult:
-    """A = a I at n = 10^100 (d up to 10^8) and the minimiser a* I where its loss is above the
-    threshold: ||grad||^2 = f'(a)^2 / d against the named bound at the largest epsilon the named
-    hypothesis admits (``dominance.GDForm``)."""
-    F = ctx.formulas
-    rhs = _gd_expr(F, "rhs")
-    bad, worst, count = None, None, 0
+def _eq28_point(F, L: int, n: int, d: int, a) -> Point | None:
+    """||grad||^2 = f'(a)^2 / d at A = a I, at the largest epsilon the named hypothesis admits
+    (None: it admits none)."""
+    loss, g2 = scalar_point(L, n, d, a)
+    eps = _largest_eps_wide(F, n, d, L, loss)
+    if eps is None:
+        return None
+    return Point(_gd_env(n, d, L, loss, eps), g2,
+                 {"L": L, "d": d, "n": size_text(n), "A": f"{mpmath.nstr(mpf(a), 15)} I"},
+                 {"epsilon": mpmath.nstr(mpf(eps), 12), "loss": mpmath.nstr(mpf(loss), 12)})
+
+
+def _eq28_lines(F, ctx: Context):
     points = [(L, GD_N, d, a) for L in li.loops(ctx) for d in _EQ28_DIMS for a in _EQ28_AS]
     points += [(L, n, d, li.a_star_rational(n, d, L)) for L, n, d in _EQ28_MINIMISERS]
-    for L, n, d, a in points:
-        loss, g2 = scalar_point(L, n, d, a)
-        eps = _largest_eps_wide(F, n, d, L, loss)
-        if eps is None:
-            continue
-        env = {**_gd_env(n, d, L, loss, eps), "grad_sq": g2}
-        fails = not real_le(rhs, sympy.Symbol("grad_sq"), env)
-        count += 1
-        with mpmath.workdps(40):
-            b = value(rhs, env)
-            used = float(b / mpf(g2)) if g2 > 0 else float("inf")
-        row = {"L": L, "d": d, "n": size_text(n), "A": f"{mpmath.nstr(mpf(a), 15)} I",
-               "epsilon": mpmath.nstr(mpf(eps), 12),
-               "loss": mpmath.nstr(mpf(loss), 12), "grad_sq": mpmath.nstr(mpf(g2), 12),
-               "bound": mpmath.nstr(b, 12), "ratio": used}
-        if worst is None or used > worst["ratio"]:
-            worst = row
-        if fails and bad is None:
-            bad = row
-    if count == 0:
-        return combine([Finding("scalar_family", None, {"points": 0},
-                                reason="the hypothesis admits no point")])
-    return combine([Finding("scalar_family", bad is None, {"points": count, "worst": worst}, bad,
-                            "" if bad is None else "||grad L||^2 is below the named bound "
-                            f"at L = {bad['L']}, d = {bad['d']}, A = {bad['A']}",
-                            Margin(worst["ratio"], "the named bound / ||grad L||^2",
-                                   {k: worst[k] for k in ("L", "d", "n", "A")}))],
+    return [Line("A = a I", points, lambda p: _eq28_point(F, *p))]
+
+
+EQ28_SEARCH = BoundSearch("||grad L(A, 0)||_F^2", "rhs", ">=", (Family(
+    "scalar_family", "A = a I at n = 10^100 (d up to 10^8) and the minimiser a* I where its loss "
+    "is above the threshold, at the largest epsilon the named hypothesis admits", _eq28_lines,
+    "||grad L||^2 >= the named bound"),),
+    hypothesis="hypothesis", inline=("delta",), key="grad_sq")
+
+
+def _eq28_symbolic(ctx: Context) -> TierResult:
+    """A = a I at n = 10^100 (d up to 10^8) and the minimiser a* I where its loss is above the
+    threshold: ||grad||^2 = f'(a)^2 / d against the named bound (``kit.bound``)."""
+    return combine(bound_findings(EQ28_SEARCH, ctx),
                    steps=[step("Gradient at a I", r"\|\nabla_AL(aI,0)\|_F^2=f'(a)^2/d",
                                "exact polynomials in n, d (dominance.scalar_point); the largest "
                                "epsilon the hypothesis admits by bisection")])
@@ -311,9 +284,10 @@ def _l1_edge_points(ctx: Context):
 
 
 def _l1_symbolic(ctx: Context) -> TierResult:
-    return combine([_relation_finding(ctx.formulas, "spectra", _l1_points(ctx),
-                                      "d delta^{4L} (lambda_1 + 1)^{4L-2} <= the named bound",
-                                      "line 702")],
+    return combine([_relation_finding(ctx.formulas, ctx, "spectra", _l1_points(ctx),
+                                      "spectra of A^{1/2} Sigma* A^{1/2}",
+                                      "d delta^{4L} (lambda_1 + 1)^{4L-2} <= the named bound "
+                                      "(line 702)")],
                    steps=[step("The step", r"d\delta^{4L}(\lambda_1+1)^{4L-2}\le\tfrac14"
                                r"(\lambda_1-1)^{4L-2}", "exact over spectra where the lemma's "
                                "hypotheses and max_i |lambda_i - 1| >= eps / d^{1/(2L)} hold")])

@@ -2,7 +2,7 @@
 (``lower``, ``upper``, ``delta``, ``hypothesis``) as float64, mpmath and exact functions
 (``BoundForms``), checked against an exact eigenvalue over grids of d, L, k, n and spectra
 (``bound_search``), at flat spectra s I_d of any size (``flat_search``) and at two-level spectra
-(``level_search``), with the relative slack and the first violation (``BoundSearch``); and the
+(``level_search``), with the relative slack and the first violation (``MomentSearch``); and the
 moment lemmas' shared symbolic tier (``_moment_symbolic``).  The eigenvalues searched are in
 ``moment_bounds`` (E[(W/n)^k]) and ``centred_bounds`` (E[(I - W/n)^k])."""
 from __future__ import annotations
@@ -189,7 +189,7 @@ def _spectra(d: int, scales: Sequence = (Fraction(1),), rng: np.random.Generator
 
 
 @dataclass
-class BoundSearch:
+class MomentSearch:
     """What a search over (d, L, k, n, spectrum) found for one set of named bounds."""
 
     checked: int = 0
@@ -239,10 +239,10 @@ def _quantity(quantity: Callable, k: int, eigs: tuple, n: int) -> list:
 
 def bound_search(forms: BoundForms, quantity: Callable, dims: Sequence[int], loops: Sequence[int],
                  ks: Callable[[int], Sequence[int]], spectra: Callable[[int], list],
-                 grid: Callable = _n_grid) -> BoundSearch:
+                 grid: Callable = _n_grid) -> MomentSearch:
     """Check lower <= quantity_j <= upper at every case the hypothesis admits: float64 over the
     grid, and exactly (``looped_icl.exact_sign``) wherever the relative slack is below 1e-9."""
-    res = BoundSearch(holds_from={})
+    res = MomentSearch(holds_from={})
     for d in dims:
         specs = spectra(d)
         for L in loops:
@@ -262,11 +262,11 @@ def bound_search(forms: BoundForms, quantity: Callable, dims: Sequence[int], loo
 
 
 def flat_search(forms: BoundForms, flat: Callable, dims: Sequence[int], loops: Sequence[int],
-                scales: Sequence) -> BoundSearch:
+                scales: Sequence) -> MomentSearch:
     """``bound_search`` at flat spectra Sigma~ = s I (lambda_j = lambda_1 = s) of any size d: the
     moment is then a polynomial in n and d (``flat(k, s, d, n)``), so d may be 10^8 and n 10^40,
     where a condition on n, d and k that differs from the printed one first admits a case."""
-    res = BoundSearch()
+    res = MomentSearch()
     for d in dims:
         for L in loops:
             for k in range(1, min(2 * L, WIDE_K) + 1):
@@ -291,11 +291,11 @@ LEVEL_PAIRS = ((Fraction(1000), Fraction(10)), (Fraction(100), Fraction(1)),
 
 
 def level_search(forms: BoundForms, level: Callable, dims: Sequence[int] = LEVEL_DIMS,
-                 loops: Sequence[int] = LEVEL_LOOPS, pairs: Sequence = LEVEL_PAIRS) -> BoundSearch:
+                 loops: Sequence[int] = LEVEL_LOOPS, pairs: Sequence = LEVEL_PAIRS) -> MomentSearch:
     """``bound_search`` at spectra with two levels, lambda_1 = a (once, or d - 1 times) and
     lambda_j = b (the rest), ``level(k, a, b, top, d, n)`` the eigenvalue at b: exact for any d,
     with lambda_1 / lambda_j up to 10^4, beyond the small grid's spectra (lambda_1 <= 4)."""
-    res = BoundSearch()
+    res = MomentSearch()
     for d in dims:
         tops = sorted({1, d - 1})
         for L in loops:
@@ -312,7 +312,7 @@ def level_search(forms: BoundForms, level: Callable, dims: Sequence[int] = LEVEL
     return res
 
 
-def _admitted(res: BoundSearch, forms: BoundForms, grid: list[int], d: int, L: int, k: int,
+def _admitted(res: MomentSearch, forms: BoundForms, grid: list[int], d: int, L: int, k: int,
               spectra: int) -> list[int]:
     """The grid's n that the hypothesis admits; the others are counted as skipped."""
     ns_all = np.array(grid, dtype=float)
@@ -321,7 +321,7 @@ def _admitted(res: BoundSearch, forms: BoundForms, grid: list[int], d: int, L: i
     return [n for n, a in zip(grid, admit) if a]
 
 
-def _holds_from(res: BoundSearch, ns: list[int], bad: np.ndarray, key: str) -> None:
+def _holds_from(res: MomentSearch, ns: list[int], bad: np.ndarray, key: str) -> None:
     last_bad = max((n for n, b in zip(ns, bad) if b), default=None)
     after = [n for n in ns if last_bad is None or n > last_bad]
     res.holds_from[key] = after[0] if after else None
@@ -330,7 +330,7 @@ def _holds_from(res: BoundSearch, ns: list[int], bad: np.ndarray, key: str) -> N
 FLOAT_CLEAR = 1e-6  # a relative slack float64 cannot get wrong in sign (bounds of a few terms)
 
 
-def _check_row(res: BoundSearch, forms: BoundForms, cases: list[BoundCase], vals: list,
+def _check_row(res: MomentSearch, forms: BoundForms, cases: list[BoundCase], vals: list,
                j: int) -> np.ndarray:
     """Check lower <= vals[i] <= upper for eigenvalue j of cases[i] (cases of one d, L, k and
     spectrum over n): float64, then at 60 digits and exactly near a tie.  Records the closest
@@ -397,7 +397,7 @@ def _check_row(res: BoundSearch, forms: BoundForms, cases: list[BoundCase], vals
 
 
 
-def _search_finding(name: str, res: BoundSearch, what: str) -> Finding:
+def _search_finding(name: str, res: MomentSearch, what: str) -> Finding:
     ok = res.violations == 0
     if res.checked == 0:
         return Finding(name, None, res.as_dict(), reason="the hypothesis admits no case of the grid")

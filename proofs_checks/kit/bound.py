@@ -37,8 +37,10 @@ QUANTITY = "quantity"  # the symbol under which a point's environment holds Q
 @dataclass(frozen=True)
 class Point:
     """One point of a search: ``env`` the exact values of the formulas' symbols, ``quantity`` the
-    derived Q there (exact), ``at`` the point as a reader names it (rows, counterexamples, the
-    reason), ``shown`` more of its values for the counterexample (the loss there, say)."""
+    derived Q there (exact, or an mpmath value at the precision it was derived to; a callable
+    giving it is called only where the hypothesis holds: a quadrature, say), ``at`` the point as
+    a reader names it (rows, counterexamples, the reason), ``shown`` more of its values for the
+    counterexample (the loss there, say)."""
 
     env: Mapping[str, Any]
     quantity: Any
@@ -61,11 +63,13 @@ class Line:
 @dataclass(frozen=True)
 class Family:
     """One finding's search: ``lines(F, ctx)`` gives its lines (F: the claim's formulas, read
-    through the context); ``description`` says what it searches, for the evidence."""
+    through the context); ``description`` says what it searches, for the evidence; ``says``
+    the relation in words, for the reason of a failure ("eq. (28) fails at ...")."""
 
     name: str
     description: str
     lines: Callable[[Mapping, Context], Iterable[Line]]
+    says: str = ""
 
 
 @dataclass(frozen=True)
@@ -73,7 +77,8 @@ class BoundSearch:
     """``quantity`` (how a reader writes Q) ``relation`` the named formula ``bound`` wherever the
     named ``hypothesis`` holds (None: everywhere); the named formulas in ``inline`` (a delta
     defined by its own formula) are substituted into the others first; ``key`` names Q in a
-    counterexample (default: ``quantity``)."""
+    counterexample (default: ``quantity``); ``named``: Q is itself a named formula (a relation
+    between two of them, a step of a proof), and a point's ``quantity`` is None."""
 
     quantity: str
     bound: str
@@ -82,6 +87,7 @@ class BoundSearch:
     hypothesis: str | None = None
     inline: tuple[str, ...] = ()
     key: str = ""
+    named: str = ""
 
     @property
     def measure(self) -> str:
@@ -113,11 +119,19 @@ def judge(spec: BoundSearch, F: Mapping, p: Point) -> Judged:
     """The point ``p`` decided exactly (see the module's rules)."""
     if spec.hypothesis is not None and not holds(spec.expr(F, spec.hypothesis), p.env):
         return Judged(False)
-    env = {**p.env, QUANTITY: sympy.sympify(p.quantity)}
-    q, b = sympy.Symbol(QUANTITY), spec.expr(F, spec.bound)
+    env, q = _quantity(spec, F, p)
+    b = spec.expr(F, spec.bound)
     ok, x, y = compare(b, q, env) if spec.relation == ">=" else compare(q, b, env)
     bound_value = x if spec.relation == ">=" else y
     return Judged(True, ok, _ratio(b, q, env, spec.relation), bound_value)
+
+
+def _quantity(spec: BoundSearch, F: Mapping, p: Point) -> tuple[dict, sympy.Expr]:
+    """The point's environment and Q in it: the named formula, or the point's derived value."""
+    if spec.named:
+        return dict(p.env), spec.expr(F, spec.named)
+    q = p.quantity() if callable(p.quantity) else p.quantity
+    return {**p.env, QUANTITY: sympy.sympify(q)}, sympy.Symbol(QUANTITY)
 
 
 def _ratio(b, q, env: Mapping, relation: str) -> float | None:
@@ -132,14 +146,15 @@ def _ratio(b, q, env: Mapping, relation: str) -> float | None:
         return float(num / den)
 
 
-def _shown(x, digits: int = 20) -> str:
+def _shown(x, env: Mapping | None = None, digits: int = 20) -> str:
     with mpmath.workdps(digits + 10):
-        v = value(x, {}) if not isinstance(x, (mpmath.mpf, mpmath.mpc)) else x
+        v = value(x, env or {}) if not isinstance(x, (mpmath.mpf, mpmath.mpc)) else x
         return mpmath.nstr(v, digits)
 
 
 def _counterexample(spec: BoundSearch, F: Mapping, p: Point, j: Judged) -> dict:
-    out = {**p.at, **p.shown, spec.key or spec.quantity: _shown(p.quantity),
+    env, q = _quantity(spec, F, p)
+    out = {**p.at, **p.shown, spec.key or spec.quantity: _shown(q, env),
            spec.bound: _shown(j.bound_value) if j.bound_value is not None else "not a real number"}
     if spec.hypothesis is not None:
         out["hypothesis"] = relation_values(spec.expr(F, spec.hypothesis), p.env)
@@ -190,10 +205,14 @@ class _Search:
                                  "fails_at": fails_at}
 
     def bisect(self, line: Line) -> None:
-        def fails(i):
-            p = line.point(line.axis[i])
-            j = self.decide(p)
-            return j.admitted and j.ok is False, p, j
+        seen: dict = {}
+
+        def fails(i):  # each point decided once (a point may cost a quadrature)
+            if i not in seen:
+                p = line.point(line.axis[i])
+                j = self.decide(p)
+                seen[i] = (j.admitted and j.ok is False, p, j)
+            return seen[i]
 
         top = fails(len(line.axis) - 1)
         if not top[0]:
@@ -220,7 +239,8 @@ def search_finding(spec: BoundSearch, family: Family, F: Mapping, ctx: Context) 
         evidence["undecided_points"] = s.undecided[:5]
     if s.first is not None:
         where = ", ".join(f"{k} = {v}" for k, v in s.first.at.items())
-        return Finding(family.name, False, evidence, s.first_case, f"fails at {where}",
+        said = f"{family.says} fails" if family.says else "fails"
+        return Finding(family.name, False, evidence, s.first_case, f"{said} at {where}",
                        s.near.margin, tested=True)
     if s.undecided:
         return Finding(family.name, None, evidence, None,
