@@ -24,7 +24,7 @@ from verify.evidence import Finding, Margin, combine, step
 from verify.formulas import FormulaSymbol, NamedFormula
 
 from ..kit import looped_icl as li
-from ..kit.exact_compare import holds, mpf, real_le, size_text, value
+from ..kit.exact_compare import holds, holds_at_digits, mpf, real_le, size_text, value
 from ..kit.looped_loss import formula_letters
 from .centred_bounds import centred_eigenvalues
 from .common import N, PAPER, _D, _DELTA, _EPS, _L, _LAM_1, _LOSS, _N, _setting, sec35_delta
@@ -58,25 +58,6 @@ def _loss(L: int, spec: tuple, n: int) -> sympy.Rational:
     return sympy.Rational(sum(b, Fraction(0)))
 
 
-def _fast_holds(hyp, env: dict) -> bool:
-    """The named condition at 60-digit values (for the bisection; the point found is then
-    checked by ``holds``)."""
-    if isinstance(hyp, sympy.logic.boolalg.BooleanAtom):
-        return bool(hyp)
-    if isinstance(hyp, (sympy.And, sympy.Or)):
-        parts = (_fast_holds(a, env) for a in hyp.args)
-        return all(parts) if isinstance(hyp, sympy.And) else any(parts)
-    if not isinstance(hyp, sympy.core.relational.Relational) or \
-            isinstance(hyp, (sympy.Eq, sympy.Ne)):
-        return False
-    lhs, rhs = hyp.lhs, hyp.rhs
-    if isinstance(hyp, (sympy.GreaterThan, sympy.StrictGreaterThan)):
-        lhs, rhs = rhs, lhs
-    with mpmath.workdps(60):
-        x, y = value(lhs, env), value(rhs, env)
-        return bool(mpmath.isfinite(x) and mpmath.isfinite(y) and x <= y)
-
-
 def _largest_eps(hyp, env: dict, bits: int = 150):
     """The largest epsilon in (0, 1] the hypothesis admits at env, to 150 bits (the conclusion
     is tight to 10^-10 at A = I/2, d = 3, L = 2), or None."""
@@ -84,14 +65,14 @@ def _largest_eps(hyp, env: dict, bits: int = 150):
     hi = sympy.Integer(1)
     if holds(hyp, at(hi)):
         return hi
-    lo = next((sympy.Rational(1, 2 ** k) for k in range(1, 40) if _fast_holds(hyp, at(
+    lo = next((sympy.Rational(1, 2 ** k) for k in range(1, 40) if holds_at_digits(hyp, at(
         sympy.Rational(1, 2 ** k)))), None)
     if lo is None:
         return None
     hi = 2 * lo
     for _ in range(bits):
         mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if _fast_holds(hyp, at(mid)) else (lo, mid)
+        lo, hi = (mid, hi) if holds_at_digits(hyp, at(mid)) else (lo, mid)
     for _ in range(8):  # rounding at 60 digits: step down until the exact check admits it
         if holds(hyp, at(lo)):
             return lo

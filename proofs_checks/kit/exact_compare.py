@@ -156,33 +156,59 @@ def _le_form(expr) -> tuple[sympy.Expr, sympy.Expr, bool] | None:
     return lhs, rhs, isinstance(expr, (sympy.StrictLessThan, sympy.StrictGreaterThan))
 
 
+def _condition(expr, env: Mapping, relation: Callable) -> bool:
+    """A condition (True/False, a relation, a conjunction / disjunction of them) with each
+    relation decided by ``relation(expr, env)``."""
+    if isinstance(expr, sympy.logic.boolalg.BooleanAtom):
+        return bool(expr)
+    if isinstance(expr, (sympy.And, sympy.Or)):
+        parts = (_condition(a, env, relation) for a in expr.args)
+        return all(parts) if isinstance(expr, sympy.And) else any(parts)
+    return relation(expr, env)
+
+
+def _holds_relation(expr, env: Mapping) -> bool:
+    form = _le_form(expr)
+    return form is not None and compare(form[0], form[1], env, strict=form[2])[0] is True
+
+
 def holds(expr, env: Mapping) -> bool:
     """A named condition (a relation, or a conjunction / disjunction of them) at exact values by
     ``compare``; False where a relation is not between real numbers or no precision settles it
     (it admits nothing there)."""
-    if isinstance(expr, sympy.logic.boolalg.BooleanAtom):
-        return bool(expr)
-    if isinstance(expr, (sympy.And, sympy.Or)):
-        parts = (holds(a, env) for a in expr.args)
-        return all(parts) if isinstance(expr, sympy.And) else any(parts)
-    form = _le_form(expr)
-    return form is not None and compare(form[0], form[1], env, strict=form[2])[0] is True
+    return _condition(expr, env, _holds_relation)
+
+
+def _digits_relation(digits: int) -> Callable:
+    def relation(expr, env: Mapping) -> bool:
+        form = _le_form(expr)
+        if form is None:
+            return False
+        with mpmath.workdps(digits):
+            x, y = value(form[0], env), value(form[1], env)
+            return bool(mpmath.isfinite(x) and mpmath.isfinite(y) and x <= y)
+    return relation
+
+
+def holds_at_digits(expr, env: Mapping, digits: int = 60) -> bool:
+    """A named condition at ``digits``-digit values, strict relations read as <= (fast, for a
+    bisection whose end point is then checked by ``holds``)."""
+    return _condition(expr, env, _digits_relation(digits))
+
+
+def _decide_relation(expr, env: Mapping) -> bool:
+    lhs, rhs = expr.lhs, expr.rhs
+    if isinstance(expr, (sympy.GreaterThan, sympy.StrictGreaterThan)):
+        lhs, rhs = rhs, lhs
+    return decide_le(lhs, rhs, env, strict=isinstance(expr, (sympy.StrictLessThan,
+                                                             sympy.StrictGreaterThan)))
 
 
 def decide(expr, env: Mapping) -> bool:
     """A named condition at exact values by ``decide_le`` itself: raises (TypeError,
     ArithmeticError) where a side is not a real number or no precision settles the sign, for a
     caller whose tier must stop there rather than read the point as not admitted."""
-    if isinstance(expr, sympy.logic.boolalg.BooleanAtom):
-        return bool(expr)
-    if isinstance(expr, (sympy.And, sympy.Or)):
-        parts = (decide(a, env) for a in expr.args)
-        return all(parts) if isinstance(expr, sympy.And) else any(parts)
-    lhs, rhs = expr.lhs, expr.rhs
-    if isinstance(expr, (sympy.GreaterThan, sympy.StrictGreaterThan)):
-        lhs, rhs = rhs, lhs
-    return decide_le(lhs, rhs, env, strict=isinstance(expr, (sympy.StrictLessThan,
-                                                             sympy.StrictGreaterThan)))
+    return _condition(expr, env, _decide_relation)
 
 
 def value(expr, env: Mapping):
