@@ -13,6 +13,17 @@ import numpy as np
 from scipy.stats import norm
 
 
+class NonFinite(ArithmeticError):
+    """A comparison with a Monte Carlo estimate that decides nothing (see ``Estimate.agrees``)."""
+
+
+def _is_nan(x) -> bool:
+    try:
+        return math.isnan(float(x))
+    except (TypeError, ValueError, OverflowError):  # complex, symbolic: not NaN
+        return False
+
+
 @dataclass(frozen=True)
 class Estimate:
     """Sample mean, its standard error and sample count."""
@@ -31,6 +42,16 @@ class Estimate:
         return (self.mean - exact) / self.se
 
     def agrees(self, exact: float, level: float = 0.999, comparisons: int = 1) -> bool:
+        """Whether ``exact`` lies in the interval.  An estimate that is not finite (overflowed
+        samples), or an exact value that is NaN, decides nothing: ``NonFinite`` is raised, so
+        the check stops undecided instead of reading it as a disagreement; a finite estimate
+        against an infinite exact value disagrees."""
+        if not (math.isfinite(self.mean) and math.isfinite(self.se)):
+            raise NonFinite(f"the Monte Carlo estimate is not finite (mean {self.mean}, "
+                            f"standard error {self.se}): it decides nothing")
+        if _is_nan(exact):
+            raise NonFinite("the value compared with the Monte Carlo estimate is NaN: the "
+                            "comparison decides nothing")
         return abs(self.z_score(exact)) <= z_critical(level, comparisons)
 
     def as_dict(self, level: float = 0.999, comparisons: int = 1) -> dict:
