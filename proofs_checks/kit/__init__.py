@@ -22,7 +22,8 @@ test_kit_*.py`` declares a toy claim outside any paper for each):
   from the forward pass (gatmiry2024 Cor. A.4, Lemmas A.3, 4.1);
 - ``bound``: a bound under a hypothesis, "if H then Q >= B" with Q derived, searched exactly
   along families of points (walked, or bisected for the smallest failing size), with the first
-  violation and the closest approach (gatmiry2024 Thm. 3.4, A.11, Lemma A.10);
+  violation and the closest approach (gatmiry2024 Thms. 3.3, 3.4, 4.4, A.11, A.12, Lemmas
+  A.9, A.10, eq. (28) and the proof steps at lines 702 and 725);
 - ``ratio_probe``: a printed bound against the bound its proof gives, a ratio probed over
   positive values inside the hypotheses, exact where constant (yang2024's proof chains);
 - ``exact_compare``: named formulas compared at exact points, fast where the sides are far

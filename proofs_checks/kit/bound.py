@@ -10,8 +10,10 @@ becomes one ``Finding``:
 - H is decided exactly (``exact_compare.holds``); a point where it fails, or where it is not a
   relation between real numbers, is not admitted and compares nothing;
 - Q against B exactly (``exact_compare.compare``): a bound that is not a real number at an
-  admitted point bounds nothing there and fails; a sign no precision settles is undecided,
-  never a violation nor a pass;
+  admitted point bounds nothing there and fails; a derived Q that is NaN or complex is the
+  derivation's failure and decides nothing, unless it is ``NotReal`` (taken at a named formula
+  that is not real: the statement's failure); a sign no precision settles is undecided, never
+  a violation nor a pass;
 - the first violation is the counterexample, with the exact point, Q and B to 20 digits and the
   sides of H; the closest approach over the admitted points is the margin (B / Q for a lower
   bound, Q / B for an upper one, 60 digits); a family whose hypothesis admitted no point says so
@@ -32,6 +34,16 @@ from verify.evidence import Closest, Finding
 from .exact_compare import compare, holds, relation_values, value
 
 QUANTITY = "quantity"  # the symbol under which a point's environment holds Q
+
+
+@dataclass(frozen=True)
+class NotReal:
+    """A derived quantity that is not a real number because a named formula it is taken at is
+    not one (the deviation at a named time that is complex, say): the statement says nothing
+    real there, so the point fails, with ``why``.  Any other quantity that comes out NaN or
+    complex is the derivation's failure, not the statement's: the point is undecided."""
+
+    why: str
 
 
 @dataclass(frozen=True)
@@ -113,6 +125,7 @@ class Judged:
     ok: bool | None = None
     used: float | None = None
     bound_value: Any = None
+    why: str = ""
 
 
 def judge(spec: BoundSearch, F: Mapping, p: Point) -> Judged:
@@ -120,6 +133,11 @@ def judge(spec: BoundSearch, F: Mapping, p: Point) -> Judged:
     if spec.hypothesis is not None and not holds(spec.expr(F, spec.hypothesis), p.env):
         return Judged(False)
     env, q = _quantity(spec, F, p)
+    if not spec.named and _not_a_number(env[QUANTITY]):
+        raw = env[QUANTITY]
+        if isinstance(raw, NotReal):
+            return Judged(True, False, None, None, raw.why)
+        return Judged(True, None, None, None, "the derived quantity is not a number")
     b = spec.expr(F, spec.bound)
     ok, x, y = compare(b, q, env) if spec.relation == ">=" else compare(q, b, env)
     bound_value = x if spec.relation == ">=" else y
@@ -131,19 +149,35 @@ def _quantity(spec: BoundSearch, F: Mapping, p: Point) -> tuple[dict, sympy.Expr
     if spec.named:
         return dict(p.env), spec.expr(F, spec.named)
     q = p.quantity() if callable(p.quantity) else p.quantity
-    return {**p.env, QUANTITY: sympy.sympify(q)}, sympy.Symbol(QUANTITY)
+    return {**p.env, QUANTITY: q if isinstance(q, NotReal) else sympy.sympify(q)}, \
+        sympy.Symbol(QUANTITY)
+
+
+def _not_a_number(q) -> bool:
+    """A derived quantity that is NaN or complex (+-oo is compared as an extended real)."""
+    if isinstance(q, NotReal):
+        return True
+    if isinstance(q, sympy.Rational):  # exact (thousands of digits at n = 10^100): a number
+        return False
+    with mpmath.workdps(30):
+        return bool(mpmath.isnan(value(sympy.Symbol(QUANTITY), {QUANTITY: q})))
 
 
 def _ratio(b, q, env: Mapping, relation: str) -> float | None:
-    """B / Q (lower bound) or Q / B (upper bound) at 60 digits; None where not a real number."""
+    """How much of what the statement allows is used, at 60 digits: B / Q for a lower bound,
+    Q / B for an upper one, where the allowing side is positive; the inverse where both are
+    negative; infinite where the used side is positive and the allowing one is not (an upper
+    bound <= 0 under a positive quantity allows nothing); None where not a real number."""
     with mpmath.workdps(60):
         bv, qv = value(b, env), value(q, env)
         num, den = (bv, qv) if relation == ">=" else (qv, bv)
         if mpmath.isnan(num) or mpmath.isnan(den):
             return None
-        if den == 0:
-            return float("inf") if num > 0 else None
-        return float(num / den)
+        if den > 0:
+            return float(num / den)
+        if num < 0 and den < 0:
+            return float(den / num)
+        return float("inf") if num > 0 else None
 
 
 def _shown(x, env: Mapping | None = None, digits: int = 20) -> str:
@@ -154,7 +188,8 @@ def _shown(x, env: Mapping | None = None, digits: int = 20) -> str:
 
 def _counterexample(spec: BoundSearch, F: Mapping, p: Point, j: Judged) -> dict:
     env, q = _quantity(spec, F, p)
-    out = {**p.at, **p.shown, spec.key or spec.quantity: _shown(q, env),
+    shown_q = j.why if isinstance(env.get(QUANTITY), NotReal) else _shown(q, env)
+    out = {**p.at, **p.shown, spec.key or spec.quantity: shown_q,
            spec.bound: _shown(j.bound_value) if j.bound_value is not None else "not a real number"}
     if spec.hypothesis is not None:
         out["hypothesis"] = relation_values(spec.expr(F, spec.hypothesis), p.env)
@@ -181,7 +216,7 @@ class _Search:
         if j.admitted:
             self.near.see(j.used, dict(p.at))
             if j.ok is None:
-                self.undecided.append(dict(p.at))
+                self.undecided.append({**p.at, "why": j.why or "no precision settles the sign"})
         return j
 
     def fail(self, p: Point, j: Judged, rank: int | None = None) -> None:
@@ -244,8 +279,8 @@ def search_finding(spec: BoundSearch, family: Family, F: Mapping, ctx: Context) 
                        s.near.margin, tested=True)
     if s.undecided:
         return Finding(family.name, None, evidence, None,
-                       f"undecided at {len(s.undecided)} admitted point(s): no precision settles "
-                       f"the sign", s.near.margin, tested=s.near.tested)
+                       f"undecided at {len(s.undecided)} admitted point(s): "
+                       f"{s.undecided[0]['why']}", s.near.margin, tested=s.near.tested)
     return Finding(family.name, True, evidence, None, "", s.near.margin, tested=s.near.tested)
 
 

@@ -39,6 +39,8 @@ def mpf(x) -> mpmath.mpf:
     x = sympy.sympify(x)
     if x.is_Rational:
         return mpmath.mpf(int(x.p)) / int(x.q)
+    if x in (sympy.oo, -sympy.oo):
+        return mpmath.inf if x == sympy.oo else -mpmath.inf
     return mpmath.mpf(str(sympy.N(x, mpmath.mp.dps + 10)))
 
 
@@ -218,9 +220,12 @@ def value(expr, env: Mapping):
         v = mp_value(expr, env)
     except _EVAL_ERRORS:
         return mpmath.nan
-    if isinstance(v, mpmath.mpc):
-        return v.real if v.imag == 0 else mpmath.nan
-    return v if isinstance(v, mpmath.mpf) else mpmath.mpf(v)  # a constant formula gives an int
+    if isinstance(v, (mpmath.mpc, complex)):
+        return mpmath.mpf(v.real) if v.imag == 0 else mpmath.nan
+    try:  # a constant formula gives an int or a float
+        return v if isinstance(v, mpmath.mpf) else mpmath.mpf(v)
+    except (TypeError, ValueError):
+        return mpmath.nan
 
 
 def digits_text(x, digits: int = 40) -> str:

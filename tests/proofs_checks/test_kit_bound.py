@@ -14,7 +14,8 @@ import math
 import pytest
 import sympy
 
-from proofs_checks.kit.bound import BoundSearch, Family, Line, Point, bound_findings, judge
+from proofs_checks.kit.bound import (BoundSearch, Family, Line, NotReal, Point, bound_findings,
+                                      judge)
 from proofs_checks.kit.exact_compare import Undecidable, holds, real_le
 from verify.claim import BUDGETS, Claim, Context
 from verify.evidence import combine
@@ -111,7 +112,7 @@ def test_a_sign_no_precision_settles_is_undecided_not_a_verdict():
     ctx = Context("mydraft2026.lemma3", F, {}, BUDGETS["quick"])
     finding, = bound_findings(spec, ctx)
     assert finding.ok is None and "undecided" in finding.reason
-    assert finding.evidence["undecided_points"] == [{"n": 3}]
+    assert finding.evidence["undecided_points"] == [{"n": 3, "why": "no precision settles the sign"}]
 
 
 def test_an_upper_bound_reads_the_other_way():
@@ -133,3 +134,35 @@ def test_an_unsettled_sign_stops_a_conclusion_and_admits_nothing_in_a_hypothesis
         real_le(sympy.Integer(1), one, {"n": sympy.Integer(3)})
     assert holds(sympy.Le(1, one), {"n": sympy.Integer(3)}) is False
     assert real_le(sympy.Integer(1), one + sympy.Rational(1, 10 ** 30), {"n": sympy.Integer(3)})
+
+
+def test_the_margin_reads_negative_sides_the_way_the_relation_does():
+    """Q <= B with B <= 0 < Q uses infinitely more than allowed; with both negative the ratio is
+    B / Q (Q = -2 <= B = -1 uses half); a lower bound mirrors it."""
+    up = BoundSearch("Q", "bound", "<=", ())
+    n = sympy.Symbol("n", positive=True, integer=True)
+    at = Point({"n": sympy.Integer(1)}, 1)
+    assert judge(up, {"bound": -n}, at).used == float("inf")
+    assert judge(up, {"bound": -n}, at).ok is False
+    assert judge(up, {"bound": -n}, Point({"n": sympy.Integer(1)}, -2)).used == 0.5
+    low = BoundSearch("Q", "bound", ">=", ())
+    assert judge(low, {"bound": n}, Point({"n": sympy.Integer(1)}, -1)).used == float("inf")
+    assert judge(low, {"bound": -2 * n}, Point({"n": sympy.Integer(1)}, -1)).used == 0.5
+
+
+def test_a_derived_quantity_that_is_no_number_decides_nothing_unless_the_statement_made_it_so():
+    """A NaN from the derivation (a failed quadrature) is undecided; ``NotReal`` (the quantity
+    is taken at a named formula that is complex there) fails the point, with its reason."""
+    spec = BoundSearch("Q", "bound", "<=", (Family("f", "n = 1", lambda F, ctx: [Line(
+        "n=1", (1,), lambda n: Point({"n": sympy.Integer(n)}, q, {"n": n}))]),))
+    F = {"bound": sympy.Integer(1)}
+    ctx = Context("mydraft2026.lemma3", F, {}, BUDGETS["quick"])
+    for q in (sympy.nan, sympy.I, float("nan")):
+        finding, = bound_findings(spec, ctx)
+        assert finding.ok is None and "not a number" in finding.reason, q
+    q = NotReal("the named time is not a real number")
+    finding, = bound_findings(spec, ctx)
+    assert finding.ok is False and finding.counterexample["Q"] == q.why
+    q = float("inf")
+    finding, = bound_findings(spec, ctx)
+    assert finding.ok is False  # an infinite quantity is compared as an extended real
