@@ -13,6 +13,7 @@ from verify.evidence import Closest, Finding, combine, step
 from verify.formulas import NamedFormula
 
 from ..kit import looped_icl as li
+from ..kit.bound import BoundSearch, Family, Line, Point, bound_findings
 from ..kit.exact_compare import decide, mp_value, mpf, size_text
 from .common import (PAPER, _D, _DELTA, _EPS, _L, _LOSS, _N, _setting, sec35_delta,
                      single_threaded, small_torch)
@@ -108,53 +109,46 @@ def _close_loss(L: int, n: int, lam: Sequence) -> sympy.Rational:
     return li.exact_value(C, {"A": sympy.diag(*lam), "Sigma": sympy.eye(d)}, n)
 
 
-def _close_symbolic(ctx: Context) -> TierResult:
-    """Exact search: Sigma* = I (the statement is invariant under A -> Sigma*^{1/2} A Sigma*^{1/2}),
-    A^opt = a* I, diagonal A (the loss is orthogonally invariant)."""
-    F = ctx.formulas
-    loops = li.loops(ctx)
-    dims = li.by_budget(ctx, (1, 2, 10), (1, 2, 3, 10, 1000))
-    ns = li.by_budget(ctx, CLOSE_NS[1::2], CLOSE_NS)
-    rows, closest, bad, count = [], None, None, 0
-    near = Closest(RATIO_MEASURE)
-    for L in loops:
-        for d in dims:
-            for n in ns:
+def _close_point(F, L: int, n: int, d: int, a_opt, kind: str, lam: Sequence) -> Point | None:
+    """max_i |lambda_i / a* - 1| at A = diag(lam), at the smallest admissible epsilon (None: no
+    epsilon is admissible)."""
+    loss = _close_loss(L, n, lam)
+    eps = _smallest_eps(F, n, d, L, loss)
+    if eps is None:
+        return None
+    with mpmath.workdps(40):
+        dev = max(abs(mpf(x) / a_opt - 1) for x in lam)
+    return Point(_gd_env(n, d, L, loss, eps), dev, {"L": L, "d": d, "n": size_text(n), "at": kind},
+                 {"A_eigenvalues_over_a_star": [mpmath.nstr(mpf(x) / a_opt, 12) for x in lam],
+                  "loss": str(loss), "epsilon": str(eps), "A_opt": "a* I",
+                  "a_star": mpmath.nstr(a_opt, 30), "Sigma_star": "I_d"})
+
+
+def _close_lines(F, ctx: Context):
+    for L in li.loops(ctx):
+        for d in li.by_budget(ctx, (1, 2, 10), (1, 2, 3, 10, 1000)):
+            for n in li.by_budget(ctx, CLOSE_NS[1::2], CLOSE_NS):
                 a_opt = _mp_a_star(L, n, d, 40)
-                best = None
-                for kind, lam in _close_points(L, n, d, a_opt):
-                    loss = _close_loss(L, n, lam)
-                    r = _close_ratio(F, n, d, L, lam, loss, a_opt)
-                    if r is None:
-                        continue
-                    count += 1
-                    if best is None or r["ratio"] > best["ratio"]:
-                        best = {**r, "kind": kind, "lam": lam, "loss": loss}
-                if best is None:
-                    continue
-                row = {"L": L, "d": d, "n": size_text(n), "max_ratio": _ratio_out(best["ratio"]),
-                       "at": best["kind"], "A_eigenvalues_over_a_star": [
-                           mpmath.nstr(mpf(x) / a_opt, 12) for x in best["lam"]]}
-                rows.append(row)
-                near.see(best["ratio"], {"L": L, "d": d, "n": size_text(n), "at": best["kind"]})
-                if closest is None or best["ratio"] > closest_ratio:
-                    closest, closest_ratio = row, best["ratio"]
-                if best["ratio"] > 1 and bad is None:
-                    bad = {**row, "loss": str(best["loss"]), "epsilon": str(best["epsilon"]),
-                           "deviation": mpmath.nstr(best["deviation"], 20),
-                           "radius": mpmath.nstr(best["radius"], 20), "A_opt": "a* I",
-                           "a_star": mpmath.nstr(a_opt, 30), "Sigma_star": "I_d"}
-    ok = bad is None
-    return combine([Finding("exact_search", ok, {
-        "instances": count, "ns": [size_text(n) for n in ns], "dims": list(dims),
-        "loops": list(loops), "ratio": "max_i |lambda_i/a* - 1| / radius at the smallest "
-        "admissible epsilon (> 1 violates)", "closest_approach": closest, "rows": rows}, bad,
-        "" if ok else "an admissible A lies outside the named sandwich", near.margin,
-        tested=count > 0)],
-        steps=[step("Most demanding epsilon", r"\epsilon_0=\inf\{\epsilon: \text{hypothesis}\}",
-                    "the radius grows with epsilon, so the statement holds for every admissible "
-                    "epsilon iff it holds at the smallest one (found by bisection, exact "
-                    "comparisons at 80 digits)")])
+                yield Line(f"L={L},d={d},n={size_text(n)}", _close_points(L, n, d, a_opt),
+                           lambda p, L=L, n=n, d=d, a=a_opt: _close_point(F, L, n, d, a, *p))
+
+
+CLOSE_SEARCH = BoundSearch("max_i |lambda_i / a* - 1|", "radius", "<=", (Family(
+    "exact_search", "Sigma* = I (the statement is invariant under A -> Sigma*^{1/2} A "
+    "Sigma*^{1/2}), A^opt = a* I, diagonal A (the loss is orthogonally invariant): the scalar "
+    "family a* (1 + s) I and one eigenvalue moved, at the smallest admissible epsilon",
+    _close_lines, "(1 - r) A^opt <= A <= (1 + r) A^opt"),),
+    hypothesis="hypothesis", inline=("delta",), key="deviation")
+
+
+def _close_symbolic(ctx: Context) -> TierResult:
+    """Exact search (``kit.bound``): the deviation of A from A^opt against the named radius."""
+    return combine(bound_findings(CLOSE_SEARCH, ctx),
+                   steps=[step("Most demanding epsilon",
+                               r"\epsilon_0=\inf\{\epsilon: \text{hypothesis}\}",
+                               "the radius grows with epsilon, so the statement holds for every "
+                               "admissible epsilon iff it holds at the smallest one (found by "
+                               "bisection, exact comparisons at 80 digits)")])
 
 
 def _close_numeric(ctx: Context) -> TierResult:

@@ -16,6 +16,7 @@ from verify.evidence import Closest, Finding, combine, step
 from verify.formulas import NamedFormula
 
 from ..kit import looped_icl as li
+from ..kit.bound import BoundSearch, Family, Line, NotReal, Point, search_finding
 from ..kit.exact_compare import decide, finite_real, mp_value, mpf, size_text
 from .common import PAPER, _D, _DELTA, _L, _N, _XI, _setting, sec35_delta, single_threaded
 from .dominance import A10_SIZE_CONDITION, GD_N, _gd_env, _gd_expr
@@ -132,59 +133,47 @@ class FlowForm:
     with_closeness: bool  # Thm. 3.3 (2): (1 - c) A^opt <= A(t) <= (1 + c) A^opt
 
 
-def _flow_case(F, L: int, n: int, d: int, xi) -> dict:
-    """At the scalar start A(0) = 0: the true hitting time vs the named time bound (ok, and
-    nothing compared, where the hypothesis does not admit (n, d, L, xi))."""
-    if not _admits(F, n, d, L, xi):
-        return {"ok": True, "admitted": False}
-    t_true, a_xi = scalar_flow_time(L, n, d, xi)
-    with mpmath.workdps(30):
-        bound = _flow_named(F, "time", n, d, L, xi)
-        return {"t_true": t_true, "t_bound": bound, "ok": t_true <= bound, "a_xi": a_xi}
-
-
 TIME_MEASURE = "the time the flow takes to reach loss xi / the named time"
 RADIUS_MEASURE = "|a(t) / a* - 1| at the named time / the radius c"
 
 
-def flow_large_d_scan(F, loops: Sequence[int], n: int = GD_N, xi=FLOW_XI,
-                      d_max: int = 2 ** 20) -> tuple[dict, dict | None, Closest]:
-    """Per L, the smallest d at which the flow from A(0) = 0 has not reached xi by the named
-    time (bisection: t_true / t_bound grows like d^{(L-1)/L} at large n); the margin is
-    t_true / t_bound at d_max where no d fails (the comparisons, as a Closest)."""
-    rows, first, near = {}, None, Closest(TIME_MEASURE)
-    for L in loops:
-        if not _admits(F, n, d_max, L, xi):
-            rows[f"L={L}"] = {"hypothesis_fails_at_d_max": True}
-            continue
-        top = _flow_case(F, L, n, d_max, xi)
-        if top["ok"]:  # admitted: the hypothesis holds at d_max
-            rows[f"L={L}"] = {"smallest_failing_d": None, "checked_up_to_d": d_max}
-            near.see_le(top["t_true"], top["t_bound"],
-                        {"L": L, "n": size_text(n), "d": d_max, "xi": str(xi), "A0": "0"})
-            continue
-        lo, hi = 1, d_max
-        if not _flow_case(F, L, n, 1, xi)["ok"]:
-            hi = 1
-        while lo + 1 < hi:
-            mid = (lo + hi) // 2
-            lo, hi = (lo, mid) if not _flow_case(F, L, n, mid, xi)["ok"] else (mid, hi)
-        c = _flow_case(F, L, n, hi, xi)
-        row = {"smallest_failing_d": hi, "t_true": mpmath.nstr(c["t_true"], 15),
-               "t_bound": mpmath.nstr(c["t_bound"], 15)}
-        prev = _flow_case(F, L, n, hi - 1, xi) if hi > 1 else {}
-        if "t_true" in prev:  # d - 1 admitted by the hypothesis
-            row["at_d_minus_1"] = {"t_true": mpmath.nstr(prev["t_true"], 15),
-                                   "t_bound": mpmath.nstr(prev["t_bound"], 15)}
-        rows[f"L={L}"] = row
-        if first is None or hi < first["d"]:
-            ivp = scalar_flow_ivp(L, n, hi, float(xi), 4 * float(c["t_true"]))
-            first = {"L": L, "d": hi, "n": size_text(n), "xi": str(xi), "A0": "0",
-                     "Sigma_star": "I_d", "t_to_reach_xi_quadrature": mpmath.nstr(c["t_true"], 20),
-                     "t_to_reach_xi_solve_ivp": ivp["t_hit"],
-                     "named_time_bound": mpmath.nstr(c["t_bound"], 20),
-                     "loss_at_named_time": _loss_at_time(L, n, hi, float(c["t_bound"]))}
-    return rows, first, near
+def _hitting_lines(n: int = GD_N, xi=FLOW_XI, d_max: int = 2 ** 20):
+    """Per L, d = 1 .. d_max from the scalar start A(0) = 0: the time the flow takes to reach
+    loss xi (quadrature) against the named time; t_true / t_bound grows like d^{(L-1)/L} at
+    large n, so bisect for the smallest failing d."""
+    def point(L, d):
+        return Point({**_gd_env(n, d, L), "xi": sympy.sympify(xi)},
+                     lambda: scalar_flow_time(L, n, d, xi)[0],
+                     {"L": L, "d": d, "n": size_text(n), "xi": str(xi), "A0": "0"},
+                     {"Sigma_star": "I_d"})
+
+    def lines(F, ctx):
+        for L in li.by_budget(ctx, (2, 3, 4), (2, 3, 4, 5, 6), (2, 3, 4, 5, 6, 8)):
+            yield Line(f"L={L}", range(1, d_max + 1), lambda d, L=L: point(L, d), smallest=True)
+    return lines
+
+
+HITTING_SEARCH = BoundSearch(
+    "the time the flow takes to reach loss xi", "time", "<=", (Family(
+        "hitting_time_large_d", f"Sigma* = I, A(0) = 0, n = {size_text(GD_N)}, xi = {FLOW_XI}; "
+        "per L the smallest d at which L(A(t), 0) > xi at the named time (bisection over d <= "
+        "2^20; L = 1 excluded: the named time divides by L - 1)", _hitting_lines(),
+        "the flow from A(0) = 0 reaches xi by the named time"),),
+    hypothesis="hypothesis", inline=("delta",), key="t_to_reach_xi_quadrature")
+
+
+def _hitting_finding(ctx: Context) -> Finding:
+    """``HITTING_SEARCH``, its counterexample cross-checked by solve_ivp and with the loss the
+    flow has at the named time."""
+    found = search_finding(HITTING_SEARCH, HITTING_SEARCH.families[0], ctx.formulas, ctx)
+    ce = found.counterexample
+    if ce is not None:
+        L, d, t, bound = ce["L"], ce["d"], float(ce["t_to_reach_xi_quadrature"]), ce["time"]
+        ce["named_time_bound"] = ce.pop("time")
+        ce["t_to_reach_xi_solve_ivp"] = scalar_flow_ivp(L, GD_N, d, float(FLOW_XI), 4 * t)["t_hit"]
+        if bound != "not a real number":
+            ce["loss_at_named_time"] = _loss_at_time(L, GD_N, d, float(bound))
+    return found
 
 
 def _loss_at_time(L: int, n: int, d: int, t: float) -> float:
@@ -193,35 +182,32 @@ def _loss_at_time(L: int, n: int, d: int, t: float) -> float:
         return float(mpmath.polyval(_mp_coeffs(li.scalar_poly(L, n, d)), a))
 
 
-def _closeness_finding(F, loops: Sequence[int], dims: Sequence[int], n: int = GD_N,
-                       xi=FLOW_XI) -> Finding:
-    """Thm. 3.3 (2) at the named time: (1 - c) a* <= a(t) <= (1 + c) a* (A(0) = 0)."""
-    rows, bad, near = [], None, Closest(RADIUS_MEASURE)
-    for L in loops:
-        for d in dims:
-            if not _admits(F, n, d, L, xi):
-                continue
-            with mpmath.workdps(30):
-                t = finite_real(_flow_named(F, "time", n, d, L, xi))
-                c = finite_real(_flow_named(F, "c", n, d, L, xi))
-            if t is None or c is None:
-                row = {"L": L, "d": d, "ok": False,
-                       "why": "the named time or radius is not a real number"}
-            else:
-                a_t = scalar_flow_position(L, n, d, max(t, 0))
-                a_opt = _mp_a_star(L, n, d)
-                ok = (1 - c) * a_opt <= a_t <= (1 + c) * a_opt
-                row = {"L": L, "d": d, "t": mpmath.nstr(t, 15), "a_t": float(a_t),
-                       "a_star": float(a_opt), "c": float(c), "ok": bool(ok)}
-                near.see_le(abs(a_t / a_opt - 1), c,
-                            {"L": L, "n": size_text(n), "d": d, "xi": str(xi), "A0": "0"})
-            rows.append(row)
-            if not row["ok"] and bad is None:
-                bad = row
-    return Finding("closeness_at_the_named_time", bad is None, {"n": size_text(n), "xi": str(xi),
-                   "rows": rows}, bad,
-                   "" if bad is None else bad.get("why", "A(t) is outside (1 +- c) A^opt"),
-                   near.margin, tested=bool(rows))
+def _deviation_at_named_time(F, L: int, n: int, d: int, xi):
+    """|a(t) / a* - 1| at the named time t (A(0) = 0); ``NotReal`` where t is not a real number
+    (the statement's time says nothing there, so it fails)."""
+    with mpmath.workdps(30):
+        t = finite_real(_flow_named(F, "time", n, d, L, xi))
+        if t is None:
+            return NotReal("the named time is not a real number")
+        return abs(scalar_flow_position(L, n, d, max(t, 0)) / _mp_a_star(L, n, d) - 1)
+
+
+def _closeness_lines(dims: Sequence[int], n: int = GD_N, xi=FLOW_XI):
+    def lines(F, ctx):
+        for L in li.by_budget(ctx, (2, 3, 4), (2, 3, 4, 5, 6), (2, 3, 4, 5, 6, 8))[:2]:
+            yield Line(f"L={L}", dims, lambda d, L=L: Point(
+                {**_gd_env(n, d, L), "xi": sympy.sympify(xi)},
+                lambda: _deviation_at_named_time(F, L, n, d, xi),
+                {"L": L, "d": d, "n": size_text(n), "xi": str(xi), "A0": "0"}))
+    return lines
+
+
+CLOSENESS_SEARCH = BoundSearch(
+    "|a(t) / a* - 1| at the named time", "c", "<=", (Family(
+        "closeness_at_the_named_time", f"Thm. 3.3 (2) at the named time, A(0) = 0, n = "
+        f"{size_text(GD_N)}, xi = {CLOSE_XI}, d in (1, 10, 1000)", _closeness_lines(
+            (1, 10, 1000), xi=CLOSE_XI), "(1 - c) A^opt <= A(t) <= (1 + c) A^opt"),),
+    hypothesis="hypothesis", inline=("delta",), key="deviation")
 
 
 def _taylor_shift(coeffs: Sequence, a) -> list:
@@ -535,19 +521,10 @@ def _flow_steps() -> list:
 
 def _flow_symbolic(ctx: Context, form: FlowForm) -> TierResult:
     F = ctx.formulas
-    loops = li.by_budget(ctx, (2, 3, 4), (2, 3, 4, 5, 6), (2, 3, 4, 5, 6, 8))
-    rows, first, near = flow_large_d_scan(F, loops)
-    ok = first is None
-    findings = [Finding("hitting_time_large_d", ok, {
-        "family": f"Sigma* = I, A(0) = 0, n = {size_text(GD_N)}, xi = {FLOW_XI}; per L the smallest "
-                  "d at which L(A(t), 0) > xi at the named time (bisection over d <= 2^20)",
-        "by_L": rows, "L_1": "excluded: the named time divides by L - 1"}, first,
-        "" if ok else f"at L = {first['L']}, d = {first['d']} the flow needs "
-                      f"{first['t_to_reach_xi_quadrature']} > {first['named_time_bound']}",
-        near.margin, tested=near.tested)]
+    findings = [_hitting_finding(ctx)]
     findings += [flow_xi_probe(F), flow_farthest_time_probe(F)]
     if form.with_closeness:
-        findings += [_closeness_finding(F, loops[:2], (1, 10, 1000), xi=CLOSE_XI),
+        findings += [search_finding(CLOSENESS_SEARCH, CLOSENESS_SEARCH.families[0], F, ctx),
                      flow_radius_probe(F)]
     return combine(findings, steps=_flow_steps())
 
