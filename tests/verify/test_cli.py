@@ -145,7 +145,7 @@ def test_check_prints_how_near_a_bound_came_to_failing(capsys):
     assert code == 0
     assert "gatmiry2024.thm4_4: verified\n" in out
     assert "  closest approach: 0.042 of the bound (max_i |lambda_i" in out
-    assert ("the correction's closest approach: 0.0156 of the bound (the named lower bound "
+    assert ("the correction's closest approach: 0.0156 of the bound (the named bound "
             "(rhs) / ||grad L(A, 0)||_F^2; symbolic") in out
 
 
