@@ -126,6 +126,10 @@ class Judged:
     used: float | None = None
     bound_value: Any = None
     why: str = ""
+    # the point's environment with Q in it, and Q's expression (for the counterexample: a
+    # derived Q, a quadrature say, is not derived again)
+    env: Mapping | None = None
+    q: Any = None
 
 
 def judge(spec: BoundSearch, F: Mapping, p: Point) -> Judged:
@@ -136,12 +140,12 @@ def judge(spec: BoundSearch, F: Mapping, p: Point) -> Judged:
     if not spec.named and _not_a_number(env[QUANTITY]):
         raw = env[QUANTITY]
         if isinstance(raw, NotReal):
-            return Judged(True, False, None, None, raw.why)
-        return Judged(True, None, None, None, "the derived quantity is not a number")
+            return Judged(True, False, None, None, raw.why, env, q)
+        return Judged(True, None, None, None, "the derived quantity is not a number", env, q)
     b = spec.expr(F, spec.bound)
     ok, x, y = compare(b, q, env) if spec.relation == ">=" else compare(q, b, env)
     bound_value = x if spec.relation == ">=" else y
-    return Judged(True, ok, _ratio(b, q, env, spec.relation), bound_value)
+    return Judged(True, ok, _ratio(b, q, env, spec.relation), bound_value, "", env, q)
 
 
 def _quantity(spec: BoundSearch, F: Mapping, p: Point) -> tuple[dict, sympy.Expr]:
@@ -187,7 +191,7 @@ def _shown(x, env: Mapping | None = None, digits: int = 20) -> str:
 
 
 def _counterexample(spec: BoundSearch, F: Mapping, p: Point, j: Judged) -> dict:
-    env, q = _quantity(spec, F, p)
+    env, q = j.env, j.q
     shown_q = j.why if isinstance(env.get(QUANTITY), NotReal) else _shown(q, env)
     out = {**p.at, **p.shown, spec.key or spec.quantity: shown_q,
            spec.bound: _shown(j.bound_value) if j.bound_value is not None else "not a real number"}
