@@ -486,10 +486,15 @@ def flow_xi_probe(F, sizes: Sequence = FLOW_PROBE_SIZES,
             else:
                 t_true, _ = scalar_flow_time(L, n, d, value)
                 with mpmath.workdps(30):
-                    bound = _flow_named(F, "time", n, d, L, xi)
-                row.update(t_true=mpmath.nstr(t_true, 15), t_bound=mpmath.nstr(bound, 15),
-                           ok=bool(t_true <= bound))
-                near.see_le(t_true, bound, {k: row[k] for k in ("L", "n", "d", "xi")})
+                    named = _flow_named(F, "time", n, d, L, xi)
+                bound = finite_real(named)
+                row.update(t_true=mpmath.nstr(t_true, 15), t_bound=mpmath.nstr(named, 15))
+                if bound is None:  # a time that is not a real number bounds nothing
+                    row.update(ok=False, why=f"the named time {row['t_bound']} is not a real "
+                                             "number")
+                else:
+                    row["ok"] = bool(t_true <= bound)
+                    near.see_le(t_true, bound, {k: row[k] for k in ("L", "n", "d", "xi")})
             rows.append(row)
             if not row["ok"] and bad is None:
                 bad = row
@@ -595,7 +600,8 @@ def _flow_numeric(ctx: Context, form: FlowForm) -> TierResult:
             for s in range(starts):
                 lam0 = rng.uniform(-1.0, 2.5, d) if s else np.zeros(d)
                 with mpmath.workdps(30):
-                    T = float(_flow_named(F, "time", n, d, L, sympy.Rational(repr(xi))))
+                    T = finite_real(_flow_named(F, "time", n, d, L, sympy.Rational(repr(xi))))
+                T = float("nan") if T is None else float(T)
                 if not np.isfinite(T):  # solve_ivp never ends on a nan interval
                     row = {"L": L, "d": d, "n": n, "xi": xi, "named_time": str(T), "ok": False,
                            "why": "the named time is not a real number"}
@@ -618,11 +624,17 @@ def _flow_numeric(ctx: Context, form: FlowForm) -> TierResult:
                     row["integrated_to"] = FLOW_T_CAP
                 elif form.with_closeness:
                     with mpmath.workdps(30):
-                        c = float(_flow_named(F, "c", n, d, L, sympy.Rational(repr(xi))))
+                        c = finite_real(_flow_named(F, "c", n, d, L, sympy.Rational(repr(xi))))
                     a_opt = float(_mp_a_star(L, n, d))
                     lam_T = np.array(out["lam_end"])
-                    close = bool(np.all(((1 - c) * a_opt <= lam_T) & (lam_T <= (1 + c) * a_opt)))
-                    radii.see_le(float(np.abs(lam_T / a_opt - 1).max()), c, where)
+                    if c is None:  # a radius that is not a real number bounds nothing
+                        close, c = False, "not a real number"
+                        row["why"] = "the named radius c is not a real number"
+                    else:
+                        c = float(c)
+                        close = bool(np.all(((1 - c) * a_opt <= lam_T)
+                                            & (lam_T <= (1 + c) * a_opt)))
+                        radii.see_le(float(np.abs(lam_T / a_opt - 1).max()), c, where)
                     row.update({"c": c, "eigenvalues_at_named_time": lam_T.tolist(),
                                 "close": close})
                     ok = ok and close
@@ -633,8 +645,8 @@ def _flow_numeric(ctx: Context, form: FlowForm) -> TierResult:
     undecided = any(r["ok"] is None for r in rows)
     return combine([Finding("flows_at_small_d", False if bad else None if undecided else True,
                             {"flows": rows, "integrated_up_to": FLOW_T_CAP}, bad,
-                            "" if bad is None and not undecided else "a flow misses the named bound"
-                            if bad else f"a flow has not reached xi by t = {FLOW_T_CAP:g}, below "
+                            "" if bad is None and not undecided else
+                            bad.get("why", "a flow misses the named bound") if bad else f"a flow has not reached xi by t = {FLOW_T_CAP:g}, below "
                             "the named time",
                             max((m for m in (times.margin, radii.margin) if m is not None),
                                 key=lambda m: m.used, default=None), tested=bool(rows))])

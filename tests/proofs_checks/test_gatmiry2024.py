@@ -942,6 +942,20 @@ def test_thm3_3_a_time_undefined_at_l_2_is_refuted_not_an_error():
     assert v.verdict == "refuted", (v.verdict, v.reason)
 
 
+@pytest.mark.parametrize("name,text,why", [
+    ("time", "sqrt(-d)*xi", "the named time is not a real number"),
+    ("c", "sqrt(-d)", "the named radius c is not a real number")])
+def test_thm3_3_a_time_or_radius_that_is_not_real_is_refuted_in_every_tier_not_an_error(
+        name, text, why):
+    """A named time or radius that is complex bounds nothing: every tier that reads it fails
+    there (it used to raise TypeError on the mpc, an inconclusive verdict)."""
+    v = check_claim(find("gatmiry2024.thm3_3"), tiers=("symbolic", "numeric"), budget="quick",
+                    seed=0, overrides={name: text})
+    assert v.verdict == "refuted", (v.verdict, v.reason)
+    assert all(v.tiers[t].status == "fail" for t in ("symbolic", "numeric")), v.reason
+    assert why in v.tiers["numeric"].reason
+
+
 def test_thm_a12_a_time_too_short_at_large_xi_is_refuted_from_the_farthest_start():
     """The corrected time with xi^2 for xi: longer at xi < 1, so the flows from A(0) = 0 (whose
     loss starts below d) and the scan at xi = 10^-6 passed it. The flow from a0 I with a0 -> oo
