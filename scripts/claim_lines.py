@@ -2,8 +2,15 @@
 functions defined by the paper, and the paper's own functions they call directly; a kit check
 counts only the callables the claim hands to the kit, and is named in the last column).  Prints
 a table, the median over all claims and the median over the claims built on a kit check.
+``--against TABLE`` compares with a table this script printed at another revision: the claims in
+both, their medians and sums then and now.
 
-    python scripts/claim_lines.py [--paper KEY]...
+    python scripts/claim_lines.py [--paper KEY]... [--against TABLE]
+
+The table of the revision before the kit (dd2886f, 73 claims) is
+``scripts/data/claim_lines_dd2886f.txt``; to print one for another revision REV:
+
+    git worktree add /tmp/rev REV && cd /tmp/rev && PYTHONPATH=. python /path/to/claim_lines.py
 """
 from __future__ import annotations
 
@@ -16,9 +23,18 @@ import sys
 import types
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # PYTHONPATH (another revision) first
 
 from verify import registry  # noqa: E402
+
+
+def _paper_modules() -> dict:
+    """{paper key: module}: the registry's, or (a revision before papers were plugins) the
+    package's ``PAPER_MODULES``."""
+    if hasattr(registry, "paper_modules"):
+        return registry.paper_modules()
+    from proofs_checks import PAPER_MODULES
+    return dict(PAPER_MODULES)
 
 
 def _lines(obj) -> int:
@@ -84,7 +100,7 @@ def _lambda_lines(fn) -> int:
 
 def _declaration(claim) -> tuple[str, int]:
     """The file and line count of the ``Claim(id=...)`` call that declares ``claim``."""
-    module = sys.modules[registry.paper_modules()[claim.paper]]
+    module = sys.modules[_paper_modules()[claim.paper]]
     files = [Path(module.__file__)]
     if Path(module.__file__).name == "__init__.py":
         files += sorted(Path(module.__file__).parent.glob("*.py"))
@@ -101,11 +117,13 @@ def _declaration(claim) -> tuple[str, int]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--paper", action="append", default=[])
+    ap.add_argument("--against", metavar="TABLE",
+                    help="a table this script printed at another revision")
     args = ap.parse_args()
     papers = args.paper or registry.papers()
     rows = []
     for paper in papers:
-        package = registry.paper_modules()[paper]
+        package = _paper_modules()[paper]
         for claim in registry.by_paper(paper):
             where, decl = _declaration(claim)
             seen: set = set()
@@ -118,7 +136,32 @@ def main() -> int:
         print(f"{cid:{width}}  {where:24}  {decl:11d}  {checks:6d}  {total:5d}  {kit or '-'}")
     _median("", rows)
     _median(" built on a kit check", [r for r in rows if r[5]])
+    if args.against:
+        _against(Path(args.against), rows)
     return 0
+
+
+def _read_table(path: Path) -> dict:
+    """{claim id: (declaration, checks, total)} of a table this script printed."""
+    out = {}
+    for line in path.read_text().splitlines():
+        f = line.split()
+        if len(f) >= 5 and "." in f[0] and all(x.isdigit() for x in f[2:5]):
+            out[f[0]] = tuple(int(x) for x in f[2:5])
+    return out
+
+
+def _against(path: Path, rows: list) -> None:
+    """The claims of both tables: median and sum of each column then and now."""
+    then = _read_table(path)
+    now = {r[0]: (r[2], r[3], r[4]) for r in rows}
+    both = [c for c in then if c in now]
+    print(f"\nagainst {path.name}: {len(both)} claims in both ({len(then)} then, {len(now)} now)")
+    for i, col in enumerate(("declaration", "checks", "total")):
+        a, b = [then[c][i] for c in both], [now[c][i] for c in both]
+        if a:
+            print(f"  {col:11}  median {statistics.median(a):g} -> {statistics.median(b):g}, "
+                  f"sum {sum(a)} -> {sum(b)} ({100 * (sum(b) - sum(a)) / sum(a):+.0f}%)")
 
 
 def _median(what: str, rows: list) -> None:
