@@ -52,6 +52,16 @@ def exact_value(expr: sympy.Basic, values: Mapping[str, Any]) -> Any:
     return v
 
 
+def float_scalar(expr: sympy.Basic, values: Mapping[str, Any]) -> float:
+    """Float64 value of a scalar (or 1x1) formula."""
+    return float(np.asarray(float_value(expr, values)).reshape(-1)[0])
+
+
+def error_finding(name: str, exc: Exception) -> Finding:
+    """A failed finding for a formula that cannot be evaluated at concrete sizes (ill-typed)."""
+    return Finding(name, False, {"error": str(exc)}, {"error": str(exc)}, str(exc))
+
+
 def _safe_exact(expr, values):
     """Exact value, or (None, reason) when the formula cannot be evaluated (shape errors)."""
     try:
@@ -128,6 +138,7 @@ _zk_prompt = FormulaSymbol("z_k", "matrix", ("m", "1"), equals="Z*e_k")
 _DELTA_SIGN = "Lemma 5 uses delta_k only through ||Zbar delta_k||^2"
 _ak = FormulaSymbol("Ahat_k", "matrix", ("N", "1"))
 _Ahat = FormulaSymbol("Ahat", "matrix", ("N", "K"))
+_A = FormulaSymbol("A", "matrix", ("N", "K"))
 _y = FormulaSymbol("y", "matrix", ("N", "1"))
 
 G_TEXT = "(Z.T*Z + m*tau*Identity(N))"

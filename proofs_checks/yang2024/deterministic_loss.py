@@ -17,12 +17,13 @@ from verify.claim import Claim, Context, Correction, TierResult
 from verify.evidence import Finding, combine, step
 from verify.formulas import NamedFormula
 
-from .setting import (BUDGET_SIZES, BUDGET_TAU, ExactInstance, Instance, PAPER, SETTING,
-                      _loss_steps, _sizes_scalars, exact_instances, exact_optimum, exact_quadratic,
-                      float_quadratic, make_instance, tau_points, token_losses)
+from .setting import (ExactInstance, Instance, PAPER, SETTING, _loss_steps, _sizes_scalars,
+                      budget_and_paper_instances, exact_instances, exact_optimum, exact_quadratic,
+                      float_quadratic, make_instance, quadratic_loss, tau_points, token_loss,
+                      token_losses, token_minimum, token_values)
 from .common import (A_TEXT, G_TEXT, _Ahat, _DELTA_SIGN, _J, _K, _N, _Z, _Zhat, _ak, _at_tau, _ek,
                      _first_nonzero, _m, _mc_compare, _rational_str, _safe_exact, _tau, _zk,
-                     _zk_prompt, dimension_finding, exact_value, float_value)
+                     _zk_prompt, dimension_finding, exact_value, float_scalar, float_value)
 
 
 # ==============================================================================================
@@ -63,14 +64,7 @@ LEMMA5_CORRECTION = Correction(
     })
 
 
-def _token_values(inst: ExactInstance, k: int, a) -> dict:
-    vals = {"Z": inst.Z, "z_k": inst.Zhat[:, k], "Ahat_k": a, **_sizes_scalars(inst.m, inst.N)}
-    if k < inst.N:
-        vals["e_k"] = inst.e(k)
-    return vals
-
-
-def _lemma5_exact(F, texts, insts, names=("delta_prompt", "delta_query", "c_prompt", "c_query")):
+def _lemma5_exact(F, insts: list[ExactInstance]) -> list[Finding]:
     """Compare the paper's per-token loss (1/2)||Zbar delta_k||^2 + c_k/2 with the derived L_k.
 
     Exact in the entries of a = Ahat_k (symbols) at the noise levels of ``tau_points`` (which
@@ -87,9 +81,9 @@ def _lemma5_exact(F, texts, insts, names=("delta_prompt", "delta_query", "c_prom
             for tau in tau_points(inst.N):
                 G, B, c = exact_quadratic(inst, tau)
                 Ginv = G.inv()
-                derived = sympy.expand((a.T * G * a)[0, 0] / 2 - (a.T * B[:, k])[0, 0] + c[k] / 2)
-                derived_min = c[k] / 2 - (B[:, k].T * Ginv * B[:, k])[0, 0] / 2
-                vals = {**_token_values(inst, k, a), "tau": tau}
+                derived = sympy.expand(token_loss(G, B, c, a, k))
+                derived_min = token_minimum(Ginv, B, c, k)
+                vals = {**token_values(inst, k, a), "tau": tau}
                 cval, why_c = _safe_exact(F[f"c_{kind}"], vals)
                 if cval is None:
                     why = why or why_c
@@ -138,10 +132,10 @@ def _lemma5_report(F, inst: ExactInstance, k: int, a, part: str) -> dict:
     kind = "prompt" if k < inst.N else "query"
     G, B, c = exact_quadratic(inst)
     Ginv = G.inv()
-    vals = _token_values(inst, k, a)
+    vals = token_values(inst, k, a)
     cval = exact_value(F[f"c_{kind}"], vals)
     if part == "constant":
-        derived_min = sympy.cancel(c[k] / 2 - (B[:, k].T * Ginv * B[:, k])[0, 0] / 2)
+        derived_min = sympy.cancel(token_minimum(Ginv, B, c, k))
         return {"instance": inst.as_dict(), "token": k + 1, "kind": kind,
                 "paper_c_over_2": str(sympy.factor(cval / 2)),
                 "derived_min_L_k": str(sympy.factor(derived_min)),
@@ -150,7 +144,7 @@ def _lemma5_report(F, inst: ExactInstance, k: int, a, part: str) -> dict:
                                "derived": _rational_str(_at_tau(derived_min))}}
     dval = exact_value(F[f"delta_{kind}"], vals)
     Zsq = exact_value(F["Zbar_sq"], vals)
-    derived = sympy.expand((a.T * G * a)[0, 0] / 2 - (a.T * B[:, k])[0, 0] + c[k] / 2)
+    derived = sympy.expand(token_loss(G, B, c, a, k))
     paper = (dval.T * Zsq * dval)[0, 0] / 2 + cval / 2
     at0 = {s: 0 for s in a}
     return {"instance": inst.as_dict(), "token": k + 1, "kind": kind,
@@ -163,7 +157,7 @@ def lemma5_symbolic(ctx: Context) -> TierResult:
     F = ctx.formulas
     insts = exact_instances(ctx)
     findings = [dimension_finding(ctx, [f.name for f in LEMMA5_FORMULAS])]
-    findings += _lemma5_exact(F, ctx.formula_texts, insts)
+    findings += _lemma5_exact(F, insts)
     steps = _loss_steps() + [
         step("Completing the square", r"\mathcal L_k(\hat a) = \tfrac12 (\hat a - A_{:,k})^\top "
              r"\bar Z^2 (\hat a - A_{:,k}) + \mathcal L_k(A_{:,k}),\quad \bar Z^2 = Z^\top Z + m\tau I_N",
@@ -188,7 +182,7 @@ def lemma5_paper_loss(F, inst: Instance, Ahat: np.ndarray) -> tuple[float | None
     base = {"Z": Z, "m": inst.m, "N": inst.N, "K": inst.K, "tau": inst.tau}
     reasons = []
 
-    def token_values(k):
+    def float_token_values(k):
         vals = {**base, "z_k": Zhat[:, [k]], "Ahat_k": Ahat[:, [k]]}
         if k < inst.N:
             vals["e_k"] = np.eye(inst.N)[:, [k]]
@@ -198,8 +192,7 @@ def lemma5_paper_loss(F, inst: Instance, Ahat: np.ndarray) -> tuple[float | None
         return "prompt" if k < inst.N else "query"
 
     try:
-        cs = [float(np.asarray(float_value(F[f"c_{kind(k)}"], token_values(k))).reshape(-1)[0])
-              for k in range(inst.K)]
+        cs = [float_scalar(F[f"c_{kind(k)}"], float_token_values(k)) for k in range(inst.K)]
         lstar = 0.5 * sum(cs) / inst.K
     except Exception as exc:  # numpy refuses the shapes of an ill-typed formula
         cs, lstar = None, None
@@ -210,7 +203,7 @@ def lemma5_paper_loss(F, inst: Instance, Ahat: np.ndarray) -> tuple[float | None
             Zsq = float_value(F["Zbar_sq"], base)
             acc = 0.0
             for k in range(inst.K):
-                delta = np.asarray(float_value(F[f"delta_{kind(k)}"], token_values(k))).reshape(-1, 1)
+                delta = np.asarray(float_value(F[f"delta_{kind(k)}"], float_token_values(k))).reshape(-1, 1)
                 acc += 0.5 * (delta.T @ Zsq @ delta).item() + 0.5 * cs[k]
             total = acc / inst.K
         except Exception as exc:  # numpy refuses the shapes of an ill-typed formula
@@ -341,7 +334,7 @@ def eq33_symbolic(ctx: Context) -> TierResult:
             ones = {x: 1 for x in a}
             ks = range(inst.N) if kind == "prompt" else range(inst.N, inst.K)
             for k in ks:
-                delta, why = _safe_exact(F[f"delta_{kind}"], _token_values(inst, k, a))
+                delta, why = _safe_exact(F[f"delta_{kind}"], token_values(inst, k, a))
                 if delta is None:
                     undecided = why
                     break
@@ -500,8 +493,7 @@ def _float_matrix_values(inst: Instance) -> dict:
 def eq34_numeric(ctx: Context) -> TierResult:
     F = ctx.formulas
     findings = []
-    insts = [make_instance(ctx), make_instance(ctx, "paper-size", BUDGET_SIZES["paper"],
-                                               BUDGET_TAU["paper"])]
+    insts = list(budget_and_paper_instances(ctx).values())
     tol = 1e-8
     for name in ("A", "A_woodbury"):
         rows, bad = [], None
@@ -563,8 +555,7 @@ def eq36_symbolic(ctx: Context) -> TierResult:
         agree = True
         for tau in tau_points(inst.N):
             G, B, c = exact_quadratic(inst, tau)
-            derived = sum(((Ah[:, k].T * G * Ah[:, k])[0, 0] / 2 - (Ah[:, k].T * B[:, k])[0, 0] + c[k] / 2)
-                          for k in range(inst.K)) / inst.K
+            derived = quadratic_loss(G, B, c, Ah)
             vals = {**_exact_matrix_values(inst), "Ahat": Ah, "tau": tau}
             ex, why1 = _safe_exact(F["L_excess"], vals)
             ls, why2 = _safe_exact(F["L_star"], vals)
@@ -604,11 +595,11 @@ def eq36_symbolic(ctx: Context) -> TierResult:
 def eq36_paper_loss(F, inst: Instance, Ahat: np.ndarray) -> tuple[float | None, float | None, str]:
     vals = {**_float_matrix_values(inst), "Ahat": Ahat}
     try:
-        ls = float(np.asarray(float_value(F["L_star"], vals)).reshape(-1)[0])
+        ls = float_scalar(F["L_star"], vals)
     except Exception as exc:  # ill-typed
         return None, None, f"{type(exc).__name__}: {exc}"
     try:
-        ex = float(np.asarray(float_value(F["L_excess"], vals)).reshape(-1)[0])
+        ex = float_scalar(F["L_excess"], vals)
     except Exception as exc:  # ill-typed
         return None, ls, f"{type(exc).__name__}: {exc}"
     return ex + ls, ls, ""

@@ -15,9 +15,13 @@ from verify.claim import Claim, Context, Correction, TierResult
 from verify.evidence import Finding, combine, settle_le, step
 from verify.formulas import FormulaSymbol, NamedFormula
 
-from .setting import ExactInstance, Instance, PAPER, SETTING, exact_quadratic, make_instance, small_threads
-from .common import _H, _K, _N, _d, _m, _safe_exact, dimension_finding, float_value
-from .reparametrisation import Dynamics, dynamics
+from .setting import (ExactInstance, Instance, PAPER, SETTING, exact_quadratic, make_instance,
+                      quadratic_loss, small_threads, token_loss)
+from .common import (_A, _Ahat, _H, _K, _N, _d, _m, _safe_exact, dimension_finding, error_finding,
+                     float_scalar, float_value)
+from .gradient_bounds import _gam
+from .softmax import _V, _sjk, _sk, _vj, _vk
+from .reparametrisation import Dynamics, _grads_xi, dynamics
 
 
 # ==============================================================================================
@@ -57,10 +61,7 @@ def _check_zbar(rz: RationalZbar) -> Finding:
 
 def _exact_loss(rz: RationalZbar, Ahat: sympy.Matrix) -> sympy.Expr:
     """The derived loss L(Ahat) = (1/K) sum_k [a_k^T G a_k / 2 - a_k^T b_k + c_k / 2] (eq. (9))."""
-    G, B, c = exact_quadratic(rz.inst, rz.tau)
-    K = rz.inst.K
-    return sum(((Ahat[:, k].T * G * Ahat[:, k])[0, 0] / 2 - (Ahat[:, k].T * B[:, k])[0, 0] + c[k] / 2)
-               for k in range(K)) / K
+    return quadratic_loss(*exact_quadratic(rz.inst, rz.tau), Ahat)
 
 
 def _exact_A(rz: RationalZbar) -> sympy.Matrix:
@@ -71,20 +72,12 @@ def _exact_A(rz: RationalZbar) -> sympy.Matrix:
 # ==============================================================================================
 # Formula symbols
 # ==============================================================================================
-_gam = FormulaSymbol("gamma", positive=True)
 _Bk = FormulaSymbol("B_k", "matrix", ("N", "H"))
 _Zbar = FormulaSymbol("Zbar", "matrix", ("N", "N"), symmetric=True)
 _dk = FormulaSymbol("delta_k", "matrix", ("N", "1"))
 _zbj = FormulaSymbol("zbar_j", "matrix", ("N", "1"))
 _zj = FormulaSymbol("z_j", "matrix", ("m", "1"))
 _ahk = FormulaSymbol("alpha_hk")
-_sjk = FormulaSymbol("s_jk")
-_vj = FormulaSymbol("v_j", "matrix", ("d", "1"))
-_V = FormulaSymbol("V", "matrix", ("d", "N"))
-_sk = FormulaSymbol("s_k", "matrix", ("N", "1"))
-_vk = FormulaSymbol("v_k", "matrix", ("d", "1"))
-_Ahat = FormulaSymbol("Ahat", "matrix", ("N", "K"))
-_A = FormulaSymbol("A", "matrix", ("N", "K"))
 _Lst = FormulaSymbol("L_star")
 
 GRAD_SIZES = {"quick": {"K": 5, "d": 3, "m": 2, "N": 3, "H": 2},
@@ -102,12 +95,12 @@ def _points(inst: Instance, gen: torch.Generator, count: int = 3):
         yield Q, w
 
 
-def _autograd(dyn: Dynamics, Q: torch.Tensor, alpha: torch.Tensor, gamma: float):
-    """d l / d Q_h and d l / d alpha of l(xi) = L(Q, gamma alpha) (Lemma 6), by autograd."""
-    Q = Q.detach().clone().requires_grad_(True)
-    alpha = alpha.detach().clone().requires_grad_(True)
-    gQ, ga = torch.autograd.grad(dyn.excess(Q, gamma * alpha), (Q, alpha))
-    return gQ, ga
+def _gamma_points(inst: Instance, gen: torch.Generator):
+    """(gamma, i, Q, w, alpha = w / gamma) for every gamma of GAMMAS and every point i of ``_points``;
+    a point is drawn only when it is asked for."""
+    for gamma in GAMMAS:
+        for i, (Q, w) in enumerate(_points(inst, gen)):
+            yield gamma, i, Q, w, w / gamma
 
 
 def _grad_instance(ctx: Context) -> Instance:
@@ -193,29 +186,25 @@ def eq45_numeric(ctx: Context) -> TierResult:
     gen = torch.Generator().manual_seed(ctx.seed_for("eq45"))
     worst, bad, why = 0.0, None, ""
     Zbar = dyn.Zbar
-    for gamma in GAMMAS:
-        for i, (Q, w) in enumerate(_points(inst, gen)):
-            alpha = w / gamma
-            _, ga = _autograd(dyn, Q, alpha, gamma)
-            with torch.no_grad():
-                B = dyn.B(Q).numpy()                                   # (K, N, H)
-                delta = (dyn.Ahat(Q, w) - dyn.A).numpy()
-            for k in range(inst.K):
-                try:
-                    val = np.asarray(float_value(F["grad_alpha_k"], {
-                        "gamma": gamma, "K": inst.K, "N": inst.N, "H": inst.H, "B_k": B[k],
-                        "Zbar": Zbar, "delta_k": delta[:, [k]]})).reshape(-1)
-                    if val.shape != (inst.H,):
-                        raise ValueError(f"the formula has {val.size} entries, alpha_k has {inst.H}")
-                except Exception as exc:  # an ill-typed formula
-                    why = f"{type(exc).__name__}: {exc}"
-                    break
-                rel = _relative(val, ga[:, k].numpy())
-                if rel > worst:
-                    worst, bad = rel, {"gamma": gamma, "point": i, "token": k + 1, "paper": val.tolist(),
-                                       "autograd": ga[:, k].tolist()}
-            if why:
+    for gamma, i, Q, w, alpha in _gamma_points(inst, gen):
+        _, _, ga = _grads_xi(dyn, Q, alpha, gamma)
+        with torch.no_grad():
+            B = dyn.B(Q).numpy()                                   # (K, N, H)
+            delta = (dyn.Ahat(Q, w) - dyn.A).numpy()
+        for k in range(inst.K):
+            try:
+                val = np.asarray(float_value(F["grad_alpha_k"], {
+                    "gamma": gamma, "K": inst.K, "N": inst.N, "H": inst.H, "B_k": B[k],
+                    "Zbar": Zbar, "delta_k": delta[:, [k]]})).reshape(-1)
+                if val.shape != (inst.H,):
+                    raise ValueError(f"the formula has {val.size} entries, alpha_k has {inst.H}")
+            except Exception as exc:  # an ill-typed formula
+                why = f"{type(exc).__name__}: {exc}"
                 break
+            rel = _relative(val, ga[:, k].numpy())
+            if rel > worst:
+                worst, bad = rel, {"gamma": gamma, "point": i, "token": k + 1, "paper": val.tolist(),
+                                   "autograd": ga[:, k].tolist()}
         if why:
             break
     return combine([_float_finding("autograd", worst, bad, why, inst, "(45)", ctx.seed)],
@@ -308,7 +297,7 @@ def _derived_gradQ(rz: RationalZbar, Qs: list, point: dict, w: sympy.Matrix, g, 
     G, B, c = exact_quadratic(rz.inst, rz.tau)
     out = sympy.zeros(d, d)
     for k in range(inst.K):
-        Lk = (a.T * G * a)[0, 0] / 2 - (a.T * B[:, k])[0, 0] + c[k] / 2
+        Lk = token_loss(G, B, c, a, k)
         dL = sympy.Matrix([sympy.diff(Lk, x) for x in a]).subs(dict(zip(a, Ahat0[:, k]))) / inst.K
         s = softmax_columns(V.T * Qs[h] * rz.V_all[:, k])
         for p in range(d):
@@ -396,24 +385,20 @@ def _gradQ_numeric(ctx: Context, claim: str) -> TierResult:
     worst, bad, why = 0.0, None, ""
     Z = inst.dictionary.Z.numpy()
     V, V_all = inst.dictionary.V.numpy(), inst.dictionary.V_all.numpy()
-    for gamma in GAMMAS:
-        for i, (Q, w) in enumerate(_points(inst, gen)):
-            alpha = w / gamma
-            gQ, _ = _autograd(dyn, Q, alpha, gamma)
-            with torch.no_grad():
-                S = attention_weights(dyn.V, dyn.V_all, Q).numpy()
-                Delta = (dyn.Ahat(Q, w) - dyn.A).numpy()
-            for h in range(inst.H):
-                total, why = _sum_terms(F, False, gamma, inst.K, inst.N, inst.d, dyn.Zbar, Delta,
-                                        alpha.numpy(), S, V, V_all, Z, h)
-                if total is None:
-                    break
-                rel = _relative(total, gQ[h].numpy())
-                if rel > worst:
-                    worst, bad = rel, {"gamma": gamma, "point": i, "head": h + 1, "paper": total.tolist(),
-                                       "autograd": gQ[h].tolist()}
-            if why:
+    for gamma, i, Q, w, alpha in _gamma_points(inst, gen):
+        _, gQ, _ = _grads_xi(dyn, Q, alpha, gamma)
+        with torch.no_grad():
+            S = attention_weights(dyn.V, dyn.V_all, Q).numpy()
+            Delta = (dyn.Ahat(Q, w) - dyn.A).numpy()
+        for h in range(inst.H):
+            total, why = _sum_terms(F, False, gamma, inst.K, inst.N, inst.d, dyn.Zbar, Delta,
+                                    alpha.numpy(), S, V, V_all, Z, h)
+            if total is None:
                 break
+            rel = _relative(total, gQ[h].numpy())
+            if rel > worst:
+                worst, bad = rel, {"gamma": gamma, "point": i, "head": h + 1, "paper": total.tolist(),
+                                   "autograd": gQ[h].tolist()}
         if why:
             break
     findings = [_float_finding("autograd", worst, bad, why, inst, f"({claim[2:]})", ctx.seed)]
@@ -429,11 +414,10 @@ def _ell_numeric(ctx: Context, F, inst: Instance, dyn: Dynamics, gen: torch.Gene
             Ah = dyn.Ahat(Q, w).numpy()
         derived = dyn.fq.loss(Ah)
         try:
-            val = float(np.asarray(float_value(F["ell"], {"K": inst.K, "N": inst.N, "Zbar": dyn.Zbar,
-                                                          "Ahat": Ah, "A": dyn.fq.A,
-                                                          "L_star": dyn.fq.L_star})).reshape(-1)[0])
+            val = float_scalar(F["ell"], {"K": inst.K, "N": inst.N, "Zbar": dyn.Zbar, "Ahat": Ah, "A": dyn.fq.A,
+                                          "L_star": dyn.fq.L_star})
         except Exception as exc:  # an ill-typed formula
-            return Finding("ell_is_the_loss", False, {"error": str(exc)}, {"error": str(exc)}, str(exc))
+            return error_finding("ell_is_the_loss", exc)
         rel = abs(val - derived) / abs(derived)
         if rel > worst:
             worst, bad = rel, {"point": i, "paper": val, "derived_loss": derived, "L_star": dyn.fq.L_star}

@@ -16,9 +16,9 @@ from verify.evidence import Finding, combine, settle_le, step
 from verify.formulas import NamedFormula
 
 from ..kit.ratio_probe import worst_margin
-from .setting import (BUDGET_SIZES, BUDGET_TAU, LEVEL, PAPER, SETTING, exact_instances, exact_quadratic,
+from .setting import (LEVEL, PAPER, SETTING, budget_and_paper_instances, exact_instances, exact_quadratic,
                       float_quadratic, make_instance)
-from .common import _N, _Z, _m, _safe_exact, _tau, dimension_finding, float_value
+from .common import _N, _Z, _m, _safe_exact, _tau, dimension_finding, error_finding, float_value
 from .training import THM2_FORMULAS, _Bl, _Zn, _dl
 
 
@@ -65,8 +65,7 @@ def eq65_symbolic(ctx: Context) -> TierResult:
 def eq65_numeric(ctx: Context) -> TierResult:
     F = ctx.formulas
     findings = []
-    for tag, inst in (("budget", make_instance(ctx)),
-                      ("paper_sizes", make_instance(ctx, "paper-size", BUDGET_SIZES["paper"], BUDGET_TAU["paper"]))):
+    for tag, inst in budget_and_paper_instances(ctx).items():
         G = float_quadratic(inst).G
         try:
             val = np.asarray(float_value(F["G_inv"], {"Z": inst.dictionary.Z.numpy(), "m": inst.m,
@@ -74,7 +73,7 @@ def eq65_numeric(ctx: Context) -> TierResult:
             if val.shape != G.shape:
                 raise ValueError(f"the formula is {val.shape}, Z^T Z + m tau I_N is {G.shape}")
         except Exception as exc:  # an ill-typed formula
-            findings.append(Finding(tag, False, {"error": str(exc)}, {"error": str(exc)}, str(exc)))
+            findings.append(error_finding(tag, exc))
             continue
         err = float(np.abs(val @ G - np.eye(inst.N)).max())
         tol = 1e3 * np.linalg.cond(G) * np.finfo(float).eps

@@ -20,9 +20,9 @@ from verify.evidence import Finding, combine, step
 from verify.formulas import FormulaSymbol, NamedFormula
 
 from .setting import (ExactInstance, PAPER, SETTING, SIZE, TAU_SYM, _loss_steps, _sizes_scalars,
-                      exact_instances, make_instance, token_losses)
+                      exact_instances, make_instance, token_losses, token_values)
 from .common import (_N, _Z, _ak, _ek, _m, _mc_compare, _safe_exact, _tau, dimension_finding,
-                     float_value)
+                     error_finding, float_scalar, float_value)
 
 
 # ==============================================================================================
@@ -87,31 +87,35 @@ EQ77_FORMULAS = (
 )
 
 
-def _values(inst: ExactInstance, k: int, a, tau=TAU_SYM) -> dict:
-    vals = {"Z": inst.Z, "z_k": inst.Zhat[:, k], "Ahat_k": a, **_sizes_scalars(inst.m, inst.N, tau=tau)}
-    if k < inst.N:
-        vals["e_k"] = inst.e(k)
-    return vals
-
-
 def _derived(poly: Poly, inst: ExactInstance, k: int, a, v) -> sympy.Expr:
     env = {"Z": inst.Z, "a": a, "e": inst.e(min(k, inst.N - 1)), "z": inst.Zhat[:, k]}
     return sympy.expand(poly.evaluate(env, {"m": inst.m, "N": inst.N, "v": v}, exact=True))
 
 
-def _compare(name: str, F, insts, kinds, derive, what: str) -> Finding:
+def _derived_loss(inst: ExactInstance, k: int, a) -> sympy.Expr:
+    """The derived L_k(a) of token k (over lambda and eps), exactly."""
+    tl = token_losses()
+    poly, env = (tl.prompt, {"Z": inst.Z, "a": a, "e": inst.e(k)}) if k < inst.N else \
+        (tl.query, {"Z": inst.Z, "a": a, "z": inst.Zhat[:, k]})
+    return sympy.expand(poly.evaluate(env, _sizes_scalars(inst.m, inst.N), exact=True))
+
+
+def _compare(name: str, F, insts, kinds, derive, what: str, paper=None) -> Finding:
     """The formula ``name`` against ``derive(inst, k, a)`` exactly (a = Ahat_k symbols, tau a
-    symbol), for the tokens of ``kinds`` ("prompt", "query")."""
+    symbol), for the tokens of ``kinds`` ("prompt", "query"); with ``paper``, ``paper(inst, k, a,
+    value)`` at the value of the token's formula noise_{kind} instead."""
     rows, bad = [], None
     for inst in insts:
         a = sympy.Matrix(sympy.symbols(f"a0:{inst.N}"))
         for k in range(inst.K):
-            if ("prompt" if k < inst.N else "query") not in kinds:
+            kind = "prompt" if k < inst.N else "query"
+            if kind not in kinds:
                 continue
-            val, why = _safe_exact(F[name], _values(inst, k, a))
+            val, why = _safe_exact(F[name if paper is None else f"noise_{kind}"], token_values(inst, k, a))
             if val is None:
                 return Finding(name, None, reason=f"cannot evaluate: {why}")
-            diff = sympy.expand(sympy.sympify(val) - derive(inst, k, a))
+            lhs = sympy.sympify(val) if paper is None else paper(inst, k, a, val)
+            diff = sympy.expand(lhs - derive(inst, k, a))
             rows.append({"instance": (inst.m, inst.N), "token": k + 1, "agree": diff == 0})
             if diff != 0 and bad is None:
                 bad = {"instance": inst.as_dict(), "token": k + 1, "paper_minus_derived": str(sympy.factor(diff))}
@@ -120,7 +124,7 @@ def _compare(name: str, F, insts, kinds, derive, what: str) -> Finding:
 
 def eq77_symbolic(ctx: Context) -> TierResult:
     F = ctx.formulas
-    nt, tl = noise_terms(), token_losses()
+    nt = noise_terms()
     insts = exact_instances(ctx)
     findings = [dimension_finding(ctx, ["noise_prompt", "noise_query", "L_prompt"])]
     cross = sympy.sympify(F["cross"])
@@ -141,10 +145,7 @@ def eq77_symbolic(ctx: Context) -> TierResult:
                                                               "eq_1": str(nt.entry_variance.subs(TAU_SYM, sympy.Rational(1, 4)))},
                                                "noise_term_at_that_variance": str(nt.noise_query)},
                             "" if ok_v else "the sentence's noise variance is not the one of eq. (1) that (77) uses"))
-    findings.append(_compare("L_prompt", F, insts, ("prompt",),
-                             lambda inst, k, a: sympy.expand(tl.prompt.evaluate(
-                                 {"Z": inst.Z, "e": inst.e(k), "a": a}, _sizes_scalars(inst.m, inst.N),
-                                 exact=True)),
+    findings.append(_compare("L_prompt", F, insts, ("prompt",), _derived_loss,
                              "the per-token loss after (77) differs from the derived L_k"))
     findings.append(_lambda_average(F, insts))
     steps = _loss_steps()[:3] + [
@@ -164,28 +165,14 @@ def eq77_symbolic(ctx: Context) -> TierResult:
 def _lambda_average(F, insts) -> Finding:
     """(75): after averaging over lambda (Assumption 1), L_k = (1/2)(||Z a - z_k||^2 + 2 E cross +
     E noise), with (76) and (77) as printed, against the derived L_k of every token."""
-    tl = token_losses()
     cross = sympy.sympify(F["cross"])
-    rows, bad = [], None
-    for inst in insts:
-        a = sympy.Matrix(sympy.symbols(f"a0:{inst.N}"))
-        for k in range(inst.K):
-            kind = "prompt" if k < inst.N else "query"
-            val, why = _safe_exact(F[f"noise_{kind}"], _values(inst, k, a))
-            if val is None:
-                return Finding("lambda_average_75", None, reason=f"cannot evaluate: {why}")
-            dev = inst.Z * a - inst.Zhat[:, k]
-            paper = sympy.expand(((dev.T * dev)[0, 0] + 2 * cross + sympy.sympify(val)) / 2)
-            poly = tl.prompt if kind == "prompt" else tl.query
-            env = {"Z": inst.Z, "a": a, "e": inst.e(k)} if kind == "prompt" else \
-                {"Z": inst.Z, "a": a, "z": inst.Zhat[:, k]}
-            derived = sympy.expand(poly.evaluate(env, _sizes_scalars(inst.m, inst.N), exact=True))
-            diff = sympy.expand(paper - derived)
-            rows.append({"instance": (inst.m, inst.N), "token": k + 1, "agree": diff == 0})
-            if diff != 0 and bad is None:
-                bad = {"instance": inst.as_dict(), "token": k + 1, "paper_minus_derived": str(sympy.factor(diff))}
-    return Finding("lambda_average_75", bad is None, {"tokens": rows}, bad,
-                   "" if bad is None else "(75) with (76), (77) differs from the derived L_k")
+
+    def paper(inst: ExactInstance, k: int, a, noise) -> sympy.Expr:
+        dev = inst.Z * a - inst.Zhat[:, k]
+        return sympy.expand(((dev.T * dev)[0, 0] + 2 * cross + sympy.sympify(noise)) / 2)
+
+    return _compare("lambda_average_75", F, insts, ("prompt", "query"), _derived_loss,
+                    "(75) with (76), (77) differs from the derived L_k", paper)
 
 
 def eq77_numeric(ctx: Context) -> TierResult:
@@ -211,9 +198,9 @@ def eq77_numeric(ctx: Context) -> TierResult:
         for name, samples in ((f"noise_{kind}", (noise ** 2).sum((1, 2))),
                               ("cross", np.einsum("mi,bmi->b", dev, noise))):
             try:
-                target = float(np.asarray(float_value(F[name], vals)).reshape(-1)[0])
+                target = float_scalar(F[name], vals)
             except Exception as exc:  # an ill-typed formula
-                findings.append(Finding(f"{name}_{kind}", False, {"error": str(exc)}, {"error": str(exc)}, str(exc)))
+                findings.append(error_finding(f"{name}_{kind}", exc))
                 continue
             findings.append(_mc_compare(f"{name}_{kind}", samples, {"paper": target}, comparisons, ["paper"],
                                         {"instance": inst.as_dict(), "seed": ctx.seed}))
@@ -225,8 +212,7 @@ def eq77_numeric(ctx: Context) -> TierResult:
     a = rng.standard_normal((N, 1))
     y = tasks.prompt_labels.numpy()
     samples = 0.5 * (y @ a[:, 0] - tasks.y.numpy()[:, 0]) ** 2
-    target = float(np.asarray(float_value(F["L_prompt"], {"Z": Z, "Ahat_k": a, "e_k": np.eye(N)[:, [0]],
-                                                           **sc})).reshape(-1)[0])
+    target = float_scalar(F["L_prompt"], {"Z": Z, "Ahat_k": a, "e_k": np.eye(N)[:, [0]], **sc})
     findings.append(_mc_compare("L_prompt", samples, {"paper": target}, comparisons, ["paper"],
                                 {"instance": inst.as_dict(), "token": 1}))
     return combine(findings, {"instance": inst.as_dict(), "samples": ctx.budget.mc_samples})

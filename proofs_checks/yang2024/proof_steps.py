@@ -23,9 +23,9 @@ from verify.formulas import FormulaSymbol, NamedFormula
 from ..kit.ratio_probe import proof_margin, ratio_at_least_one, worst_margin
 from .setting import BUDGET_TAU, PAPER, SETTING, SIZE, make_instance, small_threads
 from .common import _K, _in_symbols_of
-from .convergence import THM1_FORMULAS, _thm1_constants
+from .convergence import THM1_FORMULAS, _D0, _thm1_constants, _z0
 from .gradient_bounds import _Zbn, _chain_findings, _exc, _extreme_points, _gam, _random_points, lemma8_chain
-from .reparametrisation import Dynamics, _etaQ, _grads, dynamics, init_Q
+from .reparametrisation import Dynamics, _etaQ, _grads, _grads_xi, dynamics, init_Q
 
 
 def scalar_fn(expr: sympy.Expr):
@@ -210,8 +210,6 @@ def _bound_finding(name: str, triples: list, what: str, measure: str, seed: int,
 # ==============================================================================================
 # Eq. (62) and (43a): the gradient in alpha_h and the bound alpha of (44) on ||alpha_h^(t)||
 # ==============================================================================================
-_z0 = FormulaSymbol("zeta_0", positive=True)
-_D0 = FormulaSymbol("Delta_0", positive=True)
 EQ62_TEXT = "Zbar_norm*gamma*sqrt(2*excess/K)"
 
 
@@ -529,6 +527,7 @@ def eq49_numeric(ctx: Context) -> TierResult:
             for gamma in (1.0, 1e3):
                 for Q, alpha, lam in _tight_points(d2, gen, gamma, 2):
                     ex, gQ, ga = _grads_xi(d2, Q, alpha, gamma)
+                    ex = float(ex)
                     z0 = 2 * min(lam, d2.zeta(Q))
                     sig = float(f(zeta_0=z0, gamma=gamma, K=inst.K))
                     tight.append((sig * ex, float((gQ ** 2).sum() + (ga ** 2).sum()),
@@ -546,14 +545,6 @@ def _scaled(dyn: Dynamics, scale: float) -> Dynamics:
     inst = dyn.inst
     D = inst.dictionary
     return dynamics(_replace(inst, dictionary=Dictionary(D.V_all, D.Zhat * scale, D.N)))
-
-
-def _grads_xi(dyn: Dynamics, Q: torch.Tensor, alpha: torch.Tensor, gamma: float):
-    Q = Q.detach().clone().requires_grad_(True)
-    alpha = alpha.detach().clone().requires_grad_(True)
-    ex = dyn.excess(Q, gamma * alpha)
-    gQ, ga = torch.autograd.grad(ex, (Q, alpha))
-    return float(ex), gQ, ga
 
 
 def eq49_symbolic(ctx: Context) -> TierResult:

@@ -16,11 +16,10 @@ from verify.evidence import Finding, combine, step
 from verify.formulas import FormulaSymbol, NamedFormula
 
 from ..kit.matrices import to_mat
-from .setting import (BUDGET_SIZES, BUDGET_TAU, ExactInstance, PAPER, SETTING, SIZE, TAU_SYM,
-                      _loss_steps, _sizes_scalars, exact_instances, exact_optimum, float_quadratic,
-                      make_instance)
-from .common import (A_TEXT, _J, _K, _N, _Z, _Zhat, _first_nonzero, _m, _mc_compare, _safe_exact,
-                     _tau, _y, dimension_finding, float_value)
+from .setting import (ExactInstance, PAPER, SETTING, SIZE, TAU_SYM, _loss_steps, budget_and_paper_instances,
+                      exact_instances, exact_optimum, float_quadratic, make_instance)
+from .common import (A_TEXT, _A, _J, _K, _N, _Z, _Zhat, _first_nonzero, _m, _mc_compare, _safe_exact,
+                     _tau, _y, dimension_finding, error_finding, float_scalar, float_value)
 from .deterministic_loss import _compare_exact_matrix, _exact_matrix_values, _float_matrix_values
 
 
@@ -90,10 +89,10 @@ def lemma4_numeric(ctx: Context) -> TierResult:
     y = rng.standard_normal((inst.N, 1))
     lam = rng.standard_normal((inst.m, 1))
     try:
-        paper = float(np.asarray(float_value(ctx.formulas["rhs"], {
-            "y": y, "Z": Z, "lam": lam, "m": inst.m, "N": inst.N, "tau": inst.tau})).reshape(-1)[0])
+        paper = float_scalar(ctx.formulas["rhs"], {"y": y, "Z": Z, "lam": lam, "m": inst.m, "N": inst.N,
+                                                   "tau": inst.tau})
     except Exception as exc:  # ill-typed
-        return combine([Finding("monte_carlo", False, {"error": str(exc)}, {"error": str(exc)}, str(exc))])
+        return combine([error_finding("monte_carlo", exc)])
     n = ctx.budget.mc_samples
     eps = math.sqrt(inst.tau) * rng.standard_normal((n, inst.m, inst.N))
     r = y.reshape(1, -1) - np.einsum("m,bmn->bn", lam.ravel(), Z[None] + eps)
@@ -209,8 +208,7 @@ def eq26_numeric(ctx: Context) -> TierResult:
         try:
             lim = np.asarray(float_value(F["A_limit"], vals))
         except Exception as exc:  # ill-typed
-            findings.append(Finding(f"A_at_tau_{tau:g}", False, {"error": str(exc)}, {"error": str(exc)},
-                                    str(exc)))
+            findings.append(error_finding(f"A_at_tau_{tau:g}", exc))
             continue
         err = float(np.abs(lim - fq.A).max())
         scale = max(1.0, float(np.abs(fq.A).max()))
@@ -242,26 +240,29 @@ EQ26 = Claim(
 # ==============================================================================================
 # Eq. (27) with (20), (22), (67): the optimum implements ridge regression
 # ==============================================================================================
-_Amat = FormulaSymbol("A", "matrix", ("N", "K"))
 EQ27_FORMULAS = (
     NamedFormula("A", A_TEXT, (_m, _N, _K, _tau, _Z, _Zhat, _J), equation="(34)", shape=("N", "K"),
                  description="the optimal Ahat"),
     NamedFormula("lambda_hat", "Inverse(m*tau*Identity(m) + Z*Z.T)*Z*y", (_m, _N, _tau, _Z, _y),
                  equation="(67)", shape=("m", "1"), description="the minimiser of the ridge problem (20)"),
-    NamedFormula("yhat_star", "Transpose(A)*y", (_N, _K, _Amat, _y), equation="(27)", shape=("K", "1"),
+    NamedFormula("yhat_star", "Transpose(A)*y", (_N, _K, _A, _y), equation="(27)", shape=("K", "1"),
                  description="yhat*_k = <y, A_{:,k}>"),
 )
 
 
-def _exact_ridge(inst: ExactInstance, y: sympy.Matrix, reg) -> sympy.Matrix:
-    """The minimiser of the derived ridge objective (1/2N)||y - Z^T l||^2 + (reg/2)||l||^2."""
-    obj, _ = _ridge_minimiser(reg)
-    ls = sympy.symbols(f"l0:{inst.m}")
-    val = sympy.expand(obj.evaluate({"Z": inst.Z, "y": y, "lam": sympy.Matrix(ls)},
-                                    _sizes_scalars(inst.m, inst.N), exact=True))
+def poly_minimiser(obj: Poly, Z: sympy.Matrix, y: sympy.Matrix, m: int, N: int, tau) -> sympy.Matrix:
+    """The minimiser in lam of a derived objective quadratic in lam (a ridge), exactly: -H^{-1} g(0)."""
+    ls = sympy.symbols(f"l0:{m}")
+    val = sympy.expand(obj.evaluate({"Z": Z, "y": y, "lam": sympy.Matrix(ls)}, {"m": m, "N": N, "tau": tau},
+                                    exact=True))
     Hs = sympy.hessian(val, ls)
     g0 = sympy.Matrix([sympy.diff(val, l) for l in ls]).subs({l: 0 for l in ls})
-    return (-(Hs.inv() * g0)).applyfunc(sympy.cancel)
+    return -(Hs.inv() * g0)
+
+
+def _exact_ridge(inst: ExactInstance, y: sympy.Matrix, reg) -> sympy.Matrix:
+    """The minimiser of the derived ridge objective (1/2N)||y - Z^T l||^2 + (reg/2)||l||^2."""
+    return poly_minimiser(_ridge_minimiser(reg)[0], inst.Z, y, inst.m, inst.N, TAU_SYM).applyfunc(sympy.cancel)
 
 
 def eq27_symbolic(ctx: Context) -> TierResult:
@@ -308,9 +309,7 @@ def eq27_numeric(ctx: Context) -> TierResult:
     F = ctx.formulas
     findings = []
     gen = ctx.rng("eq27")
-    for tag, inst in (("budget", make_instance(ctx)),
-                      ("paper_sizes", make_instance(ctx, "paper-size", BUDGET_SIZES["paper"],
-                                                    BUDGET_TAU["paper"]))):
+    for tag, inst in budget_and_paper_instances(ctx).items():
         D = inst.dictionary
         Z, ZQ = D.Z.numpy(), D.ZQ.numpy()
         y = gen.standard_normal((inst.N, 1))
@@ -320,7 +319,7 @@ def eq27_numeric(ctx: Context) -> TierResult:
             A = np.asarray(float_value(F["A"], vals))
             ystar = np.asarray(float_value(F["yhat_star"], {**vals, "A": A})).reshape(-1)
         except Exception as exc:  # ill-typed
-            findings.append(Finding(tag, False, {"error": str(exc)}, {"error": str(exc)}, str(exc)))
+            findings.append(error_finding(tag, exc))
             continue
         # independent solves: ridge normal equations and the derived optimum
         lam_ref = np.linalg.lstsq(np.vstack([Z.T, np.sqrt(inst.m * inst.tau) * np.eye(inst.m)]),

@@ -24,7 +24,7 @@ from .setting import (BUDGET_TAU, Instance, PAPER, SETTING, SIZE, TAU_SYM, exact
 from .common import _H, _K, _N, _m
 from .convergence import THM1_FORMULAS
 from .gradient_bounds import L61_TEXT, _An, _Zbn, _alp, _fbar, _gam
-from .regression import _ridge_minimiser
+from .regression import _ridge_minimiser, poly_minimiser
 from .reparametrisation import dynamics, init_Q
 
 
@@ -251,14 +251,6 @@ def _ridge_solution(reg_name: str):
     return obj
 
 
-def _minimiser(obj, Z: sympy.Matrix, y: sympy.Matrix, m: int, N: int, tau) -> sympy.Matrix:
-    ls = sympy.symbols(f"l0:{m}")
-    val = sympy.expand(obj.evaluate({"Z": Z, "y": y, "lam": sympy.Matrix(ls)}, {"m": m, "N": N, "tau": tau}, exact=True))
-    Hs = sympy.hessian(val, ls)
-    g0 = sympy.Matrix([sympy.diff(val, l) for l in ls]).subs({l: 0 for l in ls})
-    return -(Hs.inv() * g0)
-
-
 def _regime_rows(F, rng: np.random.Generator, exact: bool):
     """Per (N, m): the two hypotheses and the comparisons ||lambda_hat|| vs ||lambda_hat_tau|| and the
     noise gains ||(Z^Q)^T M Z||_F of the two ridges on the query tokens."""
@@ -272,8 +264,8 @@ def _regime_rows(F, rng: np.random.Generator, exact: bool):
             Zs = sympy.Matrix(Zhat.tolist()).applyfunc(sympy.nsimplify)
             ys = sympy.Matrix(y.tolist()).applyfunc(sympy.nsimplify)
             t = sympy.Rational(3, 10)
-            lt = _minimiser(_ridge_solution("20"), Zs[:, :N], ys, m, N, t)
-            lb = _minimiser(_ridge_solution("24"), Zs[:, :N], ys, m, N, t)
+            lt = poly_minimiser(_ridge_solution("20"), Zs[:, :N], ys, m, N, t)
+            lb = poly_minimiser(_ridge_solution("24"), Zs[:, :N], ys, m, N, t)
             n_t, n_b = (lt.T * lt)[0], (lb.T * lb)[0]
             Mt = Zs[:, N:].T * (m * t * sympy.eye(m) + Zs[:, :N] * Zs[:, :N].T).inv() * Zs[:, :N]
             Mb = Zs[:, N:].T * (N * t * sympy.eye(m) + Zs[:, :N] * Zs[:, :N].T).inv() * Zs[:, :N]

@@ -83,6 +83,15 @@ def _grads(dyn: Dynamics, Q: torch.Tensor, w: torch.Tensor) -> tuple[float, torc
     return float(ex.detach()), gQ, gw
 
 
+def _grads_xi(dyn: Dynamics, Q: torch.Tensor, alpha: torch.Tensor, gamma: float):
+    """(l(xi) as a tensor, d l / d Q_h, d l / d alpha) of l(xi) = L(Q, gamma alpha) (Lemma 6), by autograd."""
+    Q = Q.detach().clone().requires_grad_(True)
+    alpha = alpha.detach().clone().requires_grad_(True)
+    ex = dyn.excess(Q, gamma * alpha)
+    gQ, ga = torch.autograd.grad(ex, (Q, alpha))
+    return ex, gQ, ga
+
+
 # ==============================================================================================
 # Proposition 1: H >= N Gaussian heads give B_k full row rank almost surely
 # ==============================================================================================
@@ -253,10 +262,7 @@ def lemma6_numeric(ctx: Context) -> TierResult:
     for t in range(steps):
         _, gQ, gw = _grads(dyn, Q, w)
         Q, w = Q - eta_Q * gQ, w - eta_w * gw                         # eq. (10)
-        Qx_ = Qx.detach().requires_grad_(True)
-        al_ = al.detach().requires_grad_(True)
-        ell = dyn.excess(Qx_, gamma * al_)                             # l(xi) = L(Q, gamma alpha)
-        gQx, gal = torch.autograd.grad(ell, (Qx_, al_))
+        _, gQx, gal = _grads_xi(dyn, Qx, al, gamma)                     # l(xi) = L(Q, gamma alpha)
         Qx, al = Qx - eta_Q * gQx, al - eta_Q * gal                    # eq. (41)
         dev = max(float((Qx - Q).abs().max() / Q.abs().max()),
                   float((gamma * al - w).abs().max() / max(float(w.abs().max()), 1e-300)))

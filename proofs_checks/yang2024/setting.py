@@ -116,6 +116,12 @@ def make_instance(ctx: Context, tag: str = "instance", sizes: Mapping[str, int] 
     return Instance(s, BUDGET_TAU[ctx.budget.name] if tau is None else tau, D, seed)
 
 
+def budget_and_paper_instances(ctx: Context) -> dict[str, Instance]:
+    """The budget's instance and one at the paper's sizes and noise level (the float tiers' pair)."""
+    return {"budget": make_instance(ctx),
+            "paper_sizes": make_instance(ctx, "paper-size", BUDGET_SIZES["paper"], BUDGET_TAU["paper"])}
+
+
 @contextlib.contextmanager
 def few_threads(n: int = 1):
     """Tiny tensors on a shared CPU: one intra-op thread avoids oversubscription stalls."""
@@ -257,6 +263,14 @@ def _sizes_scalars(m: int, N: int, K: int | None = None, tau=TAU_SYM) -> dict:
     return out
 
 
+def token_values(inst: ExactInstance, k: int, a) -> dict:
+    """The values of a token formula's symbols for token k at Ahat_k = a (e_k for a prompt token)."""
+    vals = {"Z": inst.Z, "z_k": inst.Zhat[:, k], "Ahat_k": a, **_sizes_scalars(inst.m, inst.N)}
+    if k < inst.N:
+        vals["e_k"] = inst.e(k)
+    return vals
+
+
 def exact_quadratic(inst: ExactInstance, tau=TAU_SYM) -> tuple[sympy.Matrix, sympy.Matrix, list]:
     """(G, B, c) with L_k(a) = a^T G a / 2 - a^T b_k + c_k / 2, read off the derived polynomials.
 
@@ -294,6 +308,21 @@ def exact_quadratic(inst: ExactInstance, tau=TAU_SYM) -> tuple[sympy.Matrix, sym
 _QUADRATIC_CACHE: dict = {}
 
 
+def token_loss(G: sympy.Matrix, B: sympy.Matrix, c: list, a: sympy.Matrix, k: int) -> sympy.Expr:
+    """L_k(a) = a^T G a / 2 - a^T b_k + c_k / 2 from ``exact_quadratic``'s (G, B, c)."""
+    return (a.T * G * a)[0, 0] / 2 - (a.T * B[:, k])[0, 0] + c[k] / 2
+
+
+def token_minimum(Ginv: sympy.Matrix, B: sympy.Matrix, c: list, k: int) -> sympy.Expr:
+    """min_a L_k(a) = c_k / 2 - b_k^T G^{-1} b_k / 2 (at a = G^{-1} b_k)."""
+    return c[k] / 2 - (B[:, k].T * Ginv * B[:, k])[0, 0] / 2
+
+
+def quadratic_loss(G: sympy.Matrix, B: sympy.Matrix, c: list, Ahat: sympy.Matrix) -> sympy.Expr:
+    """The derived loss L(Ahat) = (1/K) sum_k L_k(Ahat_{:,k}) (eq. (9))."""
+    return sum(token_loss(G, B, c, Ahat[:, k], k) for k in range(len(c))) / len(c)
+
+
 def tau_points(N: int) -> list:
     """Distinct rational noise levels at which an identity in tau is checked exactly.
 
@@ -309,7 +338,7 @@ def exact_optimum(inst: ExactInstance) -> tuple[sympy.Matrix, list]:
     G, B, c = exact_quadratic(inst)
     Ginv = G.inv()
     Astar = (Ginv * B).applyfunc(sympy.cancel)
-    mins = [sympy.cancel(c[k] / 2 - (B[:, k].T * Ginv * B[:, k])[0, 0] / 2) for k in range(inst.K)]
+    mins = [sympy.cancel(token_minimum(Ginv, B, c, k)) for k in range(inst.K)]
     return Astar, mins
 
 
