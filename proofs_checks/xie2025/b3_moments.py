@@ -129,11 +129,7 @@ def _moments(c: int) -> dict:
     """The expectations lines 817-837 and 875-889 state, at d = 2, context size c."""
     d = D0
     gp = gaussian_prompt(d, c, W0)
-    gens = list(gp.means)
-
-    def P(x):
-        return sympy.Poly(x, *gens)
-
+    P = gp.poly
     X, e = gp.X, _ej(d)
     w = gp.w_hat - sympy.Matrix(W0)
     sx = X * X.T * e  # sum_i x_i x_i[j]
@@ -217,11 +213,7 @@ def _t_moments(c: int, point: tuple) -> dict:
     d = D0
     alpha, beta, gamma = point
     gp = gaussian_prompt(d, c, W0)
-    gens = list(gp.means)
-
-    def P(x):
-        return sympy.Poly(x, *gens)
-
+    P = gp.poly
     b, A, ws = _point(d)
     A[:d, d] = alpha * ws
     A[d, d] = beta

@@ -130,6 +130,30 @@ def mc_heads_risk(P: np.ndarray, Q: np.ndarray, inst: Instance, samples: int, se
     return Estimate(float(mean[0]), float(se[0]), samples)
 
 
+MC_LEVEL = 0.999  # the Monte Carlo intervals' level
+
+
+def mc_compare(cases: Sequence[tuple], samples: int,
+               level: float = MC_LEVEL) -> tuple[bool, list[dict]]:
+    """Monte Carlo of the real forward pass against the exact risk at each case (point label,
+    P, Q, exact risk, instance, seed, guess), Bonferroni over the cases: (every interval holds
+    its exact risk, one row a case)."""
+    ok, rows, m = True, [], len(cases)
+    for point, P, Q, exact, inst, seed, guess in cases:
+        est = mc_heads_risk(P, Q, inst, samples, seed, guess=guess)
+        ok &= est.agrees(exact, level, m)
+        rows.append({"point": point, "exact": exact, "z": est.z_score(exact),
+                     **est.as_dict(level, m)})
+    return ok, rows
+
+
+def mc_finding(name: str, ok: bool, rows: list, inst: Instance, seed: int,
+               reason: str) -> Finding:
+    """The finding of ``mc_compare``'s rows: the counterexample is the instance and every row."""
+    return Finding(name, ok, {"comparisons": rows}, None if ok else {
+        "instance": inst.as_dict(), "rows": rows, "seed": seed}, "" if ok else reason)
+
+
 def _guess(t, guess):
     if guess is None:
         return None

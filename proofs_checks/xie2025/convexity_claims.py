@@ -17,10 +17,10 @@ from verify.evidence import Finding, step
 from verify.formulas import FormulaSymbol, NamedFormula, formula_value
 
 from . import derive
-from .common import as_float, finish, heads_risk, mc_heads_risk
+from .common import MC_LEVEL, as_float, finish, heads_risk, mc_compare, mc_finding
 from .gd_claims import EQ7, eq7_numbers
 from .saturated import lifted_problem
-from .setting import C_SYM, D_SYM, S_SYM, SETTING, symbolic_dims
+from .setting import C_SYM, D_SYM, S_SYM, SETTING, Instance, symbolic_dims
 from .stationary_claims import THM4_FORMULAS, _thm4_point, _thm4_point_floats
 from .structured import leading_text, value_at
 from .tensors import probe_tensor
@@ -161,24 +161,23 @@ def lemma1_numeric(ctx: Context) -> TierResult:
     exact = {"theta_1": as_float(sympy.sympify(w["R(theta_1)=R(theta_2)"])),
              "theta_2": as_float(sympy.sympify(w["R(theta_1)=R(theta_2)"])),
              "midpoint": as_float(sympy.sympify(w["R(midpoint)"]))}
-    level, rows, ok = 0.999, [], True
-    for label, (WP, WK) in pts.items():
-        P, Q = WP @ Wf["W_V"], WK.T @ Wf["W_Q"]
-        est = mc_heads_risk(P[None], Q[None], inst, ctx.budget.mc_samples,
-                            ctx.seed_for("lemma1", label))
-        agree = est.agrees(exact[label], level, 3)
-        ok &= agree
-        rows.append({"point": label, "exact": exact[label], "z": est.z_score(exact[label]),
-                     **est.as_dict(level, 3)})
+    found = _risks_vs_mc(ctx, inst, "lemma1", {
+        label: ((WP @ Wf["W_V"])[None], (WK.T @ Wf["W_Q"])[None], exact[label])
+        for label, (WP, WK) in pts.items()})
     defect = exact["midpoint"] - (exact["theta_1"] + exact["theta_2"]) / 2
-    return finish([Finding("risks_vs_monte_carlo", ok, {"comparisons": rows},
-                            None if ok else {"instance": inst.as_dict(), "rows": rows,
-                                             "seed": ctx.seed},
-                            "" if ok else "the derived risks are outside the Monte Carlo "
-                                          "intervals")],
-                   {"instance": inst.as_dict(), "eta_star": str(eta),
-                    "convexity_defect_exact": str(w["convexity_defect"]),
-                    "convexity_defect": defect, "z_critical": z_critical(level, 3)})
+    return finish([found], {"instance": inst.as_dict(), "eta_star": str(eta),
+                            "convexity_defect_exact": str(w["convexity_defect"]),
+                            "convexity_defect": defect, "z_critical": z_critical(MC_LEVEL, 3)})
+
+
+def _risks_vs_mc(ctx: Context, inst: Instance, tag: str, points: dict,
+                 guess: tuple | None = None) -> Finding:
+    """The pair and its midpoint (label -> (P, Q, exact risk)) against Monte Carlo of the real
+    forward pass."""
+    ok, rows = mc_compare([(label, P, Q, ex, inst, ctx.seed_for(tag, label), guess)
+                           for label, (P, Q, ex) in points.items()], ctx.budget.mc_samples)
+    return mc_finding("risks_vs_monte_carlo", ok, rows, inst, ctx.seed,
+                      "the derived risks are outside the Monte Carlo intervals")
 
 
 LEMMA1 = Claim(
@@ -279,21 +278,11 @@ def lemma2_numeric(ctx: Context) -> TierResult:
     P[0, d] = float(t_star) * b
     exact1 = as_float(w["_R1"].subs(subs))
     exact0 = as_float(w["_R0"].subs(subs))
-    level, rows, ok = 0.999, [], True
-    for label, (PP, QQ, ex) in {"theta_1": (P, A[None], exact1), "theta_2": (-P, -A[None], exact1),
-                                "midpoint": (0 * P, 0 * A[None], exact0)}.items():
-        est = mc_heads_risk(PP, QQ, inst, ctx.budget.mc_samples, ctx.seed_for("lemma2", label),
-                            guess=(v, 0.0))
-        agree = est.agrees(ex, level, 3)
-        ok &= agree
-        rows.append({"point": label, "exact": ex, "z": est.z_score(ex), **est.as_dict(level, 3)})
-    return finish([Finding("risks_vs_monte_carlo", ok, {"comparisons": rows},
-                            None if ok else {"instance": inst.as_dict(), "rows": rows,
-                                             "seed": ctx.seed},
-                            "" if ok else "the derived risks are outside the Monte Carlo "
-                                          "intervals")],
-                   {"instance": inst.as_dict(), "t_star": str(t_star),
-                    "convexity_defect": exact0 - exact1})
+    found = _risks_vs_mc(ctx, inst, "lemma2", {
+        "theta_1": (P, A[None], exact1), "theta_2": (-P, -A[None], exact1),
+        "midpoint": (0 * P, 0 * A[None], exact0)}, guess=(v, 0.0))
+    return finish([found], {"instance": inst.as_dict(), "t_star": str(t_star),
+                            "convexity_defect": exact0 - exact1})
 
 
 LEMMA2 = Claim(

@@ -19,43 +19,50 @@ from ..kit.figures import Mark, Panel, PaperFigure, Series, curve_steps, figure_
 from ..kit.trend import all_of, exact_linear
 from . import saturated as sat
 from .common import (ETA, as_float, finish, finish_at_size, float_heads, gd_risk_star, heads_risk,
-                     mc_heads_risk)
+                     mc_compare, mc_finding)
 from .gd_claims import C as C_F, D as D_F, ETA as ETA_F, WSTAR, X as X_F, Y as Y_F
 from .setting import (BETA, C_SYM, D_SYM, PAPER_C, PAPER_D, SETTING, Instance, figure_dims, symbolic_dims,
                       symbolic_prompt, w_star_letter)
 from .stationary_claims import train_yq_exact
 from .structured import leading_text, value_at
 from .training import (budget_steps, head_sweep, loss_tol, restarts_for, train_exact,
-                       train_yq_sampled)
+                       train_yq_sampled, training_finding)
 from .translate import to_mat
 
 PAPER = "xie2025"
 SIGMA = sympy.Symbol("sigma", real=True)
 
 
+def _sigma_e1(d: int) -> tuple:
+    """w* = sigma e_1 (s = ||w*||^2 = sigma^2)."""
+    return (SIGMA,) + (0,) * (d - 1)
+
+
+def _offset_optimum(d: int, C, guess: str, g, beta=0) -> sat.Solution:
+    """The saturated optimum at w* = 0 with y_q = g^T x_q + beta."""
+    return sat.optimum(d, C, (0,) * d, guess, tuple(g), beta)
+
+
+def _gap(sol: sat.Solution, d: int) -> sympy.Expr:
+    return sympy.factor(sympy.cancel(sol.R_star - gd_risk_star(d, C_SYM)))
+
+
 @lru_cache(maxsize=None)
 def gap_in_s(d: int) -> sympy.Expr:
     """R*(C, s) - R_GD*(C) with w* = sigma e_1 (s = sigma^2), y_q = 0: exact in C and sigma."""
-    ws = sympy.zeros(d, 1)
-    ws[0] = SIGMA
-    sol = sat.solve(sat.lifted_problem(d, C_SYM, ws, "zero"))
-    return sympy.factor(sympy.cancel(sol.R_star - gd_risk_star(d, C_SYM)))
+    return _gap(sat.optimum(d, C_SYM, _sigma_e1(d)), d)
 
 
 @lru_cache(maxsize=None)
 def gap_in_guess(d: int) -> sympy.Expr:
     """w* = 0, y_q = g^T x_q with symbolic g: R*(g) - R_GD*."""
-    g = sympy.Matrix(sympy.symbols(f"g0:{d}", real=True))
-    sol = sat.solve(sat.lifted_problem(d, C_SYM, sympy.zeros(d, 1), "linear", g))
-    return sympy.factor(sympy.cancel(sol.R_star - gd_risk_star(d, C_SYM)))
+    return _gap(_offset_optimum(d, C_SYM, "linear", sympy.symbols(f"g0:{d}", real=True)), d)
 
 
 @lru_cache(maxsize=None)
 def gap_in_bias(d: int) -> sympy.Expr:
     """w* = 0, y_q = beta with symbolic beta: R*(beta) - R_GD*."""
-    sol = sat.solve(sat.lifted_problem(d, C_SYM, sympy.zeros(d, 1), "affine", sympy.zeros(d, 1),
-                                       BETA))
-    return sympy.factor(sympy.cancel(sol.R_star - gd_risk_star(d, C_SYM)))
+    return _gap(_offset_optimum(d, C_SYM, "affine", (0,) * d, BETA), d)
 
 
 POSITIVE_AT = (1, 2, 10, 10 ** 6)  # the sizes C at which a slope must be > 0
@@ -96,11 +103,8 @@ def fig3_symbolic(ctx: Context) -> TierResult:
         "Fig. 3", r"$\|w_\star\|^2$", s,
         {row["d"]: gap_in_s(row["d"]).subs(SIGMA, sympy.sqrt(s)) for row in rows}, 40,
         "s = ||w*||^2 (w* = sigma e_1; the risk depends on w* only through ||w*||^2), y_q = 0"))
-    ok_all = all_of(oks)
-    findings = [Finding("gap_against_norm", ok_all, {"dims": rows}, ce,
-                        "" if ok_all else "the exact gap is not of the named form with a "
-                                          "positive slope" if ok_all is False else
-                        "a slope's sign could not be evaluated"),
+    findings = [_slopes_finding("gap_against_norm", oks, rows, ce, "the exact gap is not of the "
+                                "named form with a positive slope"),
                 Finding("rotation_invariance", iso, {"d": d, "R*(5 e_1)": str(a),
                                                      "R*(3 e_1 + 4 e_2)": str(b)},
                         None if iso else {"d": d, "R*(5 e_1)": str(a), "R*(3e1+4e2)": str(b)},
@@ -162,20 +166,14 @@ def _trained_panel(x_label: str, groups: dict, R_gd: float) -> Panel:
 def fig3_numeric(ctx: Context) -> TierResult:
     inst = SETTING.instance(ctx.budget.name, ctx.sizes)
     d = inst.d
-    level, rows, ok = 0.999, [], True
     cases = {"w*=0": 0, f"w*={inst.w_entry}(1..1)": inst.w_entry}
-    exact_gap = {}
+    exact_gap, mc = {}, []
     for label, c in cases.items():
         sol = sat.optimum(d, inst.C, tuple([c] * d))
-        R = as_float(sol.R_star)
         exact_gap[label] = str(sympy.factor(sol.R_star - gd_risk_star(d, inst.C)))
-        P, Q = float_heads(sat.heads_for_tensor(sol.tensor(), d))
-        est = mc_heads_risk(P, Q, Instance(d, inst.C, c) if c else _zero_inst(inst),
-                            ctx.budget.mc_samples, ctx.seed_for("fig3", label))
-        agree = est.agrees(R, level, len(cases))
-        ok &= agree
-        rows.append({"point": f"saturated optimum, {label}", "exact": R, "z": est.z_score(R),
-                     **est.as_dict(level, len(cases))})
+        mc.append(_mc_case(label, sol, d, Instance(d, inst.C, c) if c else _zero_inst(inst),
+                           ctx.seed_for("fig3", label)))
+    ok, rows = mc_compare(mc, ctx.budget.mc_samples)
     figure = figure_entry(lambda: PaperFigure("Fig. 3", (Panel(
         "gap to one-step GD", r"$\|w_\star\|^2$", GAP_Y, (
         Series("exact", *norm_gaps(d, inst.C, [c * inst.w_entry for c in SWEEP])),
@@ -185,13 +183,18 @@ def fig3_numeric(ctx: Context) -> TierResult:
         f"C = {inst.C}, y_q = 0): its exact risk minus the exact one-step GD risk, and Monte "
         f"Carlo of the real forward pass at the optimal heads for c = 0 and {inst.w_entry} "
         f"({ctx.budget.mc_samples} prompts, 99.9% intervals, Bonferroni over the points)"))
-    return finish_at_size(inst, [Finding("optimum_vs_monte_carlo", ok, {"comparisons": rows},
-                            None if ok else {"instance": inst.as_dict(), "rows": rows,
-                                             "seed": ctx.seed},
-                            "" if ok else "the saturated optimum's risk is off the Monte Carlo "
-                                          "interval")],
-                   {"instance": inst.as_dict(), "exact_gap_to_gd": exact_gap,
-                    "R_GD": str(gd_risk_star(d, inst.C)), **figure})
+    return finish_at_size(inst, [mc_finding("optimum_vs_monte_carlo", ok, rows, inst, ctx.seed,
+                                            "the saturated optimum's risk is off the Monte Carlo "
+                                            "interval")],
+                          {"instance": inst.as_dict(), "exact_gap_to_gd": exact_gap,
+                           "R_GD": str(gd_risk_star(d, inst.C)), **figure})
+
+
+def _mc_case(label: str, sol: sat.Solution, d: int, inst: Instance, seed: int,
+             guess: tuple | None = None) -> tuple:
+    """A ``mc_compare`` case: the heads realising a saturated optimum, and its exact risk."""
+    P, Q = float_heads(sat.heads_for_tensor(sol.tensor(), d))
+    return (f"saturated optimum, {label}", P, Q, as_float(sol.R_star), inst, seed, guess)
 
 
 class _ZeroPrior(Instance):
@@ -211,12 +214,23 @@ def _zero_inst(inst: Instance) -> Instance:
     return _ZeroPrior(inst.d, inst.C, inst.w_entry)
 
 
+def _trained_vs_optimum(rows: list[dict], key: str, tol: float, R_gd: float, inst: Instance,
+                        missed: str) -> Finding:
+    """Trained risks (``rows``, each point named by ``key``) against the saturated optimum R*:
+    a run below R* refutes, a run that missed R* leaves it undecided."""
+    below = next(({key: r[key], "trained_risk": r["trained_risk"], "R_star": r["R_star"]}
+                  for r in rows if r["relative_gap_to_R*"] < -tol), None)
+    off = [r[key] for r in rows if abs(r["relative_gap_to_R*"]) > tol]
+    return training_finding({"runs": rows, "R_GD": R_gd, "heads": inst.d + 1}, below, off, inst,
+                            "L-BFGS did not reach R* for " + missed.format(off))
+
+
 def fig3_train(ctx: Context) -> TierResult:
     tol = loss_tol(ctx.device)
     inst = SETTING.instance(ctx.budget.name, ctx.sizes)
     d = inst.d
     steps = budget_steps(ctx.budget.name)["lbfgs"]
-    rows, bad, missed = [], None, []
+    rows = []
     R_gd = as_float(gd_risk_star(d, inst.C))
     sweep = head_sweep(d, inst.C, inst.w_entry, ctx.budget.name, restarts_for(ctx.budget),
                        ctx.seed_for("head-sweep"), ctx.device)
@@ -225,23 +239,11 @@ def fig3_train(ctx: Context) -> TierResult:
         res = sweep[d + 1] if c == inst.w_entry else train_exact(
             inst, d + 1, restarts_for(ctx.budget), steps, ctx.seed_for("fig3-train", c),
             ctx.device, w_star=np.full(d, float(c)))
-        gap = (res.best - R) / R
         rows.append({"w_entry": c, "s": d * c * c, "trained_risk": res.best, "R_star": R,
-                     "trained_gap_to_GD": res.best - R_gd, "relative_gap_to_R*": gap,
+                     "trained_gap_to_GD": res.best - R_gd, "relative_gap_to_R*": (res.best - R) / R,
                      "curve": res.runs[0]["curve"] if res.runs else []})
-        if gap < -tol and bad is None:
-            bad = {"w_entry": c, "trained_risk": res.best, "R_star": R}
-        if abs(gap) > tol:
-            missed.append(c)
-    ev = {"runs": rows, "R_GD": R_gd, "heads": d + 1}
-    if bad:
-        f = Finding("exact_risk_training", False, ev, {"instance": inst.as_dict(), **bad},
-                    "training found a risk below the saturated optimum")
-    elif missed:
-        f = Finding("exact_risk_training", None, ev, reason=f"L-BFGS did not reach R* for "
-                    f"w_entry in {missed}; more restarts would decide")
-    else:
-        f = Finding("exact_risk_training", True, ev)
+    f = _trained_vs_optimum(rows, "w_entry", tol, R_gd, inst,
+                            "w_entry in {}; more restarts would decide")
     figure = figure_entry(lambda: PaperFigure("Fig. 3", (_trained_panel(
         r"$\|w_\star\|^2$", {"": ([r["s"] for r in rows], [r["R_star"] for r in rows],
                                     [r["trained_risk"] for r in rows])}, R_gd),),
@@ -290,7 +292,7 @@ def fig4_symbolic(ctx: Context) -> TierResult:
         gs = sympy.symbols(f"g0:{d}", real=True)
         dg = gap_in_guess(d)
         # the derived gap depends on g only through ||g||^2: substitute g = (sqrt(g2), 0, ...)
-        dg_norm = sympy.factor(dg.subs({gs[0]: sympy.sqrt(g2), **{x: 0 for x in gs[1:]}}))
+        dg_norm = sympy.factor(_guess_on_axis(d, g2))
         iso = sympy.cancel(dg - dg_norm.subs(g2, sum(x ** 2 for x in gs))) == 0
         ok_g, info_g = exact_linear(F["gap_guess"], dg_norm, g2, kg, {g2: 1}, C_SYM, POSITIVE_AT)
         db = gap_in_bias(d).xreplace({BETA: beta})
@@ -313,12 +315,23 @@ def fig4_symbolic(ctx: Context) -> TierResult:
                                           "(the query Gram matrix has beta^2 in its corner)."),
     ]
     figure = figure_entry(lambda: fig4_figure([row["d"] for row in rows]))
-    ok_all = all_of(oks)
-    return finish([Finding("gaps_against_offsets", ok_all, {"dims": rows}, ce,
-                            "" if ok_all else "the exact gaps are not of the named form "
-                                              "with positive slopes" if ok_all is False else
-                            "a slope's sign could not be evaluated")],
-                   {"setting": "w* = 0, H >= d+1, y_q = x_q^T g + beta", **figure}, steps=steps)
+    return finish([_slopes_finding("gaps_against_offsets", oks, rows, ce, "the exact gaps are "
+                                   "not of the named form with positive slopes")],
+                  {"setting": "w* = 0, H >= d+1, y_q = x_q^T g + beta", **figure}, steps=steps)
+
+
+def _slopes_finding(name: str, oks: list, rows: list, ce: dict | None, reason: str) -> Finding:
+    """Figs. 3 and 4: every d's exact gap of the named form with a positive slope; a slope whose
+    sign could not be evaluated leaves it undecided."""
+    ok = all_of(oks)
+    return Finding(name, ok, {"dims": rows}, ce, "" if ok else reason if ok is False else
+                   "a slope's sign could not be evaluated")
+
+
+def _guess_on_axis(d: int, g2: sympy.Symbol) -> sympy.Expr:
+    """The guess offset's gap at g = (sqrt(g2), 0, ..., 0): ||g||^2 = g2."""
+    gs = sympy.symbols(f"g0:{d}", real=True)
+    return gap_in_guess(d).subs({gs[0]: sympy.sqrt(g2), **{x: 0 for x in gs[1:]}})
 
 
 def fig4_figure(dims: Sequence[int]) -> PaperFigure:
@@ -327,8 +340,7 @@ def fig4_figure(dims: Sequence[int]) -> PaperFigure:
     g2, b2 = sympy.Symbol("g2", positive=True), sympy.Symbol("b2", positive=True)
     guess, bias = {}, {}
     for d in dims:
-        gs = sympy.symbols(f"g0:{d}", real=True)
-        guess[d] = gap_in_guess(d).subs({gs[0]: sympy.sqrt(g2), **{x: 0 for x in gs[1:]}})
+        guess[d] = _guess_on_axis(d, g2)
         bias[d] = gap_in_bias(d).subs(BETA, sympy.sqrt(b2))
     a = gap_figure("Fig. 4", r"$\|y_{q\_guess}\|^2$", g2, guess, 4, "", panel="guess offset")
     b = gap_figure("Fig. 4", r"$y_{q\_bias}^2$", b2, bias, 4, "", panel="bias offset")
@@ -342,26 +354,15 @@ def fig4_figure(dims: Sequence[int]) -> PaperFigure:
 def fig4_numeric(ctx: Context) -> TierResult:
     inst = SETTING.instance(ctx.budget.name, ctx.sizes)
     d = inst.d
-    z = _zero_inst(inst)
-    level, rows, ok = 0.999, [], True
     cases = {"g=(1..1),beta=0": ("linear", [1] * d, 0), "g=0,beta=1": ("affine", [0] * d, 1)}
-    for label, (guess, g, beta) in cases.items():
-        sol = sat.solve(sat.lifted_problem(d, inst.C, sympy.zeros(d, 1), guess, sympy.Matrix(g),
-                                           beta))
-        R = as_float(sol.R_star)
-        P, Q = float_heads(sat.heads_for_tensor(sol.tensor(), d))
-        est = mc_heads_risk(P, Q, z, ctx.budget.mc_samples, ctx.seed_for("fig4", label),
-                            guess=(np.array(g, dtype=float), float(beta)))
-        agree = est.agrees(R, level, len(cases))
-        ok &= agree
-        rows.append({"point": f"saturated optimum, {label}", "exact": R, "z": est.z_score(R),
-                     **est.as_dict(level, len(cases))})
+    ok, rows = mc_compare([_mc_case(label, _offset_optimum(d, inst.C, guess, g, beta), d,
+                                    _zero_inst(inst), ctx.seed_for("fig4", label),
+                                    (np.array(g, dtype=float), float(beta)))
+                           for label, (guess, g, beta) in cases.items()], ctx.budget.mc_samples)
     figure = figure_entry(lambda: fig4_numeric_figure(d, inst.C, rows, ctx.budget.mc_samples))
-    return finish_at_size(inst, [Finding("optimum_vs_monte_carlo", ok, {"comparisons": rows},
-                            None if ok else {"instance": inst.as_dict(), "rows": rows,
-                                             "seed": ctx.seed},
-                            "" if ok else "off the Monte Carlo interval")],
-                   {"instance": {**inst.as_dict(), "w_star": [0] * d}, **figure})
+    return finish_at_size(inst, [mc_finding("optimum_vs_monte_carlo", ok, rows, inst, ctx.seed,
+                                            "off the Monte Carlo interval")],
+                          {"instance": {**inst.as_dict(), "w_star": [0] * d}, **figure})
 
 
 def fig4_numeric_figure(d: int, C: int, rows: list, samples: int) -> PaperFigure:
@@ -394,16 +395,12 @@ def offset_gaps(d: int, C: int, scales: Sequence) -> dict:
     """The exact gap R* - R_GD* at w* = 0 with y_q_guess = c (1, ..., 1) (squared norm d c^2)
     and with y_q_bias = c (squared c^2), for each c in ``scales``: (squared offsets, gaps)."""
     R_gd = gd_risk_star(d, C)
-    out = {}
-    for name, guess in (("guess", "linear"), ("bias", "affine")):
-        gaps = []
-        for c in scales:
-            g = sympy.Matrix([c] * d) if guess == "linear" else sympy.zeros(d, 1)
-            sol = sat.solve(sat.lifted_problem(d, C, sympy.zeros(d, 1), guess, g,
-                                               c if guess == "affine" else 0))
-            gaps.append(as_float(sol.R_star - R_gd))
-        out[name] = ([float((d if guess == "linear" else 1) * c * c) for c in scales], gaps)
-    return out
+    return {"guess": ([float(d * c * c) for c in scales],
+                      [as_float(_offset_optimum(d, C, "linear", [c] * d).R_star - R_gd)
+                       for c in scales]),
+            "bias": ([float(c * c) for c in scales],
+                     [as_float(_offset_optimum(d, C, "affine", [0] * d, c).R_star - R_gd)
+                      for c in scales])}
 
 
 def fig4_train(ctx: Context) -> TierResult:
@@ -411,32 +408,18 @@ def fig4_train(ctx: Context) -> TierResult:
     inst = SETTING.instance(ctx.budget.name, ctx.sizes)
     d = inst.d
     steps = budget_steps(ctx.budget.name)["lbfgs"]
-    rows, bad, missed = [], None, []
+    rows = []
     for label, (guess, g, beta) in {"g=(1..1)": ("linear", [1.0] * d, 0.0),
                                     "beta=1": ("affine", [0.0] * d, 1.0)}.items():
-        sol = sat.solve(sat.lifted_problem(d, inst.C, sympy.zeros(d, 1), guess,
-                                           sympy.Matrix([int(x) for x in g]), int(beta)))
-        R = as_float(sol.R_star)
+        R = as_float(_offset_optimum(d, inst.C, guess, [int(x) for x in g], int(beta)).R_star)
         res = train_exact(inst, d + 1, restarts_for(ctx.budget), steps,
                           ctx.seed_for("fig4-train", label), ctx.device, guess=guess,
                           v=np.array(g), beta=beta, w_star=np.zeros(d))
-        gap = (res.best - R) / R
         rows.append({"offset": label, "trained_risk": res.best, "R_star": R,
-                     "relative_gap_to_R*": gap, "curve": res.runs[0]["curve"] if res.runs else []})
-        if gap < -tol and bad is None:
-            bad = {"offset": label, "trained_risk": res.best, "R_star": R}
-        if abs(gap) > tol:
-            missed.append(label)
+                     "relative_gap_to_R*": (res.best - R) / R,
+                     "curve": res.runs[0]["curve"] if res.runs else []})
     R_gd = as_float(gd_risk_star(d, inst.C))
-    ev = {"runs": rows, "R_GD": R_gd, "heads": d + 1}
-    if bad:
-        f = Finding("exact_risk_training", False, ev, {"instance": inst.as_dict(), **bad},
-                    "training found a risk below the saturated optimum")
-    elif missed:
-        f = Finding("exact_risk_training", None, ev, reason=f"L-BFGS did not reach R* for "
-                    f"{missed}")
-    else:
-        f = Finding("exact_risk_training", True, ev)
+    f = _trained_vs_optimum(rows, "offset", tol, R_gd, inst, "{}")
     figure = figure_entry(lambda: PaperFigure("Fig. 4", (_trained_panel(
         r"squared offset $\|y_{q\_guess}\|^2$ or $y_{q\_bias}^2$",
         {f"{name}: ": ([x], [r["R_star"]], [r["trained_risk"]])
@@ -504,10 +487,7 @@ def yq_lower_bound(d: int) -> dict:
     """Over the saturated y_q-LSA class (any heads, y_q = v^T x_q): R*(v) exact in C, v and
     sigma (w* = sigma e_1), and its minimum over v."""
     v = sympy.Matrix(sympy.symbols(f"v0:{d}", real=True))
-    ws = sympy.zeros(d, 1)
-    ws[0] = SIGMA
-    sol = sat.solve(sat.lifted_problem(d, C_SYM, ws, "linear", v))
-    R = sympy.cancel(sol.R_star)
+    R = sympy.cancel(sat.optimum(d, C_SYM, _sigma_e1(d), "linear", tuple(v)).R_star)
     crit = sympy.solve([sympy.diff(R, x) for x in v], list(v), dict=True)
     best = sympy.factor(sympy.cancel(R.subs(crit[0]))) if len(crit) == 1 else None
     return {"R_of_v": sympy.factor(R), "argmin_v": {str(k): str(val) for k, val in crit[0].items()}
@@ -604,30 +584,30 @@ def fig5_figure(gd: dict, d: int, C: int, yq_best, what: str,
                        f"training curves, whose end points are these risks")
 
 
-def _without_best_step(gd: dict, inst) -> TierResult | None:
-    """The refutation when the named GD update has no positive best step size (Fig. 5 compares
-    y_q-LSA with GD at its best step), else None."""
-    if gd["eta_star"] is not None and gd["step_positive"]:
-        return None
-    why = gd.get("why") or f"the best step size {gd['eta_star']} is not positive"
-    return finish([Finding("gd_baseline_has_a_best_step", False, {"GD_risk(eta)": str(
-        gd["risk"])}, {"instance": inst.as_dict(), "GD_risk(eta)": str(gd["risk"]),
-                       "eta_star": str(gd["eta_star"])}, f"the named GD update: {why}")],
-        {"instance": inst.as_dict()})
+def _gd_at_instance(ctx: Context) -> tuple | TierResult:
+    """The instance, the named GD update's risk (``_gd_from_formula``), its best step and best
+    risk there; or the refutation when the update has no positive best step size (Fig. 5
+    compares y_q-LSA with GD at its best step)."""
+    inst = SETTING.instance(ctx.budget.name, ctx.sizes)
+    gd = _gd_from_formula(ctx.formulas)
+    if gd["eta_star"] is None or not gd["step_positive"]:
+        why = gd.get("why") or f"the best step size {gd['eta_star']} is not positive"
+        return finish([Finding("gd_baseline_has_a_best_step", False, {"GD_risk(eta)": str(
+            gd["risk"])}, {"instance": inst.as_dict(), "GD_risk(eta)": str(gd["risk"]),
+                           "eta_star": str(gd["eta_star"])}, f"the named GD update: {why}")],
+            {"instance": inst.as_dict()})
+    at = {D_SYM: inst.d, C_SYM: inst.C}
+    return inst, gd, as_float(gd["eta_star"].subs(at)), as_float(gd["risk_star"].subs(at))
 
 
 def fig5_numeric(ctx: Context) -> TierResult:
     """At the optimum, y_q-LSA and GD(eta*) give the same prediction on every prompt (App. C.2's
     metrics: prediction difference 0, gradient difference 0, cosine 1), and the risk agrees with
     Monte Carlo."""
-    F = ctx.formulas
-    inst = SETTING.instance(ctx.budget.name, ctx.sizes)
+    if isinstance(at := _gd_at_instance(ctx), TierResult):
+        return at
+    inst, gd, eta, R_gd = at
     d, C = inst.d, inst.C
-    gd = _gd_from_formula(F)
-    if (no_step := _without_best_step(gd, inst)) is not None:
-        return no_step
-    eta = as_float(gd["eta_star"].subs({D_SYM: d, C_SYM: C}))
-    R_gd = as_float(gd["risk_star"].subs({D_SYM: d, C_SYM: C}))
     P = torch.zeros(1, d + 1, d + 1, dtype=torch.float64)
     P[0, d, :d] = -eta * inst.w_star_torch()
     P[0, d, d] = eta
@@ -635,22 +615,15 @@ def fig5_numeric(ctx: Context) -> TierResult:
     Q[0, :d, :d] = torch.eye(d, dtype=torch.float64)
     gen = torch.Generator().manual_seed(ctx.seed_for("fig5-prompts"))
     t = sample_tasks(inst.w_star_torch(), C, 256, gen)
-    xq = t.xq.clone().requires_grad_()
-    yq_lsa = fast_prediction(embed(t.X, t.y, xq, xq @ inst.w_star_torch()), P, Q)
-    gd_pred = one_step_gd(t.X, t.y, xq, inst.w_star_torch(), eta)
-    g1 = torch.autograd.grad(yq_lsa.sum(), xq, retain_graph=True)[0]
-    g2 = torch.autograd.grad(gd_pred.sum(), xq)[0]
-    pred_diff = float((yq_lsa - gd_pred).detach().abs().max())
+    yq_lsa, gd_pred, g1, g2 = _against_gd(lambda xq: fast_prediction(
+        embed(t.X, t.y, xq, xq @ inst.w_star_torch()), P, Q), t, inst.w_star_torch(), eta)
+    pred_diff = float((yq_lsa - gd_pred).abs().max())
     grad_diff = float((g1 - g2).norm(dim=1).max())
     cos = float(torch.nn.functional.cosine_similarity(g1, g2, dim=1).min())
-    tol = 1e-10
-    ok = pred_diff <= tol * max(1.0, float(gd_pred.detach().abs().max())) and grad_diff <= 1e-9
-    est = mc_heads_risk(P.numpy(), Q.numpy(), inst, ctx.budget.mc_samples,
-                        ctx.seed_for("fig5-mc"), guess=(inst.w_star, 0.0))
-    level = 0.999
-    agree = est.agrees(R_gd, level, 1)
-    row = {"point": "y_q-LSA at b = eta*[-w*; 1], A = [[I,0],[0,0]], v = w*", "exact": R_gd,
-           "z": est.z_score(R_gd), **est.as_dict(level, 1)}
+    ok = pred_diff <= 1e-10 * max(1.0, float(gd_pred.abs().max())) and grad_diff <= 1e-9
+    agree, (row,) = mc_compare([("y_q-LSA at b = eta*[-w*; 1], A = [[I,0],[0,0]], v = w*",
+                                 P.numpy(), Q.numpy(), R_gd, inst, ctx.seed_for("fig5-mc"),
+                                 (inst.w_star, 0.0))], ctx.budget.mc_samples)
     figure = figure_entry(lambda: fig5_figure(
         gd, d, C, gd["risk_star"].subs({D_SYM: d, C_SYM: C}),
         f"Monte Carlo of y_q-LSA at b = eta*[-w*; 1], A = [[I, 0], [0, 0]], v = w* "
@@ -670,14 +643,10 @@ def fig5_numeric(ctx: Context) -> TierResult:
 
 def fig5_train(ctx: Context) -> TierResult:
     tol = loss_tol(ctx.device)
-    F = ctx.formulas
-    inst = SETTING.instance(ctx.budget.name, ctx.sizes)
+    if isinstance(at := _gd_at_instance(ctx), TierResult):
+        return at
+    inst, _, eta, R_gd = at
     d, C = inst.d, inst.C
-    gd = _gd_from_formula(F)
-    if (no_step := _without_best_step(gd, inst)) is not None:
-        return no_step
-    R_gd = as_float(gd["risk_star"].subs({D_SYM: d, C_SYM: C}))
-    eta = as_float(gd["eta_star"].subs({D_SYM: d, C_SYM: C}))
     res = train_yq_exact(inst, ctx, ctx.seed_for("fig5-exact"))
     gap = (res["risk"] - R_gd) / R_gd
     findings = []
@@ -735,17 +704,22 @@ def fig5_train_figure(exact_curve: list, lbfgs_steps: int, sampled: dict, R_gd: 
                          f"with the best step size")
 
 
+def _against_gd(f, t, w_star: torch.Tensor, eta: float) -> tuple:
+    """f(x_q) and one GD step's prediction (eq. (9)) on the tasks ``t``, and their gradients in
+    x_q, detached."""
+    xq = t.xq.clone().requires_grad_()
+    a, b = f(xq), one_step_gd(t.X, t.y, xq, w_star, eta)
+    ga = torch.autograd.grad(a.sum(), xq, retain_graph=True)[0]
+    gb = torch.autograd.grad(b.sum(), xq)[0]
+    return a.detach(), b.detach(), ga.detach(), gb.detach()
+
+
 def _c2_metrics(model, inst: Instance, eta: float, seed: int) -> dict:
     """App. C.2: prediction difference, gradient difference and cosine similarity to GD(eta*)."""
     w = model.w  # the tasks in the model's dtype and on its device (float32 on a GPU)
     w_star = inst.w_star_torch(w.dtype, w.device)
     t = sample_tasks(w_star, inst.C, 2048, torch.Generator().manual_seed(seed), w.dtype, w.device)
-    xq = t.xq.clone().requires_grad_()
-    a = model(t.X, t.y, xq)
-    b = one_step_gd(t.X, t.y, xq, w_star, eta)
-    ga = torch.autograd.grad(a.sum(), xq, retain_graph=True)[0]
-    gb = torch.autograd.grad(b.sum(), xq)[0]
-    a, b, ga, gb = a.detach(), b.detach(), ga.detach(), gb.detach()
+    a, b, ga, gb = _against_gd(lambda xq: model(t.X, t.y, xq), t, w_star, eta)
     return {"mean_prediction_difference": float((a - b).abs().mean()),
             "mean_gradient_difference": float((ga - gb).norm(dim=1).mean()),
             "mean_cosine_similarity": float(torch.nn.functional.cosine_similarity(ga, gb,

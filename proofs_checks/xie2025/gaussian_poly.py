@@ -79,6 +79,10 @@ class GaussianPrompt:
         """The context labels y_i = w_hat^T x_i (a C x 1 column)."""
         return self.X.T * self.w_hat
 
+    def poly(self, x) -> sympy.Poly:
+        """``x`` as a polynomial in every Gaussian coordinate."""
+        return sympy.Poly(x, *self.means)
+
     def gram(self) -> sympy.Matrix:
         """G = (1/C) sum_i z_i z_i^T, z_i = [x_i; y_i] (App. A.2)."""
         d, C = self.X.shape

@@ -15,10 +15,11 @@ from verify.formulas import FormulaSymbol, NamedFormula
 from ..kit.figures import Mark, Note, Panel, PaperFigure, Series, figure_entry
 from ..kit.trend import all_of, positive_at
 from . import derive, saturated as sat
-from .common import (as_float, finish, finish_at_size, float_heads, gd_risk_star, heads_from_bA, heads_risk,
-                     mc_heads_risk)
+from .common import (MC_LEVEL, as_float, finish, finish_at_size, float_heads, gd_risk_star,
+                     heads_from_bA, heads_risk, mc_compare, mc_finding)
 from .setting import C_SYM, D_SYM, PAPER_C, PAPER_D, SETTING, figure_dims, symbolic_dims
-from .training import budget_steps, head_sweep, loss_tol, restarts_for, train_sampled
+from .training import (budget_steps, head_sweep, loss_tol, restarts_for, train_sampled,
+                       training_finding)
 
 PAPER = "xie2025"
 D = FormulaSymbol("d")
@@ -207,22 +208,15 @@ def thm1_numeric(ctx: Context) -> TierResult:
                               {"C": inst.C, "d": d}))
     P2 = np.concatenate([P[:1] / 2, P[:1] / 2, P[1:]])
     Q2 = np.concatenate([Q[:1], Q[:1], Q[1:]])
-    level, m = 0.999, 3
-    rows, ok = [], True
-    for label, (PP, QQ, exact) in {"d+1_heads_at_T*": (P, Q, R_star),
-                                   "d+2_heads_at_T*": (P2, Q2, R_star),
-                                   "d+2_random_heads": (Pr, Qr, r_rand)}.items():
-        est = mc_heads_risk(PP, QQ, inst, ctx.budget.mc_samples, ctx.seed_for("thm1-mc", label))
-        agree = est.agrees(exact, level, m)
-        ok &= agree
-        rows.append({"point": label, "exact": exact, "z": est.z_score(exact),
-                     **est.as_dict(level, m)})
-    return finish([Finding("derived_risk_vs_monte_carlo", ok, {"comparisons": rows},
-                            None if ok else {"instance": inst.as_dict(), "rows": rows,
-                                             "seed": ctx.seed},
-                            "" if ok else "the derived risk is outside the Monte Carlo interval")],
-                   {"instance": inst.as_dict(), "optimal_loss": R_star,
-                    "z_critical": z_critical(level, m)})
+    ok, rows = mc_compare([(label, PP, QQ, exact, inst, ctx.seed_for("thm1-mc", label), None)
+                           for label, PP, QQ, exact in (("d+1_heads_at_T*", P, Q, R_star),
+                                                        ("d+2_heads_at_T*", P2, Q2, R_star),
+                                                        ("d+2_random_heads", Pr, Qr, r_rand))],
+                          ctx.budget.mc_samples)
+    return finish([mc_finding("derived_risk_vs_monte_carlo", ok, rows, inst, ctx.seed,
+                              "the derived risk is outside the Monte Carlo interval")],
+                  {"instance": inst.as_dict(), "optimal_loss": R_star,
+                   "z_critical": z_critical(MC_LEVEL, 3)})
 
 
 def _sweep_finding(ctx: Context, inst, R_star: float, must_reach: list[int],
@@ -262,19 +256,11 @@ def thm1_train(ctx: Context) -> TierResult:
                                       f"the 1 .. {d + 2} the head sweep can compare with H + 1")],
                       {"instance": inst.as_dict()})
     below, missed, _, ev = _sweep_finding(ctx, inst, R_star, [H, H + 1], [])
-    findings = []
-    if below is not None:
-        findings.append(Finding("exact_risk_training", False, ev, {"instance": inst.as_dict(),
-                                                                    **below},
-                                "training found a risk below the saturated optimum"))
-    elif missed:
-        findings.append(Finding("exact_risk_training", None, ev, reason=f"L-BFGS did not reach "
-                                f"the saturated optimum with H = {missed}; more restarts would "
-                                f"decide"))
-    else:
-        # reaching R* with H and H + 1 heads shows the infimum is attained there; it cannot show
-        # that fewer heads fall short (the class statement, which the symbolic tier decides)
-        findings.append(Finding("exact_risk_training", True, ev, search=True))
+    # reaching R* with H and H + 1 heads shows the infimum is attained there; it cannot show
+    # that fewer heads fall short (the class statement, which the symbolic tier decides)
+    findings = [training_finding(ev, below, missed, inst, f"L-BFGS did not reach the saturated "
+                                 f"optimum with H = {missed}; more restarts would decide",
+                                 search=True)]
     sampled = [train_sampled(inst, h, ctx.budget.name, ctx.seed_for("sampled-heads", h),
                              ctx.device, ctx.progress) for h in (H, H + 1)]
     bad = [s for s in sampled
@@ -440,11 +426,8 @@ def fig2_numeric(ctx: Context) -> TierResult:
         return finish_at_size(inst, [Finding("d_head_model", None, {}, reason="no isotropic coordinate")])
     heads = sat.heads_with_isotropic_vector([sol.S(k) for k in sol.problem.ks], u, d)
     P, Q = float_heads(heads)
-    est = mc_heads_risk(P, Q, inst, ctx.budget.mc_samples, ctx.seed_for("fig2-mc"))
-    level = 0.999
-    ok = est.agrees(R_star, level, 1)
-    row = {"point": f"{d} heads realising T*", "exact": R_star, "z": est.z_score(R_star),
-           **est.as_dict(level, 1)}
+    ok, (row,) = mc_compare([(f"{d} heads realising T*", P, Q, R_star, inst,
+                              ctx.seed_for("fig2-mc"), None)], ctx.budget.mc_samples)
     exact_paper = None
     if ctx.budget.name == "paper" or (d, inst.C) == (10, 10):
         exact_paper = str(sol.R_star)
@@ -468,21 +451,15 @@ def fig2_train(ctx: Context) -> TierResult:
     R_star = as_float(exact_optimum(d, inst.C, inst.w_entry).R_star)
     H = _named_int(F["H_risk"], d) or d + 1
     below, missed, reached, ev = _sweep_finding(ctx, inst, R_star, [H], [H - 1])
-    findings = []
-    if below is not None:
-        findings.append(Finding("head_sweep", False, ev, {"instance": inst.as_dict(), **below},
-                                "training found a risk below the saturated optimum"))
-    elif reached:
-        findings.append(Finding("head_sweep", False, ev, {
+    if below is None and reached:
+        findings = [Finding("head_sweep", False, ev, {
             "instance": inst.as_dict(), "named_H_risk": H, "heads_reaching_R*": reached,
             "R_star": R_star},
             f"{reached[0]} heads already reach the saturated optimum, so the risk does not "
-            f"improve up to {H} heads"))
-    elif missed:
-        findings.append(Finding("head_sweep", None, ev, reason=f"L-BFGS did not reach R* with "
-                                f"{missed} heads; more restarts would decide"))
+            f"improve up to {H} heads")]
     else:
-        findings.append(Finding("head_sweep", True, ev))
+        findings = [training_finding(ev, below, missed, inst, f"L-BFGS did not reach R* with "
+                                     f"{missed} heads; more restarts would decide", "head_sweep")]
     cfg = budget_steps(ctx.budget.name)
     sampled = [train_sampled(inst, h, ctx.budget.name, ctx.seed_for("sampled-heads", h),
                              ctx.device, ctx.progress) for h in sorted({1, d, d + 1, d + 2})]

@@ -126,21 +126,20 @@ def _linear_guess_gap(F, Ms: list[sympy.Matrix], L_i: list[sympy.Expr]) -> dict:
     2 v_i E[(1 + <G, M_{d+1}>)(<G, M_i> - w_hat[i])] (``L_i``: the named E[L_i], i <= d)."""
     v = sympy.Matrix([1, -1])
     gp = gaussian_prompt(D0, C0, W0)
-    gens = list(gp.means)
-    G = gp.gram().applyfunc(lambda x: sympy.Poly(x, *gens))
-    xq = [sympy.Poly(x, *gens) for x in gp.x_q]
-    yq = sum((int(v[a]) * xq[a] for a in range(D0)), sympy.Poly(0, *gens))
+    P = gp.poly
+    G = gp.gram().applyfunc(P)
+    xq = [P(x) for x in gp.x_q]
+    yq = sum((int(v[a]) * xq[a] for a in range(D0)), P(0))
     zq = xq + [yq]
     # the lifted prediction y_q + sum_k <G, M_k> z_q[k] (App. A.1), in polynomial arithmetic
     pred = yq
     for k in range(D0 + 1):
-        inner = sympy.Poly(0, *gens)
+        inner = P(0)
         for a in range(D0 + 1):
             for b in range(D0 + 1):
                 inner += G[a, b] * Ms[k][a, b]
         pred += inner * zq[k]
-    err = pred - sum((sympy.Poly(gp.w_hat[a], *gens) * xq[a] for a in range(D0)),
-                     sympy.Poly(0, *gens))
+    err = pred - sum((P(gp.w_hat[a]) * xq[a] for a in range(D0)), P(0))
     risk = expect(err ** 2, gp.means)
     last = expect(sympy.sympify(formula_value(F["L_last"], {
         "d": D0, "G": gp.gram(), "M_last": Ms[D0], "y_q": 1})), gp.means)

@@ -153,7 +153,6 @@ def _eq23_27(F, d: int, w_entries: tuple) -> list[Finding]:
         Mmn, Mpq = m["M"].get((a, b), 0), m["M"].get((c, e), 0)
         lim = limit_inf(exact, C_SYM)
         cond_ok &= sympy.simplify(lim - m["cond"].get((a, b, c, e), 0)) == 0
-        paper_lim = F["GG_limit"].subs({"M_mn": Mmn, "M_pq": Mpq})
         paper_lim = F["GG_limit"].xreplace({sympy.Symbol("M_mn"): Mmn, sympy.Symbol("M_pq"): Mpq})
         if lim_bad is None and sympy.simplify(lim - paper_lim) != 0:
             lim_bad = {"entry_(m,n,p,q)": [a, b, c, e], "derived_limit": str(lim),
@@ -372,7 +371,7 @@ def thm2_train(ctx: Context) -> TierResult:
         res = train_exact(ii, d + 1, restarts_for(ctx.budget), steps,
                           ctx.seed_for("thm2-train", Cv), ctx.device)
         R_star = as_float(sat.optimum(d, Cv, tuple([inst.w_entry] * d)).R_star)
-        gnorm = _trained_grad_norm(res, ii)
+        gnorm = _heads_grad_norm(res.best_P, res.best_Q, ii)  # at the best trained heads
         gap = (res.best - R_star) / R_star
         rows.append({"C": Cv, "best_exact_risk": res.best, "R_star": R_star,
                      "relative_gap": gap, "gradient_norm_at_trained_point": gnorm,
@@ -391,11 +390,6 @@ def thm2_train(ctx: Context) -> TierResult:
         "" if ok else "training reaches non-trivial stationary points at every C tried, with "
                       "risk decreasing towards 0")], {"instance": inst.as_dict(),
                                                      "optimal_loss": rows[0]["R_star"]})
-
-
-def _trained_grad_norm(res, inst: Instance) -> float:
-    """Norm of the exact risk's gradient at the best trained heads (torch autograd)."""
-    return _heads_grad_norm(res.best_P, res.best_Q, inst)
 
 
 THM2 = Claim(
@@ -474,15 +468,22 @@ def _thm4_point(F) -> tuple[dict, dict] | None:
 def _thm4_point_floats(F, d: int, w_star) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The named point as float arrays: b (d+1), A ((d+1) x (d+1)) assembled from its blocks, v (d)."""
     pt = _thm4_point_numbers(F, d, w_star)
+    return (*_b_and_A(pt, d), np.array(pt["v"].evalf(), dtype=float).ravel())
+
+
+def _b_and_A(pt: dict, d: int, full: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """b = [b_x; b_y] and A from the point's blocks, as floats (only A's top-left block A_xx
+    unless ``full``)."""
     b = np.zeros(d + 1)
     b[:d] = np.array(pt["b_x"].evalf(), dtype=float).ravel()
     b[d] = float(pt["b_y"])
     A = np.zeros((d + 1, d + 1))
     A[:d, :d] = np.array(pt["A_xx"].evalf(), dtype=float)
-    A[:d, d] = np.array(pt["a_xy"].evalf(), dtype=float).ravel()
-    A[d, :d] = np.array(pt["a_yx"].evalf(), dtype=float).ravel()
-    A[d, d] = float(pt["a_yy"])
-    return b, A, np.array(pt["v"].evalf(), dtype=float).ravel()
+    if full:
+        A[:d, d] = np.array(pt["a_xy"].evalf(), dtype=float).ravel()
+        A[d, :d] = np.array(pt["a_yx"].evalf(), dtype=float).ravel()
+        A[d, d] = float(pt["a_yy"])
+    return b, A
 
 
 def _thm4_point_numbers(F, d: int, w_star) -> dict:
@@ -629,8 +630,7 @@ def thm4_train(ctx: Context) -> TierResult:
     F = ctx.formulas
     inst = SETTING.instance(ctx.budget.name, ctx.sizes)
     d = inst.d
-    pt = _thm4_point_numbers(F, d, inst.w_star_exact)
-    Tp = _lifted_point(pt, d)
+    Tp = _sym_lift(*_b_and_A(_thm4_point_numbers(F, d, inst.w_star_exact), d, full=False))
     rows = []
     for Cv in (inst.C, 8 * inst.C):
         res = train_yq_exact(Instance(d, Cv, inst.w_entry), ctx, ctx.seed_for("thm4", Cv))
@@ -658,15 +658,6 @@ def thm4_train(ctx: Context) -> TierResult:
         {"instance": inst.as_dict()})
 
 
-def _lifted_point(pt: dict, d: int) -> np.ndarray:
-    b = np.zeros(d + 1)
-    b[:d] = np.array(pt["b_x"].evalf(), dtype=float).ravel()
-    b[d] = float(pt["b_y"])
-    A = np.zeros((d + 1, d + 1))
-    A[:d, :d] = np.array(pt["A_xx"].evalf(), dtype=float)
-    return _sym_lift(b, A)
-
-
 def _sym_lift(b: np.ndarray, A: np.ndarray) -> np.ndarray:
     T = np.einsum("i,jk->ijk", b, A)
     return (T + T.transpose(1, 0, 2)) / 2
@@ -684,12 +675,11 @@ def train_yq_exact(inst: Instance, ctx: Context, seed: int) -> dict:
     R = derive.single_head_risk("linear").compile()
     B = restarts_for(ctx.budget)
     gen = rt.generator(seed)
-    P = (0.1 * randn(B, d + 1, d + 1, generator=gen, dtype=rt.dtype, device=rt.device)
-         ).requires_grad_()
-    Q = (0.1 * randn(B, d + 1, d + 1, generator=gen, dtype=rt.dtype, device=rt.device)
-         ).requires_grad_()
-    v = (0.1 * randn(B, d, 1, generator=gen, dtype=rt.dtype, device=rt.device)
-         ).requires_grad_()
+
+    def init(*shape: int) -> torch.Tensor:
+        return (0.1 * randn(B, *shape, generator=gen, dtype=rt.dtype, device=rt.device)
+                ).requires_grad_()
+    P, Q, v = init(d + 1, d + 1), init(d + 1, d + 1), init(d, 1)
     ws = torch.tensor(inst.w_star, dtype=rt.dtype, device=rt.device).reshape(d, 1)
 
     def bind():

@@ -13,6 +13,7 @@ from models.exact import ExactLoss
 from models.multihead import MultiHeadLSA, YqLSA, sample_tasks
 from models.progress import Progress
 from models.trainers import optimise, optimise_batched
+from verify.evidence import Finding
 
 from .common import HeadsLoss, heads_risk
 from .setting import Instance
@@ -55,10 +56,8 @@ def train_exact(inst: Instance, heads: int, restarts: int, steps: int, seed: int
     loss = HeadsLoss(guess, d, inst.C, fixed, beta)
     gen = rt.generator(seed)
     shape = (restarts, heads, d + 1, d + 1)
-    P = (INIT_SCALE * randn(*shape, generator=gen, dtype=rt.dtype, device=rt.device)
-         ).requires_grad_()
-    Q = (INIT_SCALE * randn(*shape, generator=gen, dtype=rt.dtype, device=rt.device)
-         ).requires_grad_()
+    P, Q = ((INIT_SCALE * randn(*shape, generator=gen, dtype=rt.dtype, device=rt.device)
+             ).requires_grad_() for _ in range(2))
     exact = ExactLoss(loss, lambda: ({"P": P, "Q": Q}, {}))
     with Progress(steps, f"xie2025 exact-risk L-BFGS, H={heads}", progress) as bar:
         results = optimise_batched(exact, [P, Q], method="lbfgs", steps=steps,
@@ -83,6 +82,18 @@ def head_sweep(d: int, C: int, w_entry: int, budget: str, restarts: int, seed: i
     steps = budget_steps(budget)["lbfgs"]
     top = max_heads or d + 3
     return {H: train_exact(inst, H, restarts, steps, seed + H, device) for H in range(1, top + 1)}
+
+
+def training_finding(ev: dict, below: dict | None, missed: list, inst: Instance,
+                     missed_reason: str, name: str = "exact_risk_training", **kw) -> Finding:
+    """Exact-risk training against the exact optimum: refuted by a trained risk below it
+    (``below``), undecided where a run missed it (more restarts would decide), else a pass."""
+    if below is not None:
+        return Finding(name, False, ev, {"instance": inst.as_dict(), **below},
+                       "training found a risk below the saturated optimum")
+    if missed:
+        return Finding(name, None, ev, reason=missed_reason)
+    return Finding(name, True, ev, **kw)
 
 
 def loss_tol(device: str = "auto") -> float:
