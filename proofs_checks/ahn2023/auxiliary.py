@@ -10,8 +10,6 @@ x and query label 0, so theta_l[m] = g(e_m, 0, l) (facts 1-2 of App. C.2).
 """
 from __future__ import annotations
 
-import dataclasses
-
 from typing import Mapping
 
 import numpy as np
@@ -21,7 +19,7 @@ from verify.claim import Claim, Correction
 from verify.evidence import step
 from verify.formulas import FormulaSymbol, NamedFormula
 
-from .proof_points import (SYM, Point, Pointwise, more_points, mul, on_set_points,
+from .proof_points import (SYM, Point, Pointwise, judged, more_points, mul, on_set_points,
                            pointwise_checks, pointwise_truth, proof_setting, run_layers, value)
 from .one_layer import PAPER
 
@@ -57,6 +55,9 @@ def _c_values(p: Point, Y) -> dict:
             "y_q": Y[:, n:]}
 
 
+_POINTS = on_set_points(2, on_set=False)  # every step of App. C holds off S too
+
+
 # ================================================================================================
 # (54): the layers (13) with the 1/n kept
 # ================================================================================================
@@ -80,8 +81,7 @@ def eq54_sides(p: Point, F: Mapping) -> list:
     return out
 
 
-_E54 = on_set_points(2, on_set=False)
-EQ54_SPEC = Pointwise(eq54_sides, _E54[0], _E54[1], "the dynamics (54) of (53) under (13)",
+EQ54_SPEC = Pointwise(eq54_sides, *_POINTS, "the dynamics (54) of (53) under (13)",
                       (step("Forward pass", "", "lsa_forward with P_i = diag(B_i, 1), Q_i = "
                             "diag(A_i, 0) and the 1/n of (53), general weights; each layer's "
                             "rows against the formulas at the layer's input."),))
@@ -127,8 +127,7 @@ def eq56_sides(p: Point, F: Mapping) -> list:
     return out
 
 
-_E56 = on_set_points(2, on_set=False)
-EQ56_SPEC = Pointwise(eq56_sides, _E56[0], _E56[1], "the label dynamics (56)-(58) under (9)",
+EQ56_SPEC = Pointwise(eq56_sides, *_POINTS, "the label dynamics (56)-(58) under (9)",
                       (step("Forward pass", "", "lsa_forward with the parameters (9) and the "
                             "1/n, on Z_0 = [[Xbar, x_q], [w*^T Xbar, y]] (any query label y), "
                             "general symmetric A_l."),))
@@ -205,8 +204,7 @@ def eq60_sides(p: Point, F: Mapping) -> list:
     return out
 
 
-_E60 = on_set_points(2, on_set=False)
-EQ60_SPEC = Pointwise(eq60_sides, _E60[0], _E60[1],
+EQ60_SPEC = Pointwise(eq60_sides, *_POINTS,
                       "the labels after l layers (60) and the query's update before (63)",
                       (step("theta", "", "theta_l[m]: the query label after l layers of (9) run "
                             "with query e_m and query label 0 (the context unchanged)."),
@@ -251,9 +249,8 @@ def eq61_sides(p: Point, F: Mapping) -> list:
     return out
 
 
-_E61 = on_set_points(2, on_set=False)
-EQ61_SPEC = Pointwise(eq61_sides, _E61[0], _E61[1], "the context labels' dynamics (61)")
-EQ61 = Claim(
+EQ61_SPEC = Pointwise(eq61_sides, *_POINTS, "the context labels' dynamics (61)")
+EQ61 = judged(EQ61_SPEC, more_points(on_set=False), Claim(
     id="ahn2023.eq61", title="The context labels' dynamics (61) (proof of (60))", paper=PAPER,
     statement=(r"For $i\le n$: $y_{\ell+1}^{(i)}=y_\ell^{(i)}+\frac1n\sum_{j\le n}x^{(n+1)\top}"
                r"A_\ell x^{(j)}y_\ell^{(j)}$ (61, as printed)."),
@@ -263,9 +260,4 @@ EQ61 = Claim(
         "x^(i) for x^(n+1) (as in (57))",
         "the context label i is updated by x^(i)T A_l sum_j x^(j) y_l^(j) / n (57); with "
         "x^(n+1) it is the query's increment (58), which the proof then compares with it",
-        {"ctx_61": "y_i + x_i.T*A*Xbar*Ybar.T/n"}))
-
-
-# mutate's judge of a surviving mutant: the exact step at more points, from the correction
-EQ61 = dataclasses.replace(EQ61, exact=pointwise_truth(
-    EQ61_SPEC, EQ61_FORMULAS, more_points(on_set=False), EQ61.correction.formulas))
+        {"ctx_61": "y_i + x_i.T*A*Xbar*Ybar.T/n"})))

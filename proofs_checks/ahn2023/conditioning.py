@@ -292,6 +292,13 @@ def _row_evidence(row: dict, pairs) -> dict:
             for j, k in pairs}
 
 
+def _extra(ctx: Context, p: dict) -> dict:
+    """Beside the finding: the reading checked, the minimiser, the other local minima."""
+    return {"reading": READING, "minimiser": {k: v for k, v in p.items() if k != "restart_ends"},
+            "other_local_minima": other_minima(ctx.budget.name, ctx.seed) or
+            "not computed at --budget quick (default lists them)"}
+
+
 def _as_index(expr) -> int | None:
     """An integer formula value as an int, else None (a fraction or a symbol names no X_k)."""
     v = sympy.sympify(expr)
@@ -324,10 +331,7 @@ def each_iteration_numeric(ctx: Context) -> TierResult:
                             for j, k in layer_pairs} for row in rows}
     ev = {"minimiser": {"a": p["a"], "b": p["b"], "g_star": p["value"]}, "layers": table,
           "details": {row["sigma"]: _row_evidence(row, layer_pairs) for row in rows}}
-    extra = {"reading": READING,
-             "minimiser": {k: v for k, v in p.items() if k != "restart_ends"},
-             "other_local_minima": other_minima(ctx.budget.name, ctx.seed) or
-             "not computed at --budget quick (default lists them)"}
+    extra = _extra(ctx, p)
     if m is None or not 0 <= m <= used:
         return combine([Finding("each_iteration", False, ev, {"stated": str(stated), **table},
                                 f"the stated count {stated} is not a number of layers 0..{used} "
@@ -419,10 +423,7 @@ def pair_numeric(ctx: Context) -> TierResult:
     j = _as_index(formula_value(ctx.formulas["better_X"], {}))
     k = _as_index(formula_value(ctx.formulas["than_X"], {}))
     idx = list(range(LAYERS))
-    extra = {"reading": READING,
-             "minimiser": {k: v for k, v in p.items() if k != "restart_ends"},
-             "other_local_minima": other_minima(ctx.budget.name, ctx.seed) or
-             "not computed at --budget quick (default lists them)"}
+    extra = _extra(ctx, p)
     if j is None or k is None or j not in idx or k not in idx or j == k:
         why = (f"X_{j} vs X_{k}: " + ("a matrix is not better conditioned than itself"
                                       if j == k and j is not None else

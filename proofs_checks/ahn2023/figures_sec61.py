@@ -124,14 +124,11 @@ def _train_eq13_exact(b: dict, seed: int, rt, progress: bool) -> dict:
     Bw = (INIT_SCALE * randn(K, L, d, d, generator=gen, dtype=rt.dtype,
                                    device=rt.device)).requires_grad_()
 
-    def sym(M):
-        return (M + M.transpose(-1, -2)) / 2
-
     def loss():
-        return eq13_population_loss(L, n, R, sym(A), Bw)
+        return eq13_population_loss(L, n, R, eqp.sym(A), Bw)
 
     def snapshot():
-        As = sym(A).detach().cpu().double().numpy()
+        As = eqp.sym(A).detach().cpu().double().numpy()
         Bs = Bw.detach().cpu().double().numpy()
         return [_metrics(S[k], As[k], Bs[k][:L - 1]) for k in range(K)]
 

@@ -23,6 +23,7 @@ from ..kit.linear_icl import LinearICLSetting
 from ..kit.stationary import (CriticalPoint, Direction, StationarySet, stationary_set,
                                stationary_truth)
 from . import sparse
+from .eq13_population import sym
 from .one_layer import PAPER
 
 D_EXPERIMENT = ("1", "1", "1/2", "1/4", "1")  # D of Secs. 5.3 and 6.1; Sigma = U^T D^2 U
@@ -151,14 +152,10 @@ def _thm3_sigma(F, d: int) -> sympy.Matrix:
     return sympy.Matrix(formula_value(F["Sigma_x"], {"d": d}))
 
 
-def _sym(M: torch.Tensor) -> torch.Tensor:
-    return (M + M.transpose(-1, -2)) / 2
-
-
 def thm3_loss(As: torch.Tensor, sigma: torch.Tensor, n: int) -> torch.Tensor:
     """The derived two-layer loss at a batch As (B, 2, d, d) of (symmetrised) A_0, A_1."""
     compiled = _thm3_compiled()
-    A = _sym(As)
+    A = sym(As)
     return compiled({"Sigma": sigma, "A_0": A[:, 0], "A_1": A[:, 1]}, {"n": n})
 
 
@@ -184,7 +181,7 @@ def _train_thm3(sigma, n: int, d: int, restarts: int, diagonal: bool, gen, steps
                            grad_tol=1e-12)
     with torch.no_grad():
         losses = thm3_loss(build(), sigma, n)
-    return _sym(build()).detach(), losses.detach(), res
+    return sym(build()).detach(), losses.detach(), res
 
 
 def thm3_symbolic(ctx: Context) -> TierResult:

@@ -28,6 +28,7 @@ from moments.wick import expectation
 from verify.formulas import size_symbol
 
 from ..kit.linear_icl import symbolic_prompt
+from .sparse import a_sym, b_sym, pq_weights, weights
 from .proof_points import (Dual, Point, Unevaluable, _dual_layers, _rat, _small_rotation,
                            exact_point, float_point, inv, mul)
 
@@ -171,21 +172,13 @@ def scalar_expectation(b: Any) -> Poly:
 
 
 def query_error(layers: int, model: str, w_prior: str = "sigma_inverse", isotropic: bool = False,
-                divisor=1, letters: Callable | None = None) -> Mat:
+                letters: Callable | None = None) -> Mat:
     """[Z_k]_{d+1,n+1} + <w*, x_q> on the prompt of eq. (1) (query label 0): the error of the
-    in-context loss (5), with the 1/n dropped (``divisor`` 1, App. B) or kept (n).
-    ``letters(i)`` gives the layer's (A_i, B_i) as kernel matrices (default: full letters)."""
+    in-context loss (5), with the 1/n dropped (App. B).  ``letters(i)`` gives the layer's
+    (A_i, B_i) as kernel matrices (default: full letters, ``sparse.weights``)."""
     sp = symbolic_prompt(w_prior, isotropic=isotropic)
-    layers_w = []
-    for i in range(layers):
-        A, B = letters(i) if letters else (matrix(f"A_{i}", symmetric=True),
-                                           matrix(f"B_{i}") if model == "eq13" else None)
-        top = zeros("d", "d") if B is None else B
-        P = BlockMat([[top, zeros("d", "1")], [zeros("1", "d"), Mat.scalar(1)]])
-        Q = BlockMat([[A, zeros("d", "1")], [zeros("1", "d"), zeros("1", "1")]])
-        layers_w.append((P, Q))
-    Zk = lsa_forward(sp.Z, layers_w, sp.mask, divisor)
-    return readout(Zk) + sp.target
+    ws = [pq_weights(*letters(i)) for i in range(layers)] if letters else weights(layers, model)
+    return readout(lsa_forward(sp.Z, ws, sp.mask, 1)) + sp.target
 
 
 @lru_cache(maxsize=None)
@@ -204,14 +197,6 @@ def same_poly(p: Poly, q: Poly) -> bool:
 # ------------------------------------------------------------------------------------------------
 # directional derivatives of f on S, by the kernel
 # ------------------------------------------------------------------------------------------------
-def a_sym(i: int) -> sympy.Symbol:
-    return sympy.Symbol(f"a_{i}")
-
-
-def b_sym(i: int) -> sympy.Symbol:
-    return sympy.Symbol(f"b_{i}")
-
-
 EPS = sympy.Symbol("epsilon")
 
 

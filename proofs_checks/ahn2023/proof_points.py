@@ -15,7 +15,7 @@
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any, Callable, Mapping, Sequence
 
@@ -24,13 +24,13 @@ import sympy
 import torch
 
 from models.lsa import lsa_forward
-from verify.claim import Context, ExactValues, TierResult
+from verify.claim import Claim, Context, ExactValues, TierResult
 from verify.formulas import FormulaSymbol, NamedFormula, formula_value, size_symbol
 
 from ..kit.linear_icl import LinearICLSetting
-from ..kit.pointwise import (ALLOWANCE_K, Pointwise, Unevaluable, as_matrix as _as_matrix,  # noqa: F401
-                             exact_compare as _exact_compare, float_compare as _float_compare,
-                             merge_results as _merge, pointwise_checks)
+from ..kit.pointwise import (Pointwise, Unevaluable, exact_compare as _exact_compare,  # noqa: F401
+                             float_compare as _float_compare, merge_results as _merge,
+                             pointwise_checks)
 from ..kit.pointwise import pointwise_truth as _kit_pointwise_truth
 
 # ------------------------------------------------------------------------------------------------
@@ -578,23 +578,12 @@ def tvalue(expr: sympy.Basic, values: Mapping[str, Any], sizes: Mapping[str, int
     return ev(expr)
 
 
-
-
-def set_dirs_exact(F: Mapping, d: int) -> Callable:
+def set_dirs(F: Mapping, d: int, exact: bool) -> Callable:
     """Sigma -> (S_A, S_B) from the formulas of the set S (defaults Sigma^{-1}, I)."""
     def dirs(Sigma):
         vals = {"Sigma": Sigma, "d": d}
-        SA = value(F, "S_A", vals, True) if "S_A" in F else Sigma.inv()
-        SB = value(F, "S_B", vals, True) if "S_B" in F else sympy.eye(d)
-        return SA, SB
-    return dirs
-
-
-def set_dirs_float(F: Mapping, d: int) -> Callable:
-    def dirs(Sigma):
-        vals = {"Sigma": Sigma, "d": d}
-        SA = value(F, "S_A", vals, False) if "S_A" in F else np.linalg.inv(Sigma)
-        SB = value(F, "S_B", vals, False) if "S_B" in F else np.eye(d)
+        SA = value(F, "S_A", vals, exact) if "S_A" in F else inv(Sigma, exact)
+        SB = value(F, "S_B", vals, exact) if "S_B" in F else eye(d, exact)
         return SA, SB
     return dirs
 
@@ -605,7 +594,7 @@ def on_set_points(seeds: int = 2, on_set: bool = True, layers: int | None = None
         s = sizes_of(ctx)
         rng = ctx.rng("exact-points")
         out = []
-        dirs = set_dirs_exact(F, s["d"]) if on_set else None
+        dirs = set_dirs(F, s["d"], True) if on_set else None
         for k in range(seeds):
             out.append(exact_point(rng, s["n"], s["d"], layers or s["layers"], on_set, dirs,
                                    label=f"exact {k}"))
@@ -614,7 +603,7 @@ def on_set_points(seeds: int = 2, on_set: bool = True, layers: int | None = None
     def floats(ctx: Context, F) -> list:
         s = sizes_of(ctx)
         rng = ctx.rng("float-points")
-        dirs = set_dirs_float(F, s["d"]) if on_set else None
+        dirs = set_dirs(F, s["d"], False) if on_set else None
         return [float_point(rng, s["n"], s["d"], layers or s["layers"], on_set, dirs,
                             label=f"float {k}") for k in range(4)]
 
@@ -627,7 +616,7 @@ def more_points(on_set: bool = True):
         rng = np.random.default_rng(11)
         out = []
         for n, d in ((2, 1), (2, 3)):
-            dirs = set_dirs_exact(F, d) if on_set else None
+            dirs = set_dirs(F, d, True) if on_set else None
             out.append(exact_point(rng, n, d, 2, on_set, dirs, label=f"judge d={d}"))
         return out
     return more
@@ -639,3 +628,11 @@ def pointwise_truth(spec: Pointwise, formulas: Sequence[NamedFormula],
                     extra: Callable[[Context], TierResult] | None = None) -> ExactValues:
     """The kit's judge of a surviving mutant, its points drawn as this paper's always were."""
     return _kit_pointwise_truth(spec, formulas, more, base, extra, judge_id="ahn2023.judge")
+
+
+def judged(spec: Pointwise, more: Callable[[Context, Mapping], list], claim: Claim,
+           extra: Callable[[Context], TierResult] | None = None) -> Claim:
+    """``claim`` with mutate's judge of a surviving mutant (``pointwise_truth``): the exact step
+    at more points, the other formulas at its correction (the base its mutants start from)."""
+    base = claim.correction.formulas if claim.correction is not None else None
+    return replace(claim, exact=pointwise_truth(spec, claim.formulas, more, base, extra))

@@ -28,14 +28,11 @@ from ..kit.layer_optimum import n_sym
 from ..kit.linear_icl import cayley_orthogonal, make_instance
 from . import sparse
 from .one_layer import PAPER, _D, _N
-from .single_layer_proof import first_difference, optimal_top_block, own_sigma, top_block_at
+from .single_layer_proof import (first_difference, optimal_top_block, own_sigma, sym_matrix,
+                                 top_block_at)
 
 R = sympy.Rational
 _SIGMA = FormulaSymbol("Sigma", "matrix", ("d", "d"), symmetric=True)
-
-
-def _sym(name: str, r: int, c: int) -> sympy.Matrix:
-    return sympy.Matrix(r, c, lambda i, j: sympy.Symbol(f"{name}_{i}_{j}"))
 
 
 def _rational(rng, r: int, c: int) -> sympy.Matrix:
@@ -115,7 +112,7 @@ def distorted_symbolic(ctx: Context) -> TierResult:
     findings, rows = [], []
     for W, kind in _distortions(ctx.rng("distortion")):
         d = W.shape[0]
-        wbar, xbar = _sym("wb", d, 1), _sym("xb", d, 1)
+        wbar, xbar = sym_matrix("wb", d, 1), sym_matrix("xb", d, 1)
         try:
             w_star = sympy.Matrix(value_with_roots(F["w_star_def"], {"W": W, "w_bar": wbar,
                                                                      "d": d}))
@@ -185,7 +182,7 @@ def hessian_symbolic(ctx: Context) -> TierResult:
     (2, 2), (2, 3), (3, 2), against the named formula."""
     findings = []
     for d, n in _SIZES:
-        X, w, ws = _sym("x", d, n), _sym("w", d, 1), _sym("v", d, 1)
+        X, w, ws = sym_matrix("x", d, n), sym_matrix("w", d, 1), sym_matrix("v", d, 1)
         H = sympy.hessian(least_squares(X, w, ws), list(w))
         stated = sympy.Matrix(formula_value(ctx.formulas["hess_R"], {"X": X, "n": n, "d": d}))
         bad = _mismatch("hessian", (H - stated).expand(), {"d": d, "n": n},
@@ -245,7 +242,7 @@ def newton_symbolic(ctx: Context) -> TierResult:
     rng = ctx.rng("newton")
     findings, rows = [], []
     for d, n in ((2, 2), (2, 3), (3, 4)):
-        w, ws = _sym("w", d, 1), _sym("v", d, 1)
+        w, ws = sym_matrix("w", d, 1), sym_matrix("v", d, 1)
         ratios = []
         for _ in range(2):
             X = _rational(rng, d, n)
@@ -403,7 +400,7 @@ def dist_symbolic(ctx: Context) -> TierResult:
     point), every entry of M a symbol, d = 2, 3, 4, against the named alpha."""
     alpha = sympy.Symbol("alpha")
     for d in (2, 3, 4):
-        M = _sym("m", d, d)
+        M = sym_matrix("m", d, d)
         obj = sum(e ** 2 for e in (M - alpha * sympy.eye(d)))
         sol = sympy.solve(sympy.diff(obj, alpha), alpha)
         convex = sympy.diff(obj, alpha, 2) > 0
@@ -444,8 +441,8 @@ def _last_row_free_of_B() -> bool:
     """One layer of (13) on a generic Z (every entry a symbol, d = 2, n = 2): the last row of
     Z + (1/n) P Z M Z^T Q Z does not contain B (P = [[B, 0], [0, 1]])."""
     d, n = 2, 2
-    Z = _sym("z", d + 1, n + 1)
-    B = _sym("B", d, d)
+    Z = sym_matrix("z", d + 1, n + 1)
+    B = sym_matrix("B", d, d)
     A = sympy.Matrix(d, d, lambda i, j: sympy.Symbol(f"A_{min(i, j)}_{max(i, j)}"))
     P = sympy.diag(B, 1)
     Q = sympy.diag(A, 0)
@@ -537,12 +534,12 @@ def update_symbolic(ctx: Context) -> TierResult:
     F = ctx.formulas
     findings = []
     for d, n in ((2, 2), (1, 3)):
-        X = _sym("x", d, n + 1)
-        y = _sym("y", 1, n)
+        X = sym_matrix("x", d, n + 1)
+        y = sym_matrix("y", 1, n)
         Z = sympy.Matrix.vstack(X, sympy.Matrix.hstack(y, sympy.zeros(1, 1)))
         mask = sympy.diag(*([1] * n + [0]))
         A = sympy.Matrix(d, d, lambda i, j: sympy.Symbol(f"A_{min(i, j)}_{max(i, j)}"))
-        B = _sym("B", d, d)
+        B = sym_matrix("B", d, d)
         env = {"X": X, "M": mask, "n": n, "d": d}
         out = Z + attention(Z, sympy.diag(B, 1), sympy.diag(A, 0), mask) / n
         stated = sympy.Matrix(formula_value(F["X_next"], {**env, "A": A, "B": B}))

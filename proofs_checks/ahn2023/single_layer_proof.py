@@ -102,6 +102,11 @@ def exact_value(expr: sympy.Basic, values: dict) -> Any:
     return formula_value(expr.xreplace(sub) if sub else expr, values)
 
 
+def sym_matrix(name: str, r: int, c: int) -> sympy.Matrix:
+    """An r x c matrix of symbols name_i_j."""
+    return sympy.Matrix(r, c, lambda i, j: sympy.Symbol(f"{name}_{i}_{j}"))
+
+
 def first_difference(diff: sympy.Matrix) -> tuple | None:
     for i in range(diff.rows):
         for j in range(diff.cols):
@@ -697,10 +702,6 @@ ROTATION_FORMULAS = (
 )
 
 
-def _sym_matrix(name: str, r: int, c: int) -> sympy.Matrix:
-    return sympy.Matrix(r, c, lambda i, j: sympy.Symbol(f"{name}_{i}_{j}"))
-
-
 def rotation_symbolic(ctx: Context) -> TierResult:
     """At exactly orthogonal rational U (Cayley), d = 2, 2, 3, n = 2, with x^(i), w* random
     rationals and every entry of b, A a symbol (the laws with symbolic x, w*):
@@ -720,8 +721,8 @@ def rotation_symbolic(ctx: Context) -> TierResult:
         # x^(i), w* random rationals (exact), b and A symbols: the expansion stays small
         X = sympy.Matrix(d, n, lambda i, j: R(int(rng.integers(-4, 5)), int(rng.integers(1, 4))))
         w = sympy.Matrix(d, 1, lambda i, j: R(int(rng.integers(-4, 5)), int(rng.integers(1, 4))))
-        b = _sym_matrix("b", d + 1, 1)
-        A = _sym_matrix("A", d + 1, d)
+        b = sym_matrix("b", d + 1, 1)
+        A = sym_matrix("A", d + 1, d)
         env = {"U": U, "d": d}
         xt = sympy.Matrix.hstack(*[sympy.Matrix(formula_value(F["x_tilde"],
                                                               {**env, "x": X[:, i]}))
@@ -730,7 +731,7 @@ def rotation_symbolic(ctx: Context) -> TierResult:
         bt = sympy.Matrix(exact_value(F["b_tilde"], {**env, "b": b}))
         At = sympy.Matrix(exact_value(F["A_tilde"], {**env, "A": A}))
         # (i) laws: the formulas are linear maps; covariances by E[x x^T] = Sigma, E[w w^T] = I
-        xs, ws = _sym_matrix("s", d, 1), _sym_matrix("t", d, 1)
+        xs, ws = sym_matrix("s", d, 1), sym_matrix("t", d, 1)
         Fx = sympy.Matrix(formula_value(F["x_tilde"], {**env, "x": xs})).jacobian(list(xs))
         Fw = sympy.Matrix(formula_value(F["w_tilde"], {**env, "w_star": ws})).jacobian(list(ws))
         checks = {

@@ -38,7 +38,7 @@ def b_sym(i: int) -> sympy.Symbol:
     return sympy.Symbol(f"b_{i}")
 
 
-def _layer(A: Mat, B: Mat | None) -> tuple[BlockMat, BlockMat]:
+def pq_weights(A: Mat, B: Mat | None) -> tuple[BlockMat, BlockMat]:
     """(P_i, Q_i) of eq. (9) (B = None) or eq. (13)."""
     top = zeros("d", "d") if B is None else B
     P = BlockMat([[top, zeros("d", "1")], [zeros("1", "d"), scalar(1)]])
@@ -56,7 +56,7 @@ def weights(layers: int, model: str = "eq9", restricted: bool = False) -> list:
         else:
             A = matrix(f"A_{i}", symmetric=True)
             B = matrix(f"B_{i}") if model == "eq13" else None
-        out.append(_layer(A, B))
+        out.append(pq_weights(A, B))
     return out
 
 
@@ -336,7 +336,7 @@ def _set_layers(layers: int, model: str, mono_A, mono_B, perturb=None) -> list:
             A = A + matrix("R", symmetric=True) * EPS
         if perturb == ("B", i):
             B = B + matrix("R") * EPS
-        out.append(_layer(A, B))
+        out.append(pq_weights(A, B))
     return out
 
 

@@ -8,8 +8,6 @@ steps with the kernel's d/dt f on S (``multilayer_proof.derivative_poly``).
 """
 from __future__ import annotations
 
-import dataclasses
-
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -22,7 +20,7 @@ from verify.formulas import NamedFormula
 from .proof_moments import (directional, ew_loss, ew_value, gradient, haar2_average, haar_mc,
                             inner, mc_directional, projection, set_point)
 from .proof_points import (IllTyped, NotReal, Point, Pointwise, Unevaluable, _exact_compare,
-                           _float_compare, _merge, _rat, g_matrix, more_points, mul,
+                           _float_compare, _merge, _rat, eye, g_matrix, judged, more_points, mul,
                            on_set_points, pointwise_checks, pointwise_truth, proof_setting,
                            run_layers, sizes_of, syms, tangent, tvalue, value)
 from .one_layer import PAPER
@@ -66,27 +64,20 @@ def eq29_sides(p: Point, F: Mapping) -> list:
            for A in p.A]
     # model (9): X_i = X_0, G = X_0 prod (I + M X_0^T A_i X_0)
     G9, G9r = g_matrix(p.X0, p.A, None, p.exact), g_matrix(rot, p.A, None, p.exact)
-    out.append(("G_equivariance_9", _np(G9r, p), value(F, "G_rot", {**p.values(), "G": _np(G9, p)},
-                                                      p.exact)))
+    out.append(("G_equivariance_9", G9r, value(F, "G_rot", {**p.values(), "G": G9}, p.exact)))
     # model (13)
     traj = run_layers(p.X0, p.X0[:1, :], p.A, p.B, p.exact)
     traj_r = run_layers(rot, rot[:1, :], p.A, p.B, p.exact)
-    for i, ((X, _), (Xr, _)) in enumerate(zip(traj, traj_r)):
-        out.append(("X_equivariance_13", _np(Xr, p),
-                    value(F, "X_rot", {**p.values(), "X_i": _np(X, p)}, p.exact)))
+    for (X, _), (Xr, _) in zip(traj, traj_r):
+        out.append(("X_equivariance_13", Xr, value(F, "X_rot", {**p.values(), "X_i": X}, p.exact)))
     G13, G13r = g_matrix(p.X0, p.A, p.B, p.exact), g_matrix(rot, p.A, p.B, p.exact)
-    out.append(("G_equivariance_13", _np(G13r, p),
-                value(F, "G_rot", {**p.values(), "G": _np(G13, p)}, p.exact)))
+    out.append(("G_equivariance_13", G13r,
+                value(F, "G_rot", {**p.values(), "G": G13}, p.exact)))
     return out
 
 
-def _np(m, p: Point):
-    return m if p.exact else (m.detach().numpy() if hasattr(m, "detach") else np.asarray(m))
-
-
-_EQ29_POINTS = on_set_points(2)
 EQ29_SPEC = Pointwise(
-    eq29_sides, _EQ29_POINTS[0], _EQ29_POINTS[1],
+    eq29_sides, *on_set_points(2),
     "X_i and G of (9), (13) under X_0 -> U_Sigma X_0 on S",
     steps=(step("Points", "", "Sigma = H^2 (H rational), U a Cayley rotation (or reflection), "
                 "U_Sigma = H U H^{-1}; A_i = a_i S_A, B_i = b_i S_B from the formulas of S."),
@@ -131,8 +122,7 @@ EQ30_FORMULAS = SET_FORMULAS + (
 
 def _partial_products(p: Point, Xs, j: int) -> tuple:
     """prod_{i<j} and prod_{i>j} of (I + M X_i^T A_i X_i) (G_lt, G_gt of (52))."""
-    M = p.M
-    I = sympy.eye(p.n + 1) if p.exact else np.eye(p.n + 1)
+    M, I = p.M, eye(p.n + 1, p.exact)
     lt, gt = I, I
     for i, A in enumerate(p.A):
         X = Xs[i]
@@ -170,9 +160,8 @@ def eq30_sides(p: Point, F: Mapping) -> list:
     return out
 
 
-_EQ30_POINTS = on_set_points(1)
 EQ30_SPEC = Pointwise(
-    eq30_sides, _EQ30_POINTS[0], _EQ30_POINTS[1],
+    eq30_sides, *on_set_points(1),
     "d/dt X_i and d/dt G along A_j + tR_j under X_0 -> U_Sigma X_0 on S",
     steps=(step("Derivatives", "", "d/dt at t = 0 of the forward pass with A_j + tC (sympy diff "
                 "with a symbol t; torch.func.jvp in float64), at U_Sigma X_0 with C = R_j and at "
@@ -235,7 +224,7 @@ def step1_sides(model: str):
         G_true = g_matrix(p.X0, p.A, Bs, p.exact)
         ew1 = ew_loss(p, G_true[:, p.n:])
         try:
-            ew2 = ew_value(ctx_formula(F, "line2"), p, G)
+            ew2 = ew_value(F["line2"], p, G)
         except Unevaluable as exc:
             raise Unevaluable(f"line2: {exc}") from exc
         return [("line1_equals_line2", value(F, "line2", vals, p.exact), line1),
@@ -244,13 +233,8 @@ def step1_sides(model: str):
     return sides
 
 
-def ctx_formula(F: Mapping, name: str):
-    return F[name]
-
-
 def step1_claim(model: str, cid: str, item: str, title: str) -> Claim:
-    exact_pts, float_pts = on_set_points(2, on_set=False)
-    spec = Pointwise(step1_sides(model), exact_pts, float_pts,
+    spec = Pointwise(step1_sides(model), *on_set_points(2, on_set=False),
                      "the loss integrand through G, before and after E over w*",
                      steps=(step("Line 1", "", "The squared query label of the forward pass on "
                                  "Zbar_0 = [[X_0], [w*^T X_0]] (general weights)."),
@@ -308,9 +292,8 @@ def eq28_sides(p: Point, F: Mapping) -> list:
     return out
 
 
-_EQ28_POINTS = on_set_points(2, on_set=False)
 EQ28_SPEC = Pointwise(
-    eq28_sides, _EQ28_POINTS[0], _EQ28_POINTS[1],
+    eq28_sides, *on_set_points(2, on_set=False),
     "X_0 ~ U_Sigma X_0 and the derivative of the integrand (eqs. (28), (38))",
     steps=(step("Law", "", "x ~ N(0, Sigma) gives U_Sigma x ~ N(0, U_Sigma Sigma U_Sigma^T): the "
                 "law is invariant iff U_Sigma Sigma U_Sigma^T = Sigma (U_Sigma from the formula)."),
@@ -377,10 +360,6 @@ def _R_of(p: Point, i: int):
     return p.R if i % 2 == 0 else p.S
 
 
-def _neg(m, p: Point):
-    return -m if p.exact else -np.asarray(m, dtype=float)
-
-
 def tilde_sides(model: str, kind: str, name: str, set_dir: str, layerwise: bool,
                 equality: bool = False):
     """(25)/(27)/(34)/(36)/(37): the formula ``name`` (R-tilde of a direction R_j or S_j) lies in
@@ -390,13 +369,13 @@ def tilde_sides(model: str, kind: str, name: str, set_dir: str, layerwise: bool,
     sym = "R_j" if kind == "A" else "S_j"
 
     def sides(p: Point, F: Mapping) -> list:
-        K = p.Sigma_inv if set_dir == "Sigma_inv" else (sympy.eye(p.d) if p.exact else np.eye(p.d))
+        K = p.Sigma_inv if set_dir == "Sigma_inv" else eye(p.d, p.exact)
         out = []
         for sign in (1, -1):
             total_t, total = 0, 0
             for j in range(p.layers):
                 R = _R_of(p, j) if not layerwise else (p.R if kind == "A" else p.S)
-                R = R if sign == 1 else _neg(R, p)
+                R = R if sign == 1 else -R
                 Rt = value(F, name, {**p.values(), sym: R}, p.exact)
                 if sign == 1:
                     out.append(("in_S", Rt, projection(Rt, K, p.exact)))
@@ -421,28 +400,22 @@ def haar_finding(ctx: Context, F: Mapping, name_c: str, name_t: str, sym: str,
 
     s = sizes_of(ctx, DERIV_SIZES)
     if exact:
-        rng = ctx.rng("haar-points")
-        rows = []
-        for k in range(1):
-            p = set_point(rng, s["n"], s["d"], 1, True)
-            D = p.R if sym == "R_j" else p.S
-            try:
-                def c_of(u, p=p, D=D):
-                    vals = {"Sigma": p.Sigma, "Sigma_half": p.H, "U": u, "d": p.d}
-                    T = value(F, "U_Sigma", vals, True)
-                    return value(F, name_c, {**p.values(), "U_Sigma": T, sym: D}, True)
-                avg = haar2_average(c_of, p.d)
-                want = value(F, name_t, {**p.values(), sym: D}, True)
-            except Unevaluable as exc:
-                return Finding("E_U_direction", None, {}, reason=f"not evaluable exactly: {exc}")
-            ok = all(sympy.simplify(e) == 0 for e in (avg - want))
-            rows.append(ok)
-            if not ok:
-                return Finding("E_U_direction", False, {"points": k + 1},
-                               {**p.describe(), "E_U": str(avg.tolist()),
-                                "formula": str(want.tolist())},
-                               f"E_U[{name_c}] differs from {name_t}")
-        return Finding("E_U_direction", True, {"points": len(rows), "exact": True},
+        p = set_point(ctx.rng("haar-points"), s["n"], s["d"], 1, True)
+        D = p.R if sym == "R_j" else p.S
+        try:
+            def c_of(u):
+                T = value(F, "U_Sigma", {"Sigma": p.Sigma, "Sigma_half": p.H, "U": u, "d": p.d},
+                          True)
+                return value(F, name_c, {**p.values(), "U_Sigma": T, sym: D}, True)
+            avg = haar2_average(c_of, p.d)
+            want = value(F, name_t, {**p.values(), sym: D}, True)
+        except Unevaluable as exc:
+            return Finding("E_U_direction", None, {}, reason=f"not evaluable exactly: {exc}")
+        if not all(sympy.simplify(e) == 0 for e in (avg - want)):
+            return Finding("E_U_direction", False, {"points": 1},
+                           {**p.describe(), "E_U": str(avg.tolist()),
+                            "formula": str(want.tolist())}, f"E_U[{name_c}] differs from {name_t}")
+        return Finding("E_U_direction", True, {"points": 1, "exact": True},
                        summary="E_U exact (signed permutations, a 3-design of O(d))")
     rng = ctx.rng("haar-mc")
     p = set_point(rng, s["n"], s["d"], 1, False)
@@ -531,9 +504,11 @@ def haar_judge(name_c: str, name_t: str, sym: str) -> Callable:
                                 invariance_finding(ctx, ctx.formulas, True)])
 
 
-def derivative_checks(spec: Pointwise, model: str, kind: str, haar: tuple | None = None) -> dict:
+def derivative_checks(spec: Pointwise, model: str, kind: str, haar: tuple | None = None,
+                      where: str = "") -> dict:
     """Exact and float comparisons of ``spec``; the Haar average (``haar`` = (C formula,
-    R-tilde formula, direction symbol)); the kernel against Monte Carlo (numeric)."""
+    R-tilde formula, direction symbol)); the kernel against Monte Carlo (numeric); ``where``:
+    the proof step (ii) whose affinity in C the symbolic tier reports (``affinity_finding``)."""
     def symbolic(ctx: Context) -> TierResult:
         res = _exact_compare(spec, ctx, ctx.formulas)
         if haar is None or res.status != "pass":
@@ -551,7 +526,22 @@ def derivative_checks(spec: Pointwise, model: str, kind: str, haar: tuple | None
                       invariance_finding(ctx, ctx.formulas, False)]
         return _with(res, *extra)
 
-    return {"symbolic": symbolic, "numeric": numeric}
+    return {"symbolic": _with_affinity(symbolic, model, kind, where) if where else symbolic,
+            "numeric": numeric}
+
+
+def _with_affinity(symbolic: Callable, model: str, kind: str, where: str) -> Callable:
+    """``symbolic`` with the proof's step (ii) (``affinity_finding``) reported where it passes."""
+    def checked(ctx: Context) -> TierResult:
+        res = symbolic(ctx)
+        if res.status != "pass":
+            return res
+        f = affinity_finding(ctx, model, kind, where)
+        res.proof = list(res.proof) + [{"step": f.proof_step, "finding": f.name, "ok": f.ok,
+                                        "what": f.reason or f.summary}]
+        res.evidence[f.name] = {"ok": f.ok, **f.evidence}
+        return res
+    return checked
 
 
 def _with(res: TierResult, *findings: Finding) -> TierResult:
@@ -569,12 +559,11 @@ EQ25_FORMULAS = (
                  equation="(25)",
                  shape=("d", "d"), description="the direction in S that (25) compares with R_i"),
 )
-_E25 = derivative_points()
 EQ25_SPEC = Pointwise(tilde_sides("eq9", "A", "R_tilde", "Sigma_inv", layerwise=False),
-                      _E25[0], _E25[1],
+                      *derivative_points(),
                       "(25): d/dt f(A + t R-tilde) <= d/dt f(A + tR), R-tilde in S",
                       D_STEPS)
-EQ25 = Claim(
+EQ25 = judged(EQ25_SPEC, more_derivative_points, Claim(
     id="ahn2023.eq25", title="The direction R-tilde in S of (25) (proof of Thm. 4)", paper=PAPER,
     statement=(r"For $A\in\mathcal S$ and any $R$, $\tilde R_i:=r_iI$ with "
                r"$r_i=\frac1d\mathrm{Tr}(\Sigma^{1/2}R_i\Sigma^{1/2})$ is in $\mathcal S$ and "
@@ -587,7 +576,7 @@ EQ25 = Claim(
         "R-tilde_i = r_i Sigma^{-1} (as (27) and Step 3 have it)",
         "r_i I is not in S unless Sigma is a multiple of I, and d/dt f along it is "
         "r_i c_i tr(Sigma) where d/dt f along R_i is r_i c_i d (the gradient is c_i Sigma)",
-        {"R_tilde": f"{_RT}*Inverse(Sigma)"}))
+        {"R_tilde": f"{_RT}*Inverse(Sigma)"})))
 
 EQ27_FORMULAS = (
     NamedFormula("R_tilde", f"{_RT}*Inverse(Sigma)", syms("d", "Sigma", "Sigma_half", "R_j"),
@@ -598,12 +587,11 @@ EQ27_FORMULAS = (
                  equation="Step 3 (i)", shape=("d", "d"),
                  description="the direction after X_0 -> U_Sigma X_0, averaged over U"),
 )
-_E27 = derivative_points()
 EQ27_SPEC = Pointwise(tilde_sides("eq9", "A", "R_tilde", "Sigma_inv", layerwise=True,
                                   equality=True),
-                      _E27[0], _E27[1], "(27) and Step 3: d/dt f(A(tR_j, j)) = d/dt f(A(t r_j "
+                      *derivative_points(), "(27) and Step 3: d/dt f(A(tR_j, j)) = d/dt f(A(t r_j "
                       "Sigma^{-1}, j))", D_STEPS)
-EQ27 = Claim(
+EQ27 = judged(EQ27_SPEC, more_derivative_points, Claim(
     id="ahn2023.eq27",
     title="Layer-wise: d/dt f along R_j equals d/dt f along r_j Σ⁻¹ ((27), Step 3)",
     paper=PAPER,
@@ -615,8 +603,8 @@ EQ27 = Claim(
     assumptions=("x ~ N(0, Sigma), w* ~ N(0, Sigma^{-1}); parameters (9), 1/n dropped",
                  "U Haar on O(d); A on S; R_j and -R_j"),
     formulas=EQ27_FORMULAS,
-    checks=derivative_checks(EQ27_SPEC, "eq9", "A", ("C_A", "R_tilde", "R_j")),
-    setting=proof_setting(DERIV_SIZES))
+    checks=derivative_checks(EQ27_SPEC, "eq9", "A", ("C_A", "R_tilde", "R_j"), "Step 3 (ii)"),
+    setting=proof_setting(DERIV_SIZES)), haar_judge("C_A", "R_tilde", "R_j"))
 
 
 def flow_sides(model: str, names: tuple):
@@ -626,7 +614,7 @@ def flow_sides(model: str, names: tuple):
     it is left out, so a flow formula undefined at a zero gradient is judged on the others."""
     def sides(p: Point, F: Mapping) -> list:
         out, rate, bound = [], 0, 0
-        I = sympy.eye(p.d) if p.exact else np.eye(p.d)
+        I = eye(p.d, p.exact)
         for name, kind, sym, K in ((names[0], "A", "grad_A", p.Sigma_inv),
                                    *(((names[1], "B", "grad_B", I),) if len(names) > 1 else ())):
             for i in range(p.layers - (kind == "B")):
@@ -646,8 +634,7 @@ EQ26_FORMULAS = (
                  description="dA_i/dt = -r_i(t) Sigma^{-1}, "
                              "r_i = Tr(Sigma^{1/2} grad Sigma^{1/2})"),
 )
-_E26 = derivative_points()
-EQ26_SPEC = Pointwise(flow_sides("eq9", ("flow_A",)), _E26[0], _E26[1],
+EQ26_SPEC = Pointwise(flow_sides("eq9", ("flow_A",)), *derivative_points(),
                       "(26): the S-constrained flow descends at rate >= sum ||grad||^2",
                       D_STEPS)
 EQ26 = Claim(
@@ -699,31 +686,3 @@ def affinity_finding(ctx: Context, model: str, kind: str, where: str) -> Finding
                            "C" if linear else "neither G nor dG/dt is affine in C"))
 
 
-def _with_affinity(checks: dict, model: str, kind: str, where: str) -> dict:
-    sym = checks["symbolic"]
-
-    def symbolic(ctx: Context) -> TierResult:
-        res = sym(ctx)
-        if res.status != "pass":
-            return res
-        f = affinity_finding(ctx, model, kind, where)
-        res.proof = list(res.proof) + [{"step": f.proof_step, "finding": f.name, "ok": f.ok,
-                                        "what": f.reason or f.summary}]
-        res.evidence[f.name] = {"ok": f.ok, **f.evidence}
-        return res
-
-    return {**checks, "symbolic": symbolic}
-
-
-EQ27 = dataclasses.replace(
-    EQ27, checks=_with_affinity(EQ27.checks, "eq9", "A", "Step 3 (ii)"),
-    exact=pointwise_truth(EQ27_SPEC, EQ27_FORMULAS, more_derivative_points,
-                          extra=haar_judge("C_A", "R_tilde", "R_j")))
-
-
-# ------------------------------------------------------------------------------------------------
-# mutate's judge of a surviving mutant of a corrected claim: the exact step at more points, the
-# other formulas at the correction (the base its mutants start from)
-# ------------------------------------------------------------------------------------------------
-EQ25 = dataclasses.replace(EQ25, exact=pointwise_truth(
-    EQ25_SPEC, EQ25_FORMULAS, more_derivative_points, EQ25.correction.formulas))

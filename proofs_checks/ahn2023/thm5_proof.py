@@ -9,25 +9,20 @@ forward pass at a general Sigma in the numeric tier.
 """
 from __future__ import annotations
 
-import dataclasses
-
 from typing import Mapping
-
-import numpy as np
-import sympy
 
 from verify.claim import Claim, Correction
 from verify.evidence import step
 from verify.formulas import NamedFormula
 
 from .proof_moments import directional, projection
-from .proof_points import (Point, Pointwise, inv, more_points, mul, on_set_points,
+from .proof_points import (Point, Pointwise, eye, inv, judged, more_points, mul, on_set_points,
                            pointwise_checks, pointwise_truth, proof_setting, run_layers, syms,
                            tangent, value)
 from .one_layer import PAPER
-from .thm4_proof import (DERIV_SIZES, EQ27_FORMULAS, SET_FORMULAS, _R_of, _neg,
-                         _with_affinity, derivative_checks, derivative_points, flow_sides,
-                         haar_judge, more_derivative_points, step1_claim, tilde_sides)
+from .thm4_proof import (DERIV_SIZES, EQ27_FORMULAS, SET_FORMULAS, _R_of, _rotated,
+                         derivative_checks, derivative_points, flow_sides, haar_judge,
+                         more_derivative_points, step1_claim, tilde_sides)
 
 # ================================================================================================
 # (31): the layers (13) with the 1/n absorbed
@@ -64,8 +59,7 @@ def eq31_sides(p: Point, F: Mapping) -> list:
     return out
 
 
-_E31 = on_set_points(2, on_set=False)
-EQ31_SPEC = Pointwise(eq31_sides, _E31[0], _E31[1],
+EQ31_SPEC = Pointwise(eq31_sides, *on_set_points(2, on_set=False),
                       "the layers (13) with the 1/n absorbed (eq. (31))",
                       (step("Forward pass", "", "lsa_forward with P_i = diag(B_i, 1), Q_i = "
                             "diag(A_i, 0) and the 1/n of (53), on Zbar_0 = [[X_0], [w*^T X_0]], "
@@ -124,8 +118,7 @@ def eq41_sides(p: Point, F: Mapping) -> list:
     return out
 
 
-_E41 = on_set_points(2, on_set=False)
-EQ41_SPEC = Pointwise(eq41_sides, _E41[0], _E41[1],
+EQ41_SPEC = Pointwise(eq41_sides, *on_set_points(2, on_set=False),
                       "the recursions (41), (48) of d/dt X_i",
                       (step("Derivatives", "", "d/dt X_i at t = 0 by forward-mode "
                             "differentiation of lsa_forward (layers (13), general weights), "
@@ -161,7 +154,7 @@ EQ40_FORMULAS = SET_FORMULAS + (
 
 def eq40_sides(p: Point, F: Mapping) -> list:
     vals = p.values()
-    rot = mul(p.U_Sigma, p.X0, exact=p.exact)
+    rot = _rotated(p)
     C = value(F, "C_B", vals, p.exact)
     out = []
     for j in range(p.layers):
@@ -178,8 +171,7 @@ def eq40_sides(p: Point, F: Mapping) -> list:
     return out
 
 
-_E40 = on_set_points(1)
-EQ40_SPEC = Pointwise(eq40_sides, _E40[0], _E40[1],
+EQ40_SPEC = Pointwise(eq40_sides, *on_set_points(1),
                       "d/dt X_i and d/dt G along B_j + tS_j under X_0 -> U_Sigma X_0 on S",
                       (step("Derivatives", "", "Forward-mode derivatives of lsa_forward at "
                             "U_Sigma X_0 along S_j and at X_0 along C_B."),))
@@ -220,7 +212,7 @@ EQ42_FORMULAS = (
 
 def eq42_sides(p: Point, F: Mapping) -> list:
     vals = p.values()
-    rot = mul(p.U_Sigma, p.X0, exact=p.exact)
+    rot = _rotated(p)
     at = value(F, "at", vals, p.exact)
     Ui = inv(p.U_Sigma, p.exact)
     C_B = mul(Ui, p.S, p.U_Sigma, exact=p.exact)
@@ -241,13 +233,12 @@ def eq42_sides(p: Point, F: Mapping) -> list:
     return out
 
 
-_E42 = on_set_points(1)
-EQ42_SPEC = Pointwise(eq42_sides, _E42[0], _E42[1], "the base cases of (40) and (47)",
+EQ42_SPEC = Pointwise(eq42_sides, *on_set_points(1), "the base cases of (40) and (47)",
                       (step("Derivative", "", "U_Sigma^{-1} d/dt X_{j+1} at U_Sigma X_0 by "
                             "forward-mode differentiation, against the printed lines; the last "
                             "lines' derivative taken at the formula's input along U_Sigma^{-1} "
                             "S_j U_Sigma (resp. U_Sigma^T R_j U_Sigma)."),))
-EQ42 = Claim(
+EQ42 = judged(EQ42_SPEC, more_points(), Claim(
     id="ahn2023.eq42", title="The base cases (42) and of Step 5 (App. B.3)", paper=PAPER,
     statement=(r"$U_\Sigma^{-1}\frac{d}{dt}X_{j+1}(U_\Sigma X_0,B_j+tS_j)=U_\Sigma^{-1}S_jU_\Sigma "
                r"X_j(X_0)MX_j(U_\Sigma X_0)^\top A_j[X_j(U_\Sigma X_0)]=\frac{d}{dt}X_{j+1}"
@@ -264,7 +255,7 @@ EQ42 = Claim(
         "weight, not the direction; the base case compares with the derivative at X_0 along the "
         "transformed direction, as (40) and (47) state it",
         {"base_A": "Inverse(U_Sigma)*B*U_Sigma*X_i*M*(U_Sigma*X_i).T*R_j*U_Sigma*X_i",
-         "at": "X_0"}))
+         "at": "X_0"})))
 
 
 # ================================================================================================
@@ -278,10 +269,8 @@ EQ49_FORMULAS = (
 
 
 def eq49_sides(p: Point, F: Mapping) -> list:
-    vals = p.values()
-    rot = mul(p.U_Sigma, p.X0, exact=p.exact)
-    Ui = inv(p.U_Sigma, p.exact)
-    C = value(F, "C_49", vals, p.exact)
+    rot, Ui = _rotated(p), inv(p.U_Sigma, p.exact)
+    C = value(F, "C_49", p.values(), p.exact)
     out = []
     for j in range(p.layers):
         tr = tangent(rot, p.A, p.B, "A", j, p.R, p.exact)
@@ -290,10 +279,9 @@ def eq49_sides(p: Point, F: Mapping) -> list:
     return out
 
 
-_E49 = on_set_points(1)
-EQ49_SPEC = Pointwise(eq49_sides, _E49[0], _E49[1],
+EQ49_SPEC = Pointwise(eq49_sides, *on_set_points(1),
                       "U_Sigma^{-1} d/dt X_i(U_Sigma X_0, A_j + tR_j) = d/dt X_i(X_0, A_j + tC)")
-EQ49 = Claim(
+EQ49 = judged(EQ49_SPEC, more_points(), Claim(
     id="ahn2023.eq49", title="The direction C of the inductive step (49) (App. B.3 Step 5)",
     paper=PAPER,
     statement=(r"$U_\Sigma^{-1}\frac{d}{dt}X_i(U_\Sigma X_0,A_j+tR_j)$ obeys the recursion (48) "
@@ -304,7 +292,7 @@ EQ49 = Claim(
         "C = U_Sigma^T R_j U_Sigma (as in (47))",
         "Step 5 perturbs A_j along R_j: U_Sigma^T R_j U_Sigma is its image (47); "
         "U_Sigma^{-1} S U_Sigma is Step 2's direction for B_j, copied",
-        {"C_49": "U_Sigma.T*R_j*U_Sigma"}))
+        {"C_49": "U_Sigma.T*R_j*U_Sigma"})))
 
 
 # ================================================================================================
@@ -328,13 +316,13 @@ D13_STEPS = (step("Derivative", "", "d/dt f at t = 0 on S along any direction D 
 
 
 def eq34_sides(p: Point, F: Mapping) -> list:
-    I = sympy.eye(p.d) if p.exact else np.eye(p.d)
+    I = eye(p.d, p.exact)
     out = []
     for sign in (1, -1):
         tot_t, tot = 0, 0
         for j in range(p.layers):
             R, S = _R_of(p, j), _R_of(p, j + 1)
-            R, S = (R, S) if sign == 1 else (_neg(R, p), _neg(S, p))
+            R, S = (R, S) if sign == 1 else (-R, -S)
             Rt = value(F, "R_tilde", {**p.values(), "R_j": R}, p.exact)
             St = value(F, "S_tilde", {**p.values(), "S_j": S}, p.exact)
             if sign == 1:
@@ -352,11 +340,10 @@ EQ34_FORMULAS = (
                  shape=("d", "d"), description="the direction in S that (34) compares with R_i"),
     S_TILDE,
 )
-_E34 = derivative_points()
-EQ34_SPEC = Pointwise(eq34_sides, _E34[0], _E34[1],
+EQ34_SPEC = Pointwise(eq34_sides, *derivative_points(),
                       "(34): d/dt f(A + tR~, B + tS~) <= d/dt f(A + tR, B + tS), (R~, S~) in S",
                       D13_STEPS)
-EQ34 = Claim(
+EQ34 = judged(EQ34_SPEC, more_derivative_points, Claim(
     id="ahn2023.eq34", title="The directions (R-tilde, S-tilde) in S of (34) (proof of Thm. 5)",
     paper=PAPER,
     statement=(r"For $(A,B)\in\mathcal S$ and any $(R,S)$: $\tilde R_i:=r_iI$, $\tilde S_i=s_iI$ "
@@ -370,7 +357,7 @@ EQ34 = Claim(
     correction=Correction(
         "R-tilde_i = r_i Sigma^{-1} (as (36) and Step 5 have it)",
         "r_i I is not in S unless Sigma is a multiple of I; d/dt f along A_i is c_i tr(Sigma D)",
-        {"R_tilde": f"{_RT}*Inverse(Sigma)"}))
+        {"R_tilde": f"{_RT}*Inverse(Sigma)"})))
 
 EQ35_FORMULAS = (
     NamedFormula("flow_A", "-trace(Sigma_half*grad_A*Sigma_half)*Inverse(Sigma)",
@@ -381,11 +368,10 @@ EQ35_FORMULAS = (
                  description="dB_i/dt = -s_i(t) Sigma^{-1}, "
                              "s_i = Tr(Sigma^{-1/2} grad Sigma^{1/2})"),
 )
-_E35 = derivative_points()
-EQ35_SPEC = Pointwise(flow_sides("eq13", ("flow_A", "flow_B")), _E35[0], _E35[1],
+EQ35_SPEC = Pointwise(flow_sides("eq13", ("flow_A", "flow_B")), *derivative_points(),
                       "(35): the S-constrained flow of (13) descends at rate >= sum ||grad||^2",
                       D13_STEPS)
-EQ35 = Claim(
+EQ35 = judged(EQ35_SPEC, more_derivative_points, Claim(
     id="ahn2023.eq35", title="The S-constrained gradient flow of (35) (proof of Thm. 5)",
     paper=PAPER,
     statement=(r"Along $\frac{d}{dt}A_i=-r_i\Sigma^{-1}$, $\frac{d}{dt}B_i=-s_i\Sigma^{-1}$ "
@@ -402,12 +388,11 @@ EQ35 = Claim(
         "B_i = b_i I on S, so a velocity along Sigma^{-1} leaves S; and with grad_{B_i} f = c_i I "
         "it gives d/dt f = -c_i^2 d tr(Sigma^{-1}) from B_i, above -||grad||^2 = -c_i^2 d "
         "where tr(Sigma^{-1}) < 1 (d = 1, Sigma = 4)",
-        {"flow_B": "-trace(Inverse(Sigma_half)*grad_B*Sigma_half)*Identity(d)"}))
+        {"flow_B": "-trace(Inverse(Sigma_half)*grad_B*Sigma_half)*Identity(d)"})))
 
 EQ36_FORMULAS = (R_TILDE, EQ27_FORMULAS[1], EQ27_FORMULAS[2])
-_E36 = derivative_points()
 EQ36_SPEC = Pointwise(tilde_sides("eq13", "A", "R_tilde", "Sigma_inv", layerwise=True,
-                                  equality=True), _E36[0], _E36[1],
+                                  equality=True), *derivative_points(),
                       "(36) and Step 5: d/dt f(A(tR_j, j), B) = d/dt f(A(t r_j Sigma^{-1}, j), B)",
                       D13_STEPS)
 EQ36 = Claim(
@@ -420,8 +405,7 @@ EQ36 = Claim(
     assumptions=("x ~ N(0, Sigma), w* ~ N(0, Sigma^{-1}); parameters (13), 1/n dropped",
                  "U Haar on O(d); (A, B) on S; R_j and -R_j"),
     formulas=EQ36_FORMULAS,
-    checks=_with_affinity(derivative_checks(EQ36_SPEC, "eq13", "A", ("C_A", "R_tilde", "R_j")),
-                          "eq13", "A", "Step 5 (ii)"),
+    checks=derivative_checks(EQ36_SPEC, "eq13", "A", ("C_A", "R_tilde", "R_j"), "Step 5 (ii)"),
     setting=proof_setting(DERIV_SIZES),
     exact=pointwise_truth(EQ36_SPEC, EQ36_FORMULAS, more_derivative_points,
                           extra=haar_judge("C_A", "R_tilde", "R_j")))
@@ -431,11 +415,10 @@ EQ37_FORMULAS = (
                  equation="(37) (line 991)", shape=("d", "d"),
                  description="s_j Sigma^{-1}, the direction (37) compares with S_j"),
 )
-_E37 = derivative_points()
 EQ37_SPEC = Pointwise(tilde_sides("eq13", "B", "S_tilde", "I", layerwise=True),
-                      _E37[0], _E37[1], "(37): d/dt f(A, B(t S~_j, j)) <= d/dt f(A, B(tS_j, j))",
-                      D13_STEPS)
-EQ37 = Claim(
+                      *derivative_points(), "(37): d/dt f(A, B(t S~_j, j)) <= d/dt f(A, B(tS_j, "
+                      "j))", D13_STEPS)
+EQ37 = judged(EQ37_SPEC, more_derivative_points, Claim(
     id="ahn2023.eq37", title="Layer-wise for B in (13): the direction S-tilde_j of (37)",
     paper=PAPER,
     statement=(r"For $(A,B)\in\mathcal S$, every $j$ and $S_j$: $\tilde S_j=s_j\Sigma^{-1}$ "
@@ -450,15 +433,14 @@ EQ37 = Claim(
         "S-tilde_j = s_j I (as Step 4 ends)",
         "B_j = b_j I on S; the gradient in B_j is c_j I, so d/dt f along s_j Sigma^{-1} is "
         "c_j s_j tr(Sigma^{-1}), not c_j s_j d = d/dt f along S_j",
-        {"S_tilde": f"{_ST}*Identity(d)"}))
+        {"S_tilde": f"{_ST}*Identity(d)"})))
 
 C_B = NamedFormula("C_B", "Inverse(U_Sigma)*S_j*U_Sigma", syms("d", "U_Sigma", "S_j"),
                    equation="Step 4 (i)", shape=("d", "d"),
                    description="the direction after X_0 -> U_Sigma X_0, averaged over U")
 STEP4_FORMULAS = (S_TILDE, EQ27_FORMULAS[1], C_B)
-_ES4 = derivative_points()
 STEP4_SPEC = Pointwise(tilde_sides("eq13", "B", "S_tilde", "I", layerwise=True, equality=True),
-                       _ES4[0], _ES4[1],
+                       *derivative_points(),
                        "Step 4: d/dt f(A, B(tS_j, j)) = d/dt f(A, B(t s_j I, j))", D13_STEPS)
 EQ_B3_STEP4 = Claim(
     id="ahn2023.eq_b3_step4", title="Step 4 of App. B.3: S_j averages to s_j I", paper=PAPER,
@@ -469,24 +451,8 @@ EQ_B3_STEP4 = Claim(
     assumptions=("x ~ N(0, Sigma), w* ~ N(0, Sigma^{-1}); parameters (13), 1/n dropped",
                  "U Haar on O(d); (A, B) on S"),
     formulas=STEP4_FORMULAS,
-    checks=_with_affinity(derivative_checks(STEP4_SPEC, "eq13", "B", ("C_B", "S_tilde", "S_j")),
-                          "eq13", "B", "Step 4 (ii)"),
+    checks=derivative_checks(STEP4_SPEC, "eq13", "B", ("C_B", "S_tilde", "S_j"), "Step 4 (ii)"),
     setting=proof_setting(DERIV_SIZES),
     exact=pointwise_truth(STEP4_SPEC, STEP4_FORMULAS, more_derivative_points,
                           extra=haar_judge("C_B", "S_tilde", "S_j")))
 
-
-# ------------------------------------------------------------------------------------------------
-# mutate's judge of a surviving mutant of a corrected claim: the exact step at more points, the
-# other formulas at the correction (the base its mutants start from)
-# ------------------------------------------------------------------------------------------------
-EQ34 = dataclasses.replace(EQ34, exact=pointwise_truth(
-    EQ34_SPEC, EQ34_FORMULAS, more_derivative_points, EQ34.correction.formulas))
-EQ35 = dataclasses.replace(EQ35, exact=pointwise_truth(
-    EQ35_SPEC, EQ35_FORMULAS, more_derivative_points, EQ35.correction.formulas))
-EQ37 = dataclasses.replace(EQ37, exact=pointwise_truth(
-    EQ37_SPEC, EQ37_FORMULAS, more_derivative_points, EQ37.correction.formulas))
-EQ42 = dataclasses.replace(EQ42, exact=pointwise_truth(
-    EQ42_SPEC, EQ42_FORMULAS, more_points(), EQ42.correction.formulas))
-EQ49 = dataclasses.replace(EQ49, exact=pointwise_truth(
-    EQ49_SPEC, EQ49_FORMULAS, more_points(), EQ49.correction.formulas))
