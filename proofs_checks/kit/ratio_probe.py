@@ -53,10 +53,11 @@ def simplified(ratio: sympy.Expr) -> sympy.Expr:
 
 
 def ratio_at_least_one(ratio: sympy.Expr, rng: np.random.Generator,
-                       admits: Admits | None = None) -> tuple[bool, dict | None]:
+                       admits: Admits | None = None) -> tuple[bool | None, dict | None]:
     """Is ratio >= 1 for all positive values of its symbols?  Exact when constant, else probed at
     200 points spread over 12 orders of magnitude; a point with ratio < 1 is confirmed at the same
-    rational point in 60-digit arithmetic (ratio < 1 - 10^-40)."""
+    rational point in 60-digit arithmetic (ratio < 1 - 10^-40).  None (undecided, with why) where
+    no probe point was compared: the hypotheses admitted none, or the ratio overflowed at all."""
     ratio = simplified(ratio)
     if not ratio.free_symbols:
         if ratio.is_extended_real is False:  # a bound that is not a real number bounds nothing
@@ -64,6 +65,7 @@ def ratio_at_least_one(ratio: sympy.Expr, rng: np.random.Generator,
         return bool(ratio >= 1), None if ratio >= 1 else {"ratio": str(ratio)}
     syms = sorted(ratio.free_symbols, key=str)
     f = sympy.lambdify(syms, ratio, "math")
+    compared = 0
     for _ in range(200):
         point = probe_point(syms, rng, admits)
         if point is None:
@@ -78,11 +80,15 @@ def ratio_at_least_one(ratio: sympy.Expr, rng: np.random.Generator,
                 return False, {"at": {str(k): str(x) for k, x in point.items()}, "ratio": str(v),
                                "not_a_real_number": True}
             continue
+        compared += 1
         if val < 1 - 1e-12:
             exact, r = at_60_digits(ratio, syms, point)
             if r < 1 - 1e-40:
                 return False, {"at": {str(k): str(v) for k, v in exact.items()},
                                "ratio": str(sympy.Float(r, 30)), "ratio_float": float(r)}
+    if not compared:  # nothing compared is no evidence that the ratio is >= 1
+        return None, {"why": "no probe point was compared (the hypotheses admitted none, or the "
+                             "ratio could not be evaluated at any)"}
     return True, None
 
 

@@ -110,11 +110,12 @@ def thm1_symbolic(ctx: Context) -> TierResult:
     gamma_derived = sympy.sqrt(sympy.simplify(drift_B * g ** 2 / need))   # drift_B ~ 1/gamma^2
     rng = ctx.rng("thm1-symbolic")
     ok_g, ce_g = ratio_at_least_one(ours(F["gamma_min"]) / gamma_derived, rng)
-    findings = [Finding("gamma_min_from_the_proof", ok_g and geo_ok, {
+    findings = [Finding("gamma_min_from_the_proof", ok_g if ok_g is None else ok_g and geo_ok, {
         "derived_gamma_min": str(sympy.simplify(gamma_derived)), "paper": ctx.formula_texts["gamma_min"],
         "geometric_sum_bound_4_over_eta_sigma": geo_ok},
-        None if ok_g else {"derived": str(gamma_derived), "paper": ctx.formula_texts["gamma_min"], **(ce_g or {})},
-        "" if ok_g else "(15) is smaller than what (48) needs: the drift of B_k is not controlled",
+        None if ok_g is not False else {"derived": str(gamma_derived), "paper": ctx.formula_texts["gamma_min"], **(ce_g or {})},
+        "" if ok_g else (ce_g or {}).get("why") if ok_g is None else
+        "(15) is smaller than what (48) needs: the drift of B_k is not controlled",
         proof_margin(ours(F["gamma_min"]) / gamma_derived, ctx.rng("thm1-symbolic-margin")),
         proof_step="(47)-(48)")]
     # (17): at least L^2 of Lemma 10 at alpha of (44), as the proofs build it
@@ -135,11 +136,13 @@ def thm1_symbolic(ctx: Context) -> TierResult:
     diff = sympy.simplify(ours(F["rate"]) - rate_derived)
     # a rate is an upper bound on the contraction: (18) follows when paper - derived >= 0 at every
     # positive point (a ratio test would flip where the derived rate is negative, eta sigma > 2)
-    ok_r = diff == 0 or ratio_at_least_one(1 + diff, rng)[0]
-    findings.append(Finding("rate_from_the_proof", bool(ok_r), {"derived_rate": str(rate_derived),
+    ok_r = True if diff == 0 else ratio_at_least_one(1 + diff, rng)[0]
+    findings.append(Finding("rate_from_the_proof", ok_r, {"derived_rate": str(rate_derived),
                                                                 "paper_minus_derived": str(diff)},
-                            None if ok_r else {"derived": str(rate_derived), "paper": ctx.formula_texts["rate"]},
-                            "" if ok_r else "(18) contracts faster than (43c) proves",
+                            None if ok_r is not False else {"derived": str(rate_derived),
+                                                             "paper": ctx.formula_texts["rate"]},
+                            "" if ok_r else "no probe point was compared" if ok_r is None else
+                            "(18) contracts faster than (43c) proves",
                             proof_step="(43c)"))
     steps = [
         step("Constants (44)", r"\sigma = \frac{\zeta_0\gamma^2}{K},\quad \alpha = \sqrt{2K}\frac{4\|\bar Z\|_2}"

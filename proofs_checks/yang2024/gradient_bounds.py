@@ -87,9 +87,10 @@ def lemma7_symbolic(ctx: Context) -> TierResult:
                   "sum_j s_jk = 1, Cauchy-Schwarz over k, sum_k ||Zbar delta_k||^2 = 2K (l - L*).")]
     return combine([Finding("bound_from_the_proof", ok, {"derived_bound": str(derived),
                                                          "paper_bound": str(paper)},
-                            None if ok else {"derived_bound": str(derived), "paper_bound": str(paper),
-                                             **(ce or {})},
-                            "" if ok else "(42) is below the bound the proof (82)-(84) gives",
+                            None if ok is not False else {"derived_bound": str(derived),
+                                                          "paper_bound": str(paper), **(ce or {})},
+                            "" if ok else ce["why"] if ok is None else
+                            "(42) is below the bound the proof (82)-(84) gives",
                             proof_margin(paper / derived, ctx.rng("lemma7-symbolic-margin")),
                             proof_step="(82)-(84)")],
                    steps=steps)
@@ -324,8 +325,8 @@ def _chain_findings(ctx: Context, derived: Mapping[str, sympy.Expr], names: Sequ
         low = (ce or {}).get("smallest_ratio_found", {}).get("ratio_float", (ce or {}).get("ratio_float"))
         margin = proof_margin(paper / derived[name], ctx.rng(tag + "-margin"),
                                (ce or {}).get("smallest_ratio_found"), admits)
-        findings.append(Finding(name, ok, ev, None if ok else {**ev, **(ce or {})},
-                                "" if ok else f"{name} is below the bound the proof {where[name]} gives "
+        findings.append(Finding(name, ok, ev, None if ok is not False else {**ev, **(ce or {})},
+                                "" if ok else ce["why"] if ok is None else f"{name} is below the bound the proof {where[name]} gives "
                                               f"at a positive point" + (f" (paper / proof = {low:.3g})"
                                                                         if low is not None else ""),
                                 margin, proof_step=where[name]))

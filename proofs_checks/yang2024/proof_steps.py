@@ -394,8 +394,8 @@ def _lower_chain_finding(ctx: Context, name: str, chain: sympy.Expr, where: str,
     ok, ce = ratio_at_least_one(1 + gap / (chain ** 2 + printed ** 2 + 1), ctx.rng(f"{name}-order"))
     ratio = printed / chain if upper else chain / printed
     margin = proof_margin(ratio, ctx.rng(f"{name}-order-margin")) if ok else None
-    return Finding(name, ok, ev, None if ok else {**ev, **(ce or {})},
-                   "" if ok else f"{name} is {'below' if upper else 'above'} the bound the proof {where} "
+    return Finding(name, ok, ev, None if ok is not False else {**ev, **(ce or {})},
+                   "" if ok else ce["why"] if ok is None else f"{name} is {'below' if upper else 'above'} the bound the proof {where} "
                                  f"gives at a positive point", margin, proof_step=where)
 
 

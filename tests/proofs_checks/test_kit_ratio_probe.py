@@ -54,4 +54,12 @@ def test_the_probe_stays_inside_the_hypotheses():
 
 def test_a_probe_whose_hypotheses_admit_nothing_compares_nothing():
     assert smallest_ratio((x + y) / 3 / PROOF, _rng(), admits=lambda p: False) == {}
+    # nothing compared is no evidence: undecided, never a pass
+    ok, why = ratio_at_least_one((x + y) / 3 / PROOF, _rng(), admits=lambda p: False)
+    assert ok is None and "no probe point was compared" in why["why"]
+
+
+def test_a_ratio_that_overflows_at_every_probe_point_is_undecided_not_a_pass():
+    ok, why = ratio_at_least_one(sympy.exp(sympy.exp(x + 10 ** 3)) / (y + 1), _rng())
+    assert ok is None and why["why"].startswith("no probe point")
     assert worst_margin("m", float("nan"), {}) is None
