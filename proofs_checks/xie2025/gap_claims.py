@@ -220,7 +220,7 @@ def _trained_vs_optimum(rows: list[dict], key: str, tol: float, R_gd: float, ins
     a run below R* refutes, a run that missed R* leaves it undecided."""
     below = next(({key: r[key], "trained_risk": r["trained_risk"], "R_star": r["R_star"]}
                   for r in rows if r["relative_gap_to_R*"] < -tol), None)
-    off = [r[key] for r in rows if abs(r["relative_gap_to_R*"]) > tol]
+    off = [r[key] for r in rows if not abs(r["relative_gap_to_R*"]) <= tol]  # nan: missed
     return training_finding({"runs": rows, "R_GD": R_gd, "heads": inst.d + 1}, below, off, inst,
                             "L-BFGS did not reach R* for " + missed.format(off))
 

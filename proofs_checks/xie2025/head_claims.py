@@ -233,7 +233,9 @@ def _sweep_finding(ctx: Context, inst, R_star: float, must_reach: list[int],
                       "curve": r.runs[0]["curve"] if r.runs else []})
         if gap < -tol and below is None:
             below = {"heads": H, "trained_risk": r.best, "R_star": R_star}
-        if H in must_reach and abs(gap) > tol:
+        if H in must_reach + must_miss and not np.isfinite(gap):
+            missed.append(H)  # every restart diverged: undecided, never "reached"
+        elif H in must_reach and abs(gap) > tol:
             missed.append(H)
         if H in must_miss and abs(gap) <= tol:
             reached.append(H)

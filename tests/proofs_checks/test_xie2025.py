@@ -237,7 +237,10 @@ def test_cli_json_of_a_corrected_claim(capsys):
 
 @pytest.mark.slow
 def test_every_tier_quick_budget():
-    for c in by_paper("xie2025"):
+    """The main claims at every tier (the ledger's are checked in their modules' tests)."""
+    claims = [c for c in by_paper("xie2025") if c.id not in LEDGER]
+    assert {c.id for c in claims} == set(AS_COMPUTED)
+    for c in claims:
         v = check_claim(c, **QUICK)
         assert v.verdict == AS_COMPUTED[c.id], (c.id, v.as_dict())
 
@@ -256,3 +259,29 @@ def test_thm4_training_that_misses_the_point_decides_nothing():
     not attract training, so the train tier is undecided, not a refutation (it was `refuted`)."""
     v = check_claim(find("xie2025.thm4"), tiers=("train",), budget="default", seed=0)
     assert v.tiers["train"].status in ("skipped", "pass") and v.verdict != "refuted"
+
+
+# ---------------------------------------------------------------- diverged training decides nothing
+def test_a_trained_risk_that_is_not_finite_is_missed_not_reached(monkeypatch):
+    """Every restart diverged (best risk nan): the gap to R* is nan, which is neither "below R*"
+    nor "reached R*"; the training findings are undecided, never a pass."""
+    import math
+
+    import numpy as np
+
+    from proofs_checks.xie2025 import gap_claims, head_claims
+    from proofs_checks.xie2025.setting import Instance
+    from proofs_checks.xie2025.training import ExactRuns
+
+    inst = Instance(2, 4, 1)
+    rows = [{"w_entry": 1, "trained_risk": math.nan, "R_star": 1.0,
+             "relative_gap_to_R*": math.nan}]
+    f = gap_claims._trained_vs_optimum(rows, "w_entry", 1e-6, 2.0, inst, "w_entry in {}")
+    assert f.ok is None and "did not reach" in f.reason
+
+    nan_run = ExactRuns(3, math.nan, np.zeros(1), np.zeros(1), [], diverged=3)
+    monkeypatch.setattr(head_claims, "head_sweep", lambda *a, **k: {2: nan_run, 3: nan_run})
+    ctx = type("Ctx", (), {"budget": type("B", (), {"name": "quick", "restarts": 3})(),
+                           "device": "cpu", "seed_for": lambda self, *a: 0})()
+    below, missed, reached, _ = head_claims._sweep_finding(ctx, inst, 1.0, [3], [2])
+    assert below is None and reached == [] and sorted(missed) == [2, 3]
