@@ -165,6 +165,18 @@ def resolution(dtype: Any = np.float64) -> float:
     return float(np.finfo(dtype).tiny)
 
 
+def worse(x: float, worst: float, limit: float) -> bool:
+    """Whether ``x`` replaces ``worst``, the largest error (or ratio) a search has met so far,
+    which must stay <= ``limit``.  A NaN decides nothing, and ``x > worst`` would drop it (the
+    search then passes on the numbers it did compare): it replaces any error within the limit
+    and only an error above it replaces the NaN, so that the search fails where a point failed
+    and is undecided (``settle_le`` on a NaN) where a point was not a number and none failed.
+    Between numbers, ``x > worst``."""
+    if x != x:
+        return not worst > limit
+    return x > worst or (worst != worst and x > limit)
+
+
 def settle_le(lhs: Any, rhs: Any, dtype: Any = np.float64,
               exact: Any = None) -> tuple[Any, str]:
     """lhs <= rhs entrywise, decided only where it can be: (ok, why) with ok True, False or None

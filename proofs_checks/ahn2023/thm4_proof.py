@@ -489,6 +489,10 @@ def invariance_finding(ctx: Context, F: Mapping, exact: bool) -> Finding:
         else:
             gap = float(np.max(np.abs(np.asarray(lhs) - np.asarray(rhs))))
             allow = 1e4 * np.finfo(float).eps * (1 + float(np.max(np.abs(rhs))))
+            if not np.isfinite(gap):  # gap > allow is False on a NaN: it would pass
+                return Finding("U_Sigma_keeps_Sigma_inv", None, {"gap": gap},
+                               reason="U_Sigma^T Sigma^{-1} U_Sigma - Sigma^{-1} is not a finite "
+                                      "number at a Gaussian point: float64 decides nothing")
             if gap > allow:
                 return Finding("U_Sigma_keeps_Sigma_inv", False, {},
                                {"gap": gap, "allowance": allow, "seed": ctx.seed},

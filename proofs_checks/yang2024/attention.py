@@ -9,7 +9,7 @@ import torch
 from models.device import randn
 from models.softmax import attention_weights, coefficient_matrix, full_prediction, head_matrix
 from verify.claim import Claim, Context, TierResult
-from verify.evidence import Finding, combine, step
+from verify.evidence import Finding, combine, settle_le, step, worse
 from verify.formulas import FormulaSymbol, NamedFormula
 
 from .setting import PAPER, SETTING, make_instance
@@ -124,7 +124,7 @@ def _prediction_numeric(ctx: Context, which: str) -> TierResult:
             why = f"{type(exc).__name__}: {exc}"
             break
         rel = float(np.abs(paper - full).max() / np.abs(full).max())
-        if rel > worst:
+        if worse(rel, worst, 1e-12):  # a NaN is kept: undecided, never a pass
             worst = rel
             k = int(np.abs(paper - full).argmax())
             bad = {"trial": trial, "token": k + 1, "paper": float(paper[k]), "architecture": float(full[k])}
@@ -132,12 +132,13 @@ def _prediction_numeric(ctx: Context, which: str) -> TierResult:
     if why:
         return combine([Finding("architecture_float", False, {"error": why},
                                 {"instance": inst.as_dict(), "error": why}, f"cannot evaluate: {why}")])
-    ok = worst <= tol
+    ok, undecided = settle_le(worst, tol)
     return combine([Finding("architecture_float", ok, {
         "max_relative_difference": worst, "tolerance": tol, "trials": trials,
         "why_tolerance": "float64 rounding of a softmax and a K x K product"},
-        None if ok else {"instance": inst.as_dict(), **bad, "seed": ctx.seed},
-        "" if ok else "the formula differs from the diagonal of T(E)")], {"instance": inst.as_dict()})
+        None if ok is not False else {"instance": inst.as_dict(), **bad, "seed": ctx.seed},
+        undecided or ("" if ok else "the formula differs from the diagonal of T(E)"))],
+        {"instance": inst.as_dict()})
 
 
 EQ8 = Claim(

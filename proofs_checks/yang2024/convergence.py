@@ -13,7 +13,7 @@ import torch
 
 from models.device import randn
 from verify.claim import Claim, Context, Correction, TierResult
-from verify.evidence import Finding, combine, step
+from verify.evidence import Finding, combine, step, worse
 from verify.formulas import FormulaSymbol, NamedFormula
 
 from ..kit.ratio_probe import Admits, proof_margin, ratio_at_least_one, worst_margin
@@ -258,11 +258,13 @@ def thm1_numeric(ctx: Context) -> TierResult:
         run = _gd_run(dyn, Q0, c["eta_Q"], c["eta_w"], c["rate"], steps, c["zeta0"], c["gamma"], c["alpha44"])
         rmax = max(run.ratios[1:])                      # t >= 1 (the ratio is 1 at t = 0)
         t_at = 1 + int(np.argmax(run.ratios[1:]))
+        if any(x != x for x in run.ratios[1:]):         # a NaN (GD diverged, or a rate that is not
+            rmax = math.nan                             # a number) decides nothing, never a pass
         rows.append({"instance": r, **{k: c[k] for k in ("zeta0", "Delta0", "gamma", "eta_Q", "eta_w")},
                      "one_minus_rate": 1 - c["rate"], "L_17_over_L_61": c["L"] / c["L_61"],
                      "max_ratio_gap_over_bound": rmax, "final_gap_over_initial": run.excess[-1] / run.excess[0],
                      "guaranteed_final_factor": c["rate"] ** steps, **run.invariants})
-        if rmax > worst:
+        if worse(rmax, worst, 1 + tol):
             worst, worst_at = rmax, {"instance": r, "step": t_at}
             if rmax > 1 + tol:
                 worst_ce = {"instance": inst.as_dict(), "step": t_at, "gap": run.excess[t_at],
@@ -282,12 +284,14 @@ def thm1_numeric(ctx: Context) -> TierResult:
                                   "final_gap_over_initial": run_p.excess[-1] / run_p.excess[0],
                                   "guaranteed_final_factor": rate_p ** steps,
                                   "min_zeta_over_zeta0": run_p.invariants["min_zeta_over_zeta0"]})
-    ok = worst_ce is None
+    ok = worst_ce is None if worst == worst else None  # NaN: no failure, nothing decided
     findings = [Finding("inequality_18_paper_rates", ok, {
         "instances": rows, "steps": steps, "worst_ratio": worst, "tolerance": tol,
         "what": "max over t of (L(theta_t) - L*) / (rate^t (L(theta_0) - L*)) with gamma = (15) at "
                 "equality, eta_Q = 1/L of (17), eta_w of (16); w^(0) = 0, Q^(0) ~ N(0, 1)"},
-        worst_ce, "" if ok else f"(18) fails at step {worst_ce['step'] if worst_ce else '?'}",
+        worst_ce, "" if ok else "the ratio (L(theta_t) - L*) / (rate^t (L(theta_0) - L*)) is not a number "
+        f"at instance {worst_at.get('instance')} (GD diverged, or the rate is not a number)" if ok is None
+        else f"(18) fails at step {worst_ce['step'] if worst_ce else '?'}",
         worst_margin("(L(theta_t) - L*) over rate^t (L(theta_0) - L*)", worst, worst_at))]
     ok17 = all(b["holds"] for b in bounds17)
     findings.append(Finding("bounds_used_by_17", ok17, {"instances": bounds17},

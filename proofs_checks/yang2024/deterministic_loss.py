@@ -14,7 +14,7 @@ import torch
 from models.device import randn
 from models.softmax import SoftmaxConfig, SoftmaxICL, TaskLaw, predict, sample_tasks
 from verify.claim import Claim, Context, Correction, TierResult
-from verify.evidence import Finding, combine, step
+from verify.evidence import Finding, combine, settle_le, step, worse
 from verify.formulas import NamedFormula
 
 from .setting import (ExactInstance, Instance, PAPER, SETTING, _loss_steps, _sizes_scalars,
@@ -386,7 +386,7 @@ def eq33_numeric(ctx: Context) -> TierResult:
             why = f"{type(exc).__name__}: {exc}"
             break
         rel = float(np.linalg.norm(target - fq.A[:, k]) / max(np.linalg.norm(fq.A[:, k]), 1e-300))
-        if rel > worst:
+        if worse(rel, worst, 1e-9):  # a NaN is kept: undecided, never a pass
             worst = rel
             bad = {"token": k + 1, "paper_target": target.tolist(), "derived": fq.A[:, k].tolist()}
     tol = 1e-9
@@ -394,12 +394,12 @@ def eq33_numeric(ctx: Context) -> TierResult:
         return combine([Finding("target_vs_derived_optimum", False, {"error": why},
                                 {"instance": inst.as_dict(), "error": why},
                                 f"(33) cannot be evaluated at concrete sizes: {why}")])
-    ok = worst <= tol
+    ok, undecided = settle_le(worst, tol)
     return combine([Finding("target_vs_derived_optimum", ok,
                             {"max_relative_error": worst, "tolerance": tol,
                              "why_tolerance": "float64 solves of an N x N system"},
-                            None if ok else {"instance": inst.as_dict(), **bad},
-                            "" if ok else "delta_k does not vanish at the minimiser")],
+                            None if ok is not False else {"instance": inst.as_dict(), **bad},
+                            undecided or ("" if ok else "delta_k does not vanish at the minimiser"))],
                    {"instance": inst.as_dict()})
 
 
@@ -506,7 +506,7 @@ def eq34_numeric(ctx: Context) -> TierResult:
                 break
             rel = float(np.linalg.norm(val - fq.A) / np.linalg.norm(fq.A))
             rows.append({"sizes": dict(inst.sizes), "tau": inst.tau, "relative_error": rel})
-            if rel > tol and bad is None:
+            if not rel <= tol and bad is None:  # a NaN error: a counterexample holding NaN, undecided
                 i, j = np.unravel_index(np.abs(val - fq.A).argmax(), val.shape)
                 bad = {"instance": inst.as_dict(), "entry": [int(i), int(j)], "paper": float(val[i, j]),
                        "derived": float(fq.A[i, j]), "relative_error": rel}

@@ -13,7 +13,7 @@ import torch
 from models.device import randn
 from models.softmax import random_dictionary, softmax_columns
 from verify.claim import Claim, Context, Correction, TierResult
-from verify.evidence import Finding, combine, step
+from verify.evidence import Finding, combine, settle_le, step, worse
 from verify.formulas import FormulaSymbol, NamedFormula
 
 from ..kit.ratio_probe import Admits, proof_margin, ratio_at_least_one, smallest_ratio, worst_margin
@@ -63,10 +63,23 @@ def _extreme_points(inst: Instance, gen: torch.Generator):
 
 
 def _ratio(lhs: float, bound: float) -> float:
-    """lhs / bound for a bound on a norm; a bound <= 0 below a positive lhs is exceeded infinitely."""
+    """lhs / bound for a bound on a norm; a bound <= 0 below a positive lhs is exceeded infinitely;
+    NaN where either is NaN (it decides nothing: not an infinite excess)."""
+    if lhs != lhs or bound != bound:
+        return math.nan
     if bound > 0:
         return lhs / bound
     return 0.0 if lhs <= 0 and bound == 0 else math.inf
+
+
+def _largest(ratios) -> float:
+    """The largest of some ratios (each >= 0) as the search keeps it (``worse``): a NaN is kept
+    unless a ratio exceeds 1, where Python's ``max`` would keep or drop it by its position."""
+    out = 0.0
+    for r in ratios:
+        if worse(r, out, 1.0):
+            out = r
+    return out
 
 
 def lemma7_symbolic(ctx: Context) -> TierResult:
@@ -112,14 +125,14 @@ def lemma7_numeric(ctx: Context) -> TierResult:
             norms = gQ.flatten(1).norm(dim=1)                 # ||d l / d Q_h||_F, h = 1..H
             r = _ratio(float(norms.max()), bound)
             count += 1
-            if r > worst:
+            if worse(r, worst, 1.0):  # a NaN is kept: undecided, never a pass
                 worst, where = r, {"gamma": gamma, "alpha": alpha, "excess": ex,
                                    "grad_norm": float(norms.max()), "bound": bound}
-    ok = worst <= 1.0
+    ok, undecided = settle_le(worst, 1.0)
     return combine([Finding("bound_holds", ok, {"worst_ratio_grad_over_bound": worst, "points": count,
                                                  "worst_point": where},
-                            None if ok else {"instance": inst.as_dict(), **where, "seed": ctx.seed},
-                            "" if ok else f"a gradient exceeds (42) by a factor {worst:.3g}",
+                            None if ok is not False else {"instance": inst.as_dict(), **where, "seed": ctx.seed},
+                            undecided or ("" if ok else f"a gradient exceeds (42) by a factor {worst:.3g}"),
                             worst_margin("||d l / d Q_h||_F over (42)", worst, where),
                             search=True)],
                    {"instance": inst.as_dict()})
@@ -187,16 +200,16 @@ def _bounds_points(inst: Instance, F, gen: torch.Generator, which: str, worst: d
                 lhs_b = (B - B2).norm(dim=1)                         # (K, H): ||b_k^h - b_k^h'||
                 rhs_b = torch.tensor([float_value(F["b_lip"], {"Zbar_norm": dyn.Zbar_norm, "dQ_h": float(x)})
                                       for x in dQh], dtype=torch.float64)
-                rb = max(_ratio(float(x), float(y)) for x, y in zip(lhs_b.flatten(), rhs_b.expand_as(lhs_b).flatten()))
+                rb = _largest(_ratio(float(x), float(y)) for x, y in zip(lhs_b.flatten(), rhs_b.expand_as(lhs_b).flatten()))
                 lhs_d = (delta - delta2).norm(dim=0)                 # (K,)
                 dal = (al - al2).norm(dim=0)                         # (K,)
                 rhs_d = torch.tensor([float_value(F["delta_lip"], {
                     "gamma": gamma, "H": inst.H, "alpha": alpha, "dQ": dQ, "dalpha_k": float(x)})
                     for x in dal], dtype=torch.float64)
-                rd = max(_ratio(float(x), float(y)) for x, y in zip(lhs_d, rhs_d))
+                rd = _largest(_ratio(float(x), float(y)) for x, y in zip(lhs_d, rhs_d))
                 ratios = {"b_lip": rb, "delta_lip": rd}
             for name, r in ratios.items():
-                if r > worst.get(name, 0.0):
+                if worse(r, worst.get(name, 0.0), 1.0):  # a NaN is kept: undecided, never a pass
                     worst[name] = r
                     where[name] = {"gamma": gamma, "H": inst.H, "point": i, "ratio": r}
 
@@ -215,11 +228,11 @@ def _bounds_numeric(ctx: Context, which: str) -> TierResult:
     points = 2 * 3 * (9 + 3)                  # two instances, three gammas, 12 points
     findings = []
     for name, r in worst.items():
-        ok = r <= 1.0
+        ok, undecided = settle_le(r, 1.0)
         findings.append(Finding(name, ok, {"worst_ratio_lhs_over_bound": r, "at": where[name],
                                            "points": points},
-                                None if ok else {"instance": inst.as_dict(), **where[name], "seed": ctx.seed},
-                                "" if ok else f"{name} is exceeded by a factor {r:.3g}",
+                                None if ok is not False else {"instance": inst.as_dict(), **where[name], "seed": ctx.seed},
+                                undecided or ("" if ok else f"{name} is exceeded by a factor {r:.3g}"),
                                 worst_margin(f"the norm {name} bounds over {name}", r, where[name]),
                                 search=True))
     return combine(findings, {"instance": inst.as_dict()})

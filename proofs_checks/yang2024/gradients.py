@@ -12,7 +12,7 @@ import torch
 from models.device import randn
 from models.softmax import attention_weights, coefficient_matrix, softmax_columns
 from verify.claim import Claim, Context, Correction, TierResult
-from verify.evidence import Finding, combine, settle_le, step
+from verify.evidence import Finding, combine, settle_le, step, worse
 from verify.formulas import FormulaSymbol, NamedFormula
 
 from .setting import (ExactInstance, Instance, PAPER, SETTING, exact_quadratic, make_instance,
@@ -202,7 +202,7 @@ def eq45_numeric(ctx: Context) -> TierResult:
                 why = f"{type(exc).__name__}: {exc}"
                 break
             rel = _relative(val, ga[:, k].numpy())
-            if rel > worst:
+            if worse(rel, worst, TOL):  # a NaN is kept: undecided, never a pass
                 worst, bad = rel, {"gamma": gamma, "point": i, "token": k + 1, "paper": val.tolist(),
                                    "autograd": ga[:, k].tolist()}
         if why:
@@ -396,7 +396,7 @@ def _gradQ_numeric(ctx: Context, claim: str) -> TierResult:
             if total is None:
                 break
             rel = _relative(total, gQ[h].numpy())
-            if rel > worst:
+            if worse(rel, worst, TOL):  # a NaN is kept: undecided, never a pass
                 worst, bad = rel, {"gamma": gamma, "point": i, "head": h + 1, "paper": total.tolist(),
                                    "autograd": gQ[h].tolist()}
         if why:
@@ -419,7 +419,7 @@ def _ell_numeric(ctx: Context, F, inst: Instance, dyn: Dynamics, gen: torch.Gene
         except Exception as exc:  # an ill-typed formula
             return error_finding("ell_is_the_loss", exc)
         rel = abs(val - derived) / abs(derived)
-        if rel > worst:
+        if worse(rel, worst, TOL):  # a NaN is kept: undecided, never a pass
             worst, bad = rel, {"point": i, "paper": val, "derived_loss": derived, "L_star": dyn.fq.L_star}
     ok, undecided = settle_le(worst, TOL)
     return Finding("ell_is_the_loss", ok, {"max_relative_difference": worst, "tolerance": TOL},

@@ -17,7 +17,7 @@ import torch
 from models.device import randn
 from models.softmax import attention_weights, head_matrix
 from verify.claim import Claim, Context, Correction, TierResult
-from verify.evidence import Finding, combine, settle_le, step
+from verify.evidence import Finding, combine, settle_le, step, worse
 from verify.formulas import FormulaSymbol, NamedFormula
 
 from ..kit.ratio_probe import proof_margin, ratio_at_least_one, worst_margin
@@ -83,7 +83,7 @@ def lemma3_numeric(ctx: Context) -> TierResult:
             ratio = (X.sum(1) ** 2).sum(-1) / (X ** 2).sum((1, 2))
             bound = float(C(l=l))
             r = float(ratio.max()) / bound if bound > 0 else math.inf
-            if r > worst:
+            if worse(r, worst, 1 + 1e-12):  # a NaN is kept: undecided, never a pass
                 worst, where = r, {"l": l, "p": p, "max_ratio": float(ratio.max()), "paper_C": bound}
     ok, why = settle_le(worst, 1 + 1e-12)
     return combine([Finding("ratio", ok, {"worst_ratio_over_C": worst, "at": where},

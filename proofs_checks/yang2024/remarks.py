@@ -14,7 +14,7 @@ from scipy.optimize import nnls
 
 from models.softmax import Dictionary, attention_weights, coefficient_matrix, random_dictionary
 from verify.claim import Claim, Context, TierResult
-from verify.evidence import Finding, combine, settle_le, step
+from verify.evidence import Finding, combine, settle_le, step, worse
 from verify.formulas import NamedFormula
 
 from ..kit.trend import Indexed, monotone
@@ -88,7 +88,7 @@ def footnote_symbolic(ctx: Context) -> TierResult:
     F = ctx.formulas
     f17, f61 = _fn(F["L_sq_17"], FN_NAMES), _fn(F["L_sq_61"], FN_NAMES)
     rng = ctx.rng("footnote")
-    worst, where = 0.0, None
+    worst, where, compared = 0.0, None, 0
     with mpmath.workdps(60):
         for _ in range(400):
             p = _fn_point(rng)
@@ -98,9 +98,12 @@ def footnote_symbolic(ctx: Context) -> TierResult:
                 continue
             if not isinstance(r, mpmath.mpf):
                 continue
-            if r > worst:
+            compared += 1
+            if worse(r, worst, 1.0):  # a NaN is kept: undecided, never a pass
                 worst, where = float(r), {k: (float(v) if isinstance(v, float) else v) for k, v in p.items()}
     ok, why = settle_le(worst, 1.0)
+    if not compared:  # every point raised or was complex: a pass would have compared nothing
+        ok, why = None, "the ratio (61) / (17) has no real value at any of the 400 points"
     return combine([Finding("61_below_17_formally", ok, {"worst_ratio_61_over_17": worst, "at": where,
                                                          "points": 400, "precision": "60 digits"},
                             None if ok is not False else {**where, "ratio_61_over_17": worst},
@@ -135,7 +138,7 @@ def footnote_numeric(ctx: Context) -> TierResult:
             p["alpha"] = _alpha44(p)
             ratio = float(f61(*[p[n] for n in FN_NAMES]) / f17(*[p[n] for n in FN_NAMES]))
             rows.append({"feature_scale": scale, "tau": tau, "Zbar_norm": p["Zbar_norm"], "ratio_61_over_17": ratio})
-            if ratio > worst:
+            if worse(ratio, worst, 1.0):  # a NaN is kept: undecided, never a pass
                 worst, where = ratio, {**p, "feature_scale": scale}
     ok, why = settle_le(worst, 1.0)
     return combine([Finding("61_below_17_at_instances", ok, {"instances": rows},

@@ -75,3 +75,19 @@ def test_lemma2_symmetric_transpose_is_equivalent():
     # A_i is symmetric under (9), so w + A^T grad is the same statement: not refuted
     v = verdict("ahn2023.lemma2", update="w + A.T*grad")
     assert v.verdict == "verified"
+
+
+def test_thm4_invariance_that_is_nan_at_a_gaussian_point_is_undecided(monkeypatch):
+    """gap > allow is False on a NaN: a U_Sigma whose float64 value is NaN passed as
+    U_Sigma^T Sigma^{-1} U_Sigma = Sigma^{-1}; it is undecided."""
+    import math
+
+    import numpy as np
+
+    from proofs_checks.ahn2023 import thm4_proof
+    from verify.claim import BUDGETS, Context
+
+    monkeypatch.setattr(thm4_proof, "value",
+                        lambda F, name, vals, exact: np.full((vals["d"], vals["d"]), math.nan))
+    f = thm4_proof.invariance_finding(Context("t", {}, {}, BUDGETS["quick"]), {}, exact=False)
+    assert f.ok is None and "not a finite" in f.reason

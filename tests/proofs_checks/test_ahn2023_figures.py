@@ -320,3 +320,20 @@ def test_fig3_fig4_default_budget_decide_from_three_layers():
         v = check_claim(find(claim), tiers=("train",), budget="default", seed=0, device="cpu")
         assert v.verdict == "verified", v.as_dict()
         assert v.tiers["train"].support != "stand-in"
+
+
+# ---------------------------------------------------------------- NaN decides nothing
+def test_fig2_a_learned_scale_that_is_nan_is_undecided(monkeypatch):
+    """max(worst, nan) keeps worst, so a run whose learned scales were NaN (not flagged as
+    diverged) passed as 'the scales match a*'; it is undecided."""
+    import math
+
+    from proofs_checks.ahn2023 import figures
+    from verify.claim import BUDGETS, Context
+
+    out = {"runs": [{"status": "converged", "seed_index": 0, "scale_whitened": [math.nan, 1.0, 2.0],
+                     "dist_whitened": [0.0]}], "g_star": {"point": [1.0, 1.5, 2.0]}, "layers": 3}
+    monkeypatch.setattr(figures, "train_eq9", lambda *a: out)
+    monkeypatch.setattr(figures, "figure_entry", lambda f: {})
+    ctx = Context("ahn2023.fig2", {}, {}, BUDGETS["quick"], device="cpu")
+    assert figures.fig2_train(ctx).evidence["learned_scales_match_a*"]["ok"] is None

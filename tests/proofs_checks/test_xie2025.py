@@ -285,3 +285,32 @@ def test_a_trained_risk_that_is_not_finite_is_missed_not_reached(monkeypatch):
                            "device": "cpu", "seed_for": lambda self, *a: 0})()
     below, missed, reached, _ = head_claims._sweep_finding(ctx, inst, 1.0, [3], [2])
     assert below is None and reached == [] and sorted(missed) == [2, 3]
+
+
+def test_fig5_training_whose_risks_are_nan_is_undecided(monkeypatch):
+    """The exact-risk training passed when its risk was NaN (gap > tol is False) and so did the
+    sampled-prompt training (risk < R_GD (1 - tol) is False): both are undecided."""
+    import math
+    from types import SimpleNamespace
+
+    import numpy as np
+    import torch
+
+    from proofs_checks.xie2025 import gap_claims
+    from proofs_checks.xie2025.setting import Instance
+    from verify.claim import BUDGETS, Context
+
+    inst = Instance(2, 4, 1)
+    z = torch.zeros(1, 3, 3, dtype=torch.float64)
+    model = SimpleNamespace(lsa=SimpleNamespace(products=lambda: (z, z)),
+                            w=torch.zeros(2, dtype=torch.float64))
+    monkeypatch.setattr(gap_claims, "_gd_at_instance", lambda ctx: (inst, None, 0.5, 1.0))
+    monkeypatch.setattr(gap_claims, "train_yq_exact", lambda *a: {
+        "risk": math.nan, "v": np.zeros(2), "status": "diverged", "curve": [1.0]})
+    monkeypatch.setattr(gap_claims, "train_yq_sampled", lambda *a: (model, {"curve": []}))
+    monkeypatch.setattr(gap_claims, "_c2_metrics", lambda *a: {})
+    monkeypatch.setattr(gap_claims, "heads_risk", lambda *a: math.nan)
+    monkeypatch.setattr(gap_claims, "figure_entry", lambda f: {})
+    ev = gap_claims.fig5_train(Context("xie2025.fig5", {}, {}, BUDGETS["quick"], device="cpu")).evidence
+    assert ev["exact_risk_training"]["ok"] is None
+    assert ev["sampled_prompt_training"]["ok"] is None

@@ -137,3 +137,16 @@ def test_a_closest_approach_of_exactly_one_reads_as_tight_and_near_one_shows_its
     assert "0.99999 of the bound" in describe_approach({**base, "used": 0.99999})
     assert "1.0000004 of the bound" in describe_approach({**base, "used": 1.0000004})
     assert "0.042 of the bound" in describe_approach({**base, "used": 0.042})
+
+
+def test_the_search_keeps_a_nan_unless_a_number_fails():
+    import math
+
+    from verify.evidence import worse
+    worst = 0.0
+    for x in (0.5, math.nan, 0.9):
+        worst = x if worse(x, worst, 1.0) else worst
+    assert math.isnan(worst)
+    for x in (2.0, math.nan):
+        worst = x if worse(x, worst, 1.0) else worst
+    assert worst == 2.0  # a decided failure stays a failure
