@@ -241,7 +241,8 @@ def combine(findings: Iterable[Finding], extra: dict | None = None,
     if proofs:  # beside the statement's findings: their evidence, and the proof part
         result.evidence.update(_entries(proofs))
         result.proof = [{"step": f.proof_step, "finding": f.name, "ok": f.ok,
-                         "what": f.reason or ("the step holds" if f.ok else "undecided")}
+                         "what": f.reason or ("the step holds" if f.ok else "undecided"),
+                         **({"search": True} if f.search and f.ok else {})}
                         for f in proofs]
         if not findings:
             result.reason = f"checks the proof only ({', '.join(f.proof_step for f in proofs)})"

@@ -30,7 +30,7 @@ def decide(results: Mapping[str, TierResult], overridden: Sequence[str] = ()) ->
     """refuted if a tier failed; inconclusive if one errored or none passed, if every pass was
     made at a smaller model than the paper's (a stand-in), or, where formulas were
     ``overridden``, if every pass is a search's "no counterexample found" and no proof the
-    tiers rebuilt supports the statement; else verified."""
+    tiers rebuilt certifies the statement (``certified``); else verified."""
     statuses = [r.status for r in results.values()]
     if "fail" in statuses:
         return "refuted"
@@ -40,9 +40,17 @@ def decide(results: Mapping[str, TierResult], overridden: Sequence[str] = ()) ->
     if all(r.support == "stand-in" for r in passes):  # a smaller model says nothing of the paper's
         return "inconclusive"
     if overridden and all(r.support in ("search", "stand-in") for r in passes) and \
-            proof_of(results)["status"] != "supported":  # a proof the engine rebuilt certifies
+            not certified(results):
         return "inconclusive"
     return "verified"
+
+
+def certified(results: Mapping[str, TierResult]) -> bool:
+    """A proof the engine rebuilt certifies the statement: it is supported, and no step of it
+    held only because a search found no counterexample (a probe at sampled points)."""
+    proof = proof_of(results)
+    return proof["status"] == "supported" and not any(
+        f.get("search") for f in proof["findings"] if f["ok"])
 
 
 def unread(results: Mapping[str, TierResult], overridden: Sequence[str]) -> dict[str, TierResult]:

@@ -4,7 +4,9 @@ closest-approach probe over positive values of its symbols spread over 12 orders
 (integer symbols rounded), a point below 1 confirmed at the nearest rational point in 60-digit
 arithmetic.  A probe's pass says no counterexample was found, not that the bound holds.
 
-- ``ratio_at_least_one``: the probe, with the counterexample it found;
+- ``ratio_at_least_one``: the probe, with the counterexample it found (None: nothing compared);
+- ``probed``: whether a pass rests on the probe alone (no ``positivity`` certificate): a
+  search, ``Finding(search=True)``;
 - ``smallest_ratio`` / ``proof_margin``: the smallest ratio found, as the finding's margin;
 - ``worst_margin``: one measured / allowed ratio as a ``Margin``;
 - ``Admits``: a claim's hypotheses on a probe point ({name: value}); a bound is never probed
@@ -19,6 +21,8 @@ import numpy as np
 import sympy
 
 from verify.evidence import Closest, Margin
+
+from .positivity import at_least_one
 
 Admits = Callable[[dict], bool]  # a claim's hypotheses on a probe point ({name: value})
 
@@ -50,6 +54,15 @@ def simplified(ratio: sympy.Expr) -> sympy.Expr:
     """sympy.simplify, once per ratio: the probe and the margin of a chain both need it, and it is
     most of their cost (seconds for Thm 1's L^2)."""
     return sympy.simplify(ratio)
+
+
+def probed(ratio: sympy.Expr) -> bool:
+    """Whether a pass of ``ratio_at_least_one`` on ``ratio`` rests on the probe alone: the ratio
+    has symbols and ``positivity.at_least_one`` finds no certificate of ratio >= 1 on the
+    probe's domain.  Such a pass is a search's "no counterexample found"
+    (``Finding(search=True)``), which no verdict leans on as a proof."""
+    r = simplified(ratio)
+    return bool(r.free_symbols) and not at_least_one(r)
 
 
 def ratio_at_least_one(ratio: sympy.Expr, rng: np.random.Generator,

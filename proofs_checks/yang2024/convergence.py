@@ -16,7 +16,7 @@ from verify.claim import Claim, Context, Correction, TierResult
 from verify.evidence import Finding, combine, step, worse
 from verify.formulas import FormulaSymbol, NamedFormula
 
-from ..kit.ratio_probe import Admits, proof_margin, ratio_at_least_one, worst_margin
+from ..kit.ratio_probe import Admits, probed, proof_margin, ratio_at_least_one, worst_margin
 from .setting import BUDGET_TAU, PAPER, SETTING, SIZE, make_instance, small_threads
 from .common import _H, _K, _N, _in_symbols_of, _m, _tau, float_value
 from .reparametrisation import Dynamics, _etaQ, _etaw, _grads, dynamics, init_Q
@@ -117,7 +117,7 @@ def thm1_symbolic(ctx: Context) -> TierResult:
         "" if ok_g else (ce_g or {}).get("why") if ok_g is None else
         "(15) is smaller than what (48) needs: the drift of B_k is not controlled",
         proof_margin(ours(F["gamma_min"]) / gamma_derived, ctx.rng("thm1-symbolic-margin")),
-        proof_step="(47)-(48)")]
+        proof_step="(47)-(48)", search=probed(ours(F["gamma_min"]) / gamma_derived))]
     # (17): at least L^2 of Lemma 10 at alpha of (44), as the proofs build it
     paper_L = sympy.sympify(F["L_sq"])
     findings += _chain_findings(ctx, {"L_sq": _in_symbols_of(thm1_L_sq_chain(), paper_L)}, ("L_sq",),
@@ -143,7 +143,7 @@ def thm1_symbolic(ctx: Context) -> TierResult:
                                                              "paper": ctx.formula_texts["rate"]},
                             "" if ok_r else "no probe point was compared" if ok_r is None else
                             "(18) contracts faster than (43c) proves",
-                            proof_step="(43c)"))
+                            proof_step="(43c)", search=diff != 0 and probed(1 + diff)))
     steps = [
         step("Constants (44)", r"\sigma = \frac{\zeta_0\gamma^2}{K},\quad \alpha = \sqrt{2K}\frac{4\|\bar Z\|_2}"
              r"{\gamma\zeta_0}\sqrt{\Delta^{(0)}}", "as defined in the proof."),

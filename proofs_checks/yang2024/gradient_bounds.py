@@ -16,7 +16,8 @@ from verify.claim import Claim, Context, Correction, TierResult
 from verify.evidence import Finding, combine, settle_le, step, worse
 from verify.formulas import FormulaSymbol, NamedFormula
 
-from ..kit.ratio_probe import Admits, proof_margin, ratio_at_least_one, smallest_ratio, worst_margin
+from ..kit.ratio_probe import (Admits, probed, proof_margin, ratio_at_least_one, smallest_ratio,
+                                worst_margin)
 from .setting import BUDGET_TAU, Instance, PAPER, SETTING, SIZE, make_instance, small_threads
 from .common import _H, _K, _N, float_value
 from .softmax import LEMMA2
@@ -105,7 +106,7 @@ def lemma7_symbolic(ctx: Context) -> TierResult:
                             "" if ok else ce["why"] if ok is None else
                             "(42) is below the bound the proof (82)-(84) gives",
                             proof_margin(paper / derived, ctx.rng("lemma7-symbolic-margin")),
-                            proof_step="(82)-(84)")],
+                            proof_step="(82)-(84)", search=probed(paper / derived))],
                    steps=steps)
 
 
@@ -342,7 +343,8 @@ def _chain_findings(ctx: Context, derived: Mapping[str, sympy.Expr], names: Sequ
                                 "" if ok else ce["why"] if ok is None else f"{name} is below the bound the proof {where[name]} gives "
                                               f"at a positive point" + (f" (paper / proof = {low:.3g})"
                                                                         if low is not None else ""),
-                                margin, proof_step=where[name]))
+                                margin, proof_step=where[name],
+                                search=probed(paper / derived[name])))
     return findings
 
 

@@ -20,7 +20,7 @@ from verify.claim import Claim, Context, Correction, TierResult
 from verify.evidence import Finding, combine, settle_le, step, worse
 from verify.formulas import FormulaSymbol, NamedFormula
 
-from ..kit.ratio_probe import proof_margin, ratio_at_least_one, worst_margin
+from ..kit.ratio_probe import probed, proof_margin, ratio_at_least_one, worst_margin
 from .setting import BUDGET_TAU, PAPER, SETTING, SIZE, make_instance, small_threads
 from .common import _K, _in_symbols_of
 from .convergence import THM1_FORMULAS, _D0, _thm1_constants, _z0
@@ -391,12 +391,14 @@ def _lower_chain_finding(ctx: Context, name: str, chain: sympy.Expr, where: str,
     chain = _in_symbols_of(chain, printed)
     ev = {"derived_bound": str(chain), "paper_bound": str(printed)}
     gap = (printed - chain) if upper else (chain - printed)
-    ok, ce = ratio_at_least_one(1 + gap / (chain ** 2 + printed ** 2 + 1), ctx.rng(f"{name}-order"))
+    diff = 1 + gap / (chain ** 2 + printed ** 2 + 1)
+    ok, ce = ratio_at_least_one(diff, ctx.rng(f"{name}-order"))
     ratio = printed / chain if upper else chain / printed
     margin = proof_margin(ratio, ctx.rng(f"{name}-order-margin")) if ok else None
     return Finding(name, ok, ev, None if ok is not False else {**ev, **(ce or {})},
                    "" if ok else ce["why"] if ok is None else f"{name} is {'below' if upper else 'above'} the bound the proof {where} "
-                                 f"gives at a positive point", margin, proof_step=where)
+                                 f"gives at a positive point", margin, proof_step=where,
+                   search=probed(diff))
 
 
 def _lower_finding(name: str, bound: np.ndarray, actual: np.ndarray, where: list, what: str, seed: int,

@@ -88,6 +88,32 @@ def test_a_search_alone_cannot_verify_a_set_formula_but_its_failure_refutes():
     assert check_claim(claim, tiers=("numeric",), overrides={"b": "0"}).verdict == "refuted"
 
 
+def test_a_proof_step_that_held_only_at_probe_points_does_not_certify_a_set_formula():
+    """With a formula set, a search's pass is no verdict unless a proof the tiers rebuilt
+    certifies the statement; a proof step that held only because a probe found no
+    counterexample (``search=True``) is no such proof, an exact one is."""
+    from verify.evidence import Finding, combine
+    from verify.runner import check_claim
+
+    def tiers(proof_is_a_search):
+        def symbolic(ctx):
+            ctx.formulas["b"]
+            return combine([Finding("chain", True, proof_step="(1)", search=proof_is_a_search)])
+
+        def numeric(ctx):
+            ctx.formulas["b"]
+            return combine([Finding("adam", True, search=True)])
+        return {"symbolic": symbolic, "numeric": numeric}
+
+    probe = check_claim(_demo_claim(tiers(True)), tiers=("symbolic", "numeric"),
+                        overrides={"b": "3*x"})
+    assert probe.verdict == "inconclusive", probe.reason
+    assert probe.proof["status"] == "supported" and probe.proof["findings"][0]["search"] is True
+    exact = check_claim(_demo_claim(tiers(False)), tiers=("symbolic", "numeric"),
+                        overrides={"b": "3*x"})
+    assert exact.verdict == "verified" and "search" not in exact.proof["findings"][0]
+
+
 def test_a_timeout_stops_the_claim_and_keeps_the_finished_tiers():
     import time
 
