@@ -28,6 +28,9 @@ test_kit_*.py`` declares a toy claim outside any paper for each):
   positive values inside the hypotheses, exact where constant (yang2024's proof chains);
 - ``exact_compare``: named formulas compared at exact points, fast where the sides are far
   apart and exact where they are close; sides that are not real numbers bound nothing;
+- ``positivity``: a sufficient certificate that a proof's bound is >= another on the positive
+  orthant (polynomials, integer symbols >= 1, ``Max`` branch by branch), which turns a probe's
+  pass into a proof;
 - ``pointwise``: a step or identity at exact rational and float64 points, ``pointwise_truth``;
 - ``size_identity``: an identity in a symbolic size, proved by the moment kernel or exact at
   concrete sizes;
