@@ -20,7 +20,7 @@ import sympy
 from moments.tensor import identity, vector
 from moments.wick import expectation
 from verify.claim import Claim, Context, Correction, TierResult
-from verify.evidence import Finding, Margin, combine, step
+from verify.evidence import Finding, combine, step
 from verify.formulas import FormulaSymbol, NamedFormula
 
 from ..kit import looped_icl as li
@@ -29,6 +29,7 @@ from ..kit.looped_loss import formula_letters
 from .centred_bounds import centred_eigenvalues
 from .common import N, PAPER, _D, _DELTA, _EPS, _L, _LAM_1, _LOSS, _N, _setting, sec35_delta
 from .dominance import _gd_env, _gd_expr
+from .proof_chain import Chain, formula_at, none_admitted, num
 
 CHAIN_SETTING = _setting({"n": 20, "d": 3, "L": 2})
 _LAM_I = FormulaSymbol("lambda_i", positive=True, at_most="lambda_1")
@@ -43,11 +44,6 @@ _SPECTRA = (("2", "1"), ("1", "1/2"), ("3/2", "1/2"), ("1", "1/10"), ("3", "3"),
             ("2", "1", "1/2"), ("1", "1", "1/4"), ("5/4", "1", "3/4"), ("1/2", "1/2", "1/2"))
 _SCALAR = ((5, "1/2"), (5, "3/2"), (8, "1/4"))
 _NS = (10 ** 12, 10 ** 40)
-
-
-def _num(x, digits: int = 12) -> str:
-    with mpmath.workdps(30):
-        return mpmath.nstr(mpf(x), digits)
 
 
 def _loss(L: int, spec: tuple, n: int) -> sympy.Rational:
@@ -103,7 +99,7 @@ def admitted_points(ctx: Context, F, bits: int = 150):
 
 def _row(L, n, spec, env) -> dict:
     return {"L": L, "d": len(spec), "n": size_text(n), "A": list(spec),
-            "loss": _num(env["loss"]), "epsilon": _num(env["epsilon"])}
+            "loss": num(env["loss"]), "epsilon": num(env["epsilon"])}
 
 
 # ----- line 694 ---------------------------------------------------------------------------------
@@ -114,13 +110,14 @@ def _max_symbolic(ctx: Context) -> TierResult:
     against the named radius."""
     F = ctx.formulas
     radius = _gd_expr(F, "radius")
-    found = {"sum_to_epsilon": [None, 0], "max_to_sum": [None, 0], "max_to_radius": [None, 0]}
-    worst = None
+    chain = Chain({"sum_to_epsilon": "sum_{i=1}^{last} (lambda_i - 1)^{2L} < epsilon^{2L}",
+                   "max_to_sum": "d max_i (lambda_i - 1)^{2L} < the sum",
+                   "max_to_radius": "max_i |lambda_i - 1| < the named radius"})
     S, M, E = (sympy.Symbol(x) for x in ("s", "m", "e"))
     for L, n, spec, env in admitted_points(ctx, F):
         lam = sorted((sympy.Rational(x) for x in spec), reverse=True)
         d = len(lam)
-        last = _at(F, "last", env)
+        last = formula_at(F, "last", env)
         last = int(last) if last.is_Integer else None
         if last is None:
             terms = None
@@ -135,38 +132,20 @@ def _max_symbolic(ctx: Context) -> TierResult:
                   ("max_to_sum", terms is not None and real_le(S, d * M ** (2 * L), e)),
                   ("max_to_radius", real_le(radius, M, e)))
         for name, ok in checks:
-            found[name][1] += 1
-            if not ok and found[name][0] is None:
-                found[name][0] = {**row, "last_index": str(last), "sum": _num(e["s"]),
-                                  "epsilon_2L": _num(env["epsilon"] ** (2 * L)),
-                                  "max_dev": _num(dev), "radius": _num(value(radius, e))}
+            chain.see(name, ok, lambda: {
+                **row, "last_index": str(last), "sum": num(e["s"]),
+                "epsilon_2L": num(env["epsilon"] ** (2 * L)), "max_dev": num(dev),
+                "radius": num(value(radius, e))})
         with mpmath.workdps(30):
             r = value(radius, e)
             ratio = float(r / mpf(dev)) if dev > 0 else float("inf")
-        if worst is None or ratio > worst["ratio"]:
-            worst = {**row, "ratio": ratio}
-    if worst is None:
-        return combine([Finding("spectra", None, {"points": 0},
-                                reason="the hypothesis admits no point")])
-    what = {"sum_to_epsilon": "sum_{i=1}^{last} (lambda_i - 1)^{2L} < epsilon^{2L}",
-            "max_to_sum": "d max_i (lambda_i - 1)^{2L} < the sum",
-            "max_to_radius": "max_i |lambda_i - 1| < the named radius"}
-    return combine([Finding(name, bad is None, {"points": c, **({"worst": worst} if
-                                                                  name == "max_to_radius"
-                                                                  else {})}, bad,
-                            "" if bad is None else what[name],
-                            margin=Margin(worst["ratio"], "radius / max_i |lambda_i - 1|",
-                                          {x: worst[x] for x in ("L", "d", "n", "A")})
-                            if name == "max_to_radius" else None)
-                    for name, (bad, c) in found.items()],
+        chain.near("max_to_radius", {**row, "ratio": ratio})
+    if not chain.count["max_to_radius"]:
+        return none_admitted("spectra")
+    return combine(chain.findings("radius / max_i |lambda_i - 1|", ("L", "d", "n", "A")),
                    steps=[step("The loss", r"L(A,0)=\mathrm{tr}\,\mathbb E[(I-W/n)^{2L}],\ "
                                r"W\sim\mathcal W(n,A)", "exact Wishart moments at Sigma* = I, "
                                "diagonal A; epsilon the largest the hypothesis admits")])
-
-
-def _at(F, name: str, env: dict) -> sympy.Expr:
-    expr = _gd_expr(F, name)
-    return sympy.sympify(expr).subs({s: env[s.name] for s in expr.free_symbols if s.name in env})
 
 
 LEMMA_A10_MAX_STEP = Claim(
@@ -250,9 +229,9 @@ def _eq27_symbolic(ctx: Context) -> TierResult:
     sum_i (lambda_i - 1)^{4L-2})."""
     F = ctx.formulas
     first, second, bound = (_gd_expr(F, k) for k in ("first", "second", "bound"))
-    found = {"grad_to_first": [None, 0], "first_to_second": [None, 0],
-             "second_to_bound": [None, 0]}
-    worst = None
+    chain = Chain({"grad_to_first": "||grad L||^2 < sum_i of the named first term",
+                   "first_to_second": "the named first term < the named second term",
+                   "second_to_bound": "sum_i of the named second term < the named bound"})
     X, Y = sympy.Symbol("x"), sympy.Symbol("y")
     for L, n, spec, env in admitted_points(ctx, F, bits=30):
         lam = sorted((sympy.Rational(x) for x in spec), reverse=True)
@@ -278,32 +257,18 @@ def _eq27_symbolic(ctx: Context) -> TierResult:
             bound, X, {**e0, "x": sympy.Rational(mpmath.nstr(sum_second, 50))})
         for name, ok in (("grad_to_first", ok1), ("first_to_second", ok2),
                          ("second_to_bound", ok3)):
-            found[name][1] += 1
-            if not ok and found[name][0] is None:
-                found[name][0] = {**row, "grad_sq": _num(grad_sq),
-                                  "sum_first": mpmath.nstr(sum_first, 12),
-                                  "sum_second": mpmath.nstr(sum_second, 12),
-                                  "bound": _num(value(bound, e0))}
+            chain.see(name, ok, lambda: {
+                **row, "grad_sq": num(grad_sq), "sum_first": mpmath.nstr(sum_first, 12),
+                "sum_second": mpmath.nstr(sum_second, 12), "bound": num(value(bound, e0))})
         with mpmath.workdps(30):
             ratio = float(sum_first / mpf(grad_sq)) if grad_sq > 0 else float("inf")
-        if worst is None or ratio > worst["ratio"]:
-            worst = {**row, "ratio": ratio}
-    if worst is None:
-        return combine([Finding("spectra", None, {"points": 0},
-                                reason="the hypothesis admits no point")])
-    what = {"grad_to_first": "||grad L||^2 < sum_i of the named first term",
-            "first_to_second": "the named first term < the named second term",
-            "second_to_bound": "sum_i of the named second term < the named bound"}
-    return combine([_gradient_form(ctx)] + [
-        Finding(name, bad is None, {"points": c, **({"worst": worst} if name == "grad_to_first"
-                                                    else {})}, bad,
-                "" if bad is None else what[name],
-                margin=Margin(worst["ratio"], "sum_i first / ||grad L||^2",
-                              {x: worst[x] for x in ("L", "d", "n", "A")})
-                if name == "grad_to_first" else None)
-        for name, (bad, c) in found.items()],
-        steps=[step("The gradient", r"\nabla_AL(A,0)=-2L\,\mathbb E[\Sigma(I-A\Sigma)^{2L-1}]",
-                    "moment kernel at Sigma* = I, diagonal A; equal to f'(a)/d I at A = a I")])
+        chain.near("grad_to_first", {**row, "ratio": ratio})
+    if not chain.count["grad_to_first"]:
+        return none_admitted("spectra")
+    findings = chain.findings("sum_i first / ||grad L||^2", ("L", "d", "n", "A"))
+    return combine([_gradient_form(ctx)] + findings, steps=[step(
+        "The gradient", r"\nabla_AL(A,0)=-2L\,\mathbb E[\Sigma(I-A\Sigma)^{2L-1}]",
+        "moment kernel at Sigma* = I, diagonal A; equal to f'(a)/d I at A = a I")])
 
 
 EQ27 = Claim(
@@ -358,7 +323,7 @@ def _final_points(ctx: Context):
                                                    for j in (-1, 1)]
             for loss in losses + [sympy.Rational(1, 1000), sympy.Integer(1), sympy.Integer(1000)]:
                 yield ({"L": sympy.Integer(L), "delta": delta, "loss": loss},
-                       {"L": L, "delta": str(delta), "loss": _num(loss)})
+                       {"L": L, "delta": str(delta), "loss": num(loss)})
 
 
 def _final_symbolic(ctx: Context) -> TierResult:
@@ -369,10 +334,12 @@ def _final_symbolic(ctx: Context) -> TierResult:
     F = ctx.formulas
     hyp, choice = F["hypothesis"], F["epsilon_choice"]
     b28, mid, fin = (F[k] for k in ("bound28", "via28", "final"))
-    eps, delta = (sympy.Symbol(x, positive=True) for x in ("epsilon", "delta"))
-    found = {"conditions_of_28": [None, 0], "bound28_is_middle": [None, 0],
-             "middle_to_final": [None, 0]}
-    worst, admitted = None, 0
+    eps, delta, loss = (sympy.Symbol(x, positive=True) for x in ("epsilon", "delta", "loss"))
+    L_ = sympy.Symbol("L", positive=True, integer=True)
+    chain = Chain({"conditions_of_28": "epsilon = the named choice does not meet (28)'s "
+                                       "conditions",
+                   "bound28_is_middle": "(28)'s bound at epsilon is not the named middle term",
+                   "middle_to_final": "the named middle term is below the named final bound"})
     for env, row in _final_points(ctx):
         with mpmath.workdps(60):
             ev = value(choice, env)
@@ -380,44 +347,27 @@ def _final_symbolic(ctx: Context) -> TierResult:
         at = {**env, "epsilon": ev} if mpmath.isfinite(ev) and ev > 0 else env
         if not holds(hyp, at):
             continue
-        admitted += 1
         if not (mpmath.isfinite(ev) and ev > 0):
-            for name in found:
-                found[name][1] += 1
-                if found[name][0] is None:
-                    found[name][0] = {**row, "epsilon": str(ev),
-                                      "why": "epsilon is not a positive number"}
+            for name in chain.what:
+                chain.see(name, False, {**row, "epsilon": str(ev),
+                                        "why": "epsilon is not a positive number"})
             continue
         e = {**env, "epsilon": ev}
         checks = (("conditions_of_28", _le(4 * delta, eps, e)
-                   and _le(2 * eps ** (2 * size_L()), _LOSS_SYM, e)),
+                   and _le(2 * eps ** (2 * L_), loss, e)),
                   ("bound28_is_middle", _le(mid, b28, e) and _le(b28, mid, e)),
                   ("middle_to_final", _le(fin, mid, e)))
         for name, ok in checks:
-            found[name][1] += 1
-            if not ok and found[name][0] is None:
-                found[name][0] = {**row, "epsilon": _num(ev),
-                                  "bound28": _num(value(b28, e)), "middle": _num(value(mid, e)),
-                                  "final": _num(value(fin, e))}
+            chain.see(name, ok, lambda: {
+                **row, "epsilon": num(ev), "bound28": num(value(b28, e)),
+                "middle": num(value(mid, e)), "final": num(value(fin, e))})
         with mpmath.workdps(30):
             m, f = value(mid, e), value(fin, e)
             ratio = float(f / m) if m > 0 else float("inf")
-        if worst is None or ratio > worst["ratio"]:
-            worst = {**row, "ratio": ratio}
-    if not admitted:
-        return combine([Finding("grid", None, {"points": 0},
-                                reason="the hypothesis admits no point")])
-    what = {"conditions_of_28": "epsilon = the named choice does not meet (28)'s conditions",
-            "bound28_is_middle": "(28)'s bound at epsilon is not the named middle term",
-            "middle_to_final": "the named middle term is below the named final bound"}
-    return combine([Finding(name, bad is None, {"points": c, **({"worst": worst} if
-                                                                  name == "middle_to_final"
-                                                                  and worst else {})}, bad,
-                            "" if bad is None else what[name],
-                            margin=Margin(worst["ratio"], "final / middle",
-                                          {x: worst[x] for x in ("L", "delta", "loss")})
-                            if name == "middle_to_final" and worst else None)
-                    for name, (bad, c) in found.items()],
+        chain.near("middle_to_final", {**row, "ratio": ratio})
+    if not chain.count["middle_to_final"]:
+        return none_admitted("grid")
+    return combine(chain.findings("final / middle", ("L", "delta", "loss")),
                    steps=[step("The chain", r"\tfrac14\epsilon^{4L-2}\big|_{\epsilon=(L/2)^{1/(2L)}}"
                                r"=\tfrac14(\tfrac L2)^{\frac{2L-1}L}\ge\tfrac1{16}L^{\frac{2L-1}L}",
                                "60-digit values over (L, delta, loss)")])
@@ -433,12 +383,6 @@ def _le(lhs, rhs, env) -> bool:
             return False
         return bool(x <= y + mpmath.mpf(10) ** -35 * max(1, abs(x), abs(y)))
 
-
-def size_L() -> sympy.Symbol:
-    return sympy.Symbol("L", positive=True, integer=True)
-
-
-_LOSS_SYM = sympy.Symbol("loss", positive=True)
 
 THM_A11_FINAL_STEP = Claim(
     id="gatmiry2024.thm_a11_final_step",

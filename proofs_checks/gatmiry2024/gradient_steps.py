@@ -21,7 +21,7 @@ import sympy
 from moments.tensor import matrix, vector
 from moments.wick import expectation
 from verify.claim import Claim, Context, Correction, ExactValues, TierResult
-from verify.evidence import Finding, Margin, combine, step
+from verify.evidence import combine, step
 from verify.formulas import FormulaSymbol, NamedFormula
 
 from ..kit.linear_icl import cayley_orthogonal
@@ -30,25 +30,16 @@ from ..kit import looped_icl as li
 from ..kit.looped_loss import formula_letters
 from .common import N, PAPER, _D, _DELTA, _K, _L, _LAM_1, _LAM_J, _N, _setting
 from .dominance import _gd_expr
+from .isserlis_steps import cycles_gp
 from .moment_bounds import moment_eigenvalues, moment_exact
 from .pairings import _CG, _CGP, c_g, c_gp, pairings
+from .proof_chain import Chain, formula_at, none_admitted, num
 
 STEP_SETTING = _setting({"n": 20, "d": 3, "L": 2})
 _I = FormulaSymbol("i")
 _L1 = FormulaSymbol("l1")
 _L2 = FormulaSymbol("l2")
 _CSTAR = FormulaSymbol("c_star", positive=True)
-
-
-def _num(x, digits: int = 12) -> str:
-    with mpmath.workdps(30):
-        return mpmath.nstr(mpf(x), digits)
-
-
-def _at(F, name: str, env: dict) -> sympy.Expr:
-    """A named formula at exact values (delta by its formula where the claim has one)."""
-    expr = _gd_expr(F, name)
-    return sympy.sympify(expr).subs({s: env[s.name] for s in expr.free_symbols if s.name in env})
 
 
 def _as_index(x) -> int | None:
@@ -66,22 +57,6 @@ def _binom(top, bottom: int) -> int | None:
 
 
 # ----- line 522 ---------------------------------------------------------------------------------
-def c_star(k: int, p) -> int:
-    """|c*|: the nodes of the cycle of G'_p holding (1, 2k) (node (a // 2) % k of position a, as
-    ``pairings.c_gp``; node 0 holds 1 and 2k)."""
-    parent = list(range(k))
-
-    def find(x):
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for a, b in p:
-        parent[find((a // 2) % k)] = find((b // 2) % k)
-    return sum(1 for x in range(k) if find(x) == find(0))
-
-
 _A5_SPECTRA = (("1", "1/100"), ("1", "1/2"), ("2", "1", "1/10"), ("3", "3", "1"), ("1", "1"),
                ("10", "1/10"), ("1/10", "1/20"), ("5", "5", "5"))
 _A5_SYMS = (_N, _D, _K, _LAM_J, _LAM_1, _CG, _CGP, _CSTAR)
@@ -98,12 +73,15 @@ def _a5_symbolic(ctx: Context) -> TierResult:
     pairings of the named middle term (C(G_p), C(G'_p), |c*| enumerated), that sum against the
     named upper end, and the named lower end (line 532) against n^k alpha^(j)."""
     F = ctx.formulas
-    rows = {"alpha_to_middle": [None, 0, None], "middle_to_upper": [None, 0, None],
-            "lower_to_alpha": [None, 0, None]}
-    term = _gd_expr(F, "middle_term")
+    chain = Chain({"alpha_to_middle": "n^k alpha^(j) exceeds the sum of the named middle terms",
+                   "middle_to_upper": "the sum of the named middle terms exceeds the named upper "
+                                      "end",
+                   "lower_to_alpha": "the named lower end (line 532) exceeds n^k alpha^(j)"})
+    term, upper, lower = (_gd_expr(F, x) for x in ("middle_term", "upper", "lower"))
     cg, cgp, cs = (sympy.Symbol(x, positive=True) for x in ("C_G", "C_Gp", "c_star"))
+    X = sympy.Symbol("x")
     for k in range(1, li.by_budget(ctx, 4, 5) + 1):
-        graphs = [(c_g(k, p), c_gp(k, p), c_star(k, p)) for p in pairings(2 * k)]
+        graphs = [(c_g(k, p), c_gp(k, p), cycles_gp(k, p)[0]) for p in pairings(2 * k)]
         for spec in _A5_SPECTRA:
             eigs = tuple(Fraction(s) for s in spec)
             d = len(eigs)
@@ -118,24 +96,16 @@ def _a5_symbolic(ctx: Context) -> TierResult:
                     middle = sympy.Add(*[term.subs({cg: a, cgp: b, cs: c})
                                          for a, b, c in graphs])
                     row = {"k": k, "spectrum": list(spec), "j": j + 1, "n": size_text(n),
-                           "n_k_alpha": _num(lhs), "middle": _num(value(middle, env))}
+                           "n_k_alpha": num(lhs), "middle": num(value(middle, env))}
                     e = {**env, "x": lhs}
-                    X = sympy.Symbol("x")
-                    for name, ok_, extra in (
+                    for name, ok, extra in (
                             ("alpha_to_middle", real_le(X, middle, e), {}),
-                            ("middle_to_upper", real_le(middle, _gd_expr(F, "upper"), e),
-                             {"upper": _num(value(_gd_expr(F, "upper"), e))}),
-                            ("lower_to_alpha", real_le(_gd_expr(F, "lower"), X, e),
-                             {"lower": _num(value(_gd_expr(F, "lower"), e))})):
-                        rows[name][1] += 1
-                        if not ok_ and rows[name][0] is None:
-                            rows[name][0] = {**row, **extra}
-    what = {"alpha_to_middle": "n^k alpha^(j) exceeds the sum of the named middle terms",
-            "middle_to_upper": "the sum of the named middle terms exceeds the named upper end",
-            "lower_to_alpha": "the named lower end (line 532) exceeds n^k alpha^(j)"}
-    return combine([Finding(name, bad is None, {"points": count}, bad,
-                            "" if bad is None else what[name])
-                    for name, (bad, count, _) in rows.items()],
+                            ("middle_to_upper", real_le(middle, upper, e),
+                             {"upper": num(value(upper, e))}),
+                            ("lower_to_alpha", real_le(lower, X, e),
+                             {"lower": num(value(lower, e))})):
+                        chain.see(name, ok, {**row, **extra})
+    return combine(chain.findings(),
                    steps=[step("The eigenvalues", r"n^k\alpha^{(j)}=u_j^\top\mathbb E[W^k]u_j",
                                "E[W^k], W ~ Wishart(n, diag(spectrum)), from moments.wishart "
                                "(exact rationals)"),
@@ -223,15 +193,30 @@ def _expect_d1(poly_in_s: sympy.Expr, s: sympy.Symbol, sigma: Fraction, n: int) 
     return sympy.Add(*[c * _s_moment(m, sigma, n) for (m,), c in P.terms()])
 
 
+def _d1_cases():
+    """(sigma, a, n, the point as a counterexample names it): Sigma* = sigma, A = a at d = 1."""
+    for sigma, a in ((Fraction(1), sympy.Rational(1, 2)), (Fraction(3, 2), sympy.Integer(2))):
+        for n in (3, 10):
+            yield sigma, a, n, {"d": 1, "Sigma_star": str(sigma), "A": str(a), "n": n}
+
+
+def _identity(chain: Chain, name: str, lhs, rhs, zero, at: dict) -> None:
+    """lhs = rhs exactly (rhs None: the named sum is not one); at the first failure the point
+    ``at`` with both sides is the counterexample."""
+    text = lambda x: str(x.tolist() if isinstance(x, sympy.MatrixBase) else x)  # noqa: E731
+    chain.see(name, rhs is not None and sympy.simplify(lhs - rhs) == zero,
+              lambda: {**at, "lhs": text(lhs), "named_rhs": text(rhs)})
+
+
 def _eq21_rhs(F, k: int, term, zero=0) -> sympy.Expr | None:
     """sum_{i = first}^{k} sign(i) C(k, i) term(i); None where the named first index is not an
     integer."""
-    first = _as_index(_at(F, "first", {"k": k}))
+    first = _as_index(formula_at(F, "first", {"k": k}))
     if first is None or first < 0:
         return None
     total = zero
     for i in range(first, k + 1):
-        total = total + _at(F, "sign", {"k": k, "i": i}) * math.comb(k, i) * term(i)
+        total = total + formula_at(F, "sign", {"k": k, "i": i}) * math.comb(k, i) * term(i)
     return total
 
 
@@ -242,38 +227,27 @@ def _eq21_symbolic(ctx: Context) -> TierResult:
     A = a), each side a polynomial in s = Sigma with E[s^m] from the Wishart moments."""
     F = ctx.formulas
     K = li.by_budget(ctx, 4, 5)
-    bad1, c1 = None, 0
+    chain = Chain({"integrand": "the named sum is not A^{-1/2} (B - I)^k A^{1/2} at a sample",
+                   "expectation_d1": "E of the named sum is not E[A^{-1/2} (B - I)^k A^{1/2}] "
+                                     "(d = 1, exact)"}, key="instances")
     for d, B, S in _instances(ctx, "eq21"):
         Bi, M = B.inv(), B * S * B
         for k in range(1, K + 1):
-            lhs = Bi * (M - sympy.eye(d)) ** k * B
-            rhs = _eq21_rhs(F, k, lambda i: Bi * M ** i * B, sympy.zeros(d, d))
-            c1 += 1
-            if (rhs is None or sympy.simplify(lhs - rhs) != sympy.zeros(d, d)) and bad1 is None:
-                bad1 = {"d": d, "k": k, "A_half": str(B.tolist()), "Sigma": str(S.tolist()),
-                        "lhs": str(lhs.tolist()), "named_rhs": str(rhs.tolist()
-                                                                    if rhs is not None else None)}
-    bad2, c2 = None, 0
+            _identity(chain, "integrand", Bi * (M - sympy.eye(d)) ** k * B,
+                      _eq21_rhs(F, k, lambda i: Bi * M ** i * B, sympy.zeros(d, d)),
+                      sympy.zeros(d, d),
+                      {"d": d, "k": k, "A_half": str(B.tolist()), "Sigma": str(S.tolist())})
     s = sympy.Symbol("s")
-    for sigma, a in ((Fraction(1), sympy.Rational(1, 2)), (Fraction(3, 2), sympy.Integer(2))):
-        for n in (3, 10):
-            for k in range(1, K + 1):
-                lhs = _expect_d1((a * s - 1) ** k, s, sigma, n)
-                rhs = _eq21_rhs(F, k, lambda i: _expect_d1((a * s) ** i, s, sigma, n))
-                c2 += 1
-                if (rhs is None or sympy.simplify(lhs - rhs) != 0) and bad2 is None:
-                    bad2 = {"d": 1, "Sigma_star": str(sigma), "A": str(a), "n": n, "k": k,
-                            "lhs": str(lhs), "named_rhs": str(rhs)}
-    return combine([
-        Finding("integrand", bad1 is None, {"instances": c1}, bad1,
-                "" if bad1 is None else "the named sum is not A^{-1/2} (B - I)^k A^{1/2} at a "
-                "sample"),
-        Finding("expectation_d1", bad2 is None, {"instances": c2}, bad2,
-                "" if bad2 is None else "E of the named sum is not E[A^{-1/2} (B - I)^k "
-                "A^{1/2}] (d = 1, exact)")],
-        steps=[step("Both sides", r"A^{-1/2}(B-I)^kA^{1/2}\ \text{vs}\ \sum_i(\pm1)\binom ki "
-                    r"A^{-1/2}B^iA^{1/2}", "exact matrix powers at rational instances; at d = 1 "
-                    "the expectations from the Wishart moments")])
+    for sigma, a, n, at in _d1_cases():
+        for k in range(1, K + 1):
+            _identity(chain, "expectation_d1", _expect_d1((a * s - 1) ** k, s, sigma, n),
+                      _eq21_rhs(F, k, lambda i: _expect_d1((a * s) ** i, s, sigma, n)), 0,
+                      {**at, "k": k})
+    return combine(chain.findings(), steps=[step(
+        "Both sides",
+        r"A^{-1/2}(B-I)^kA^{1/2}\ \text{vs}\ \sum_i(\pm1)\binom ki A^{-1/2}B^iA^{1/2}",
+        "exact matrix powers at rational instances; at d = 1 the expectations from the Wishart "
+        "moments")])
 
 
 def _eq21_truth(name: str, mutant: sympy.Basic):
@@ -334,19 +308,19 @@ def _eq25_rhs(F, L: int, i: int, term, zero=0) -> sympy.Expr | None:
     """sum_{l1 <= l1_max} sum_{l2 <= l2_max} C(top1, l1) C(top2, l2) sign term(power, l2) with
     the named ranges, binomial tops, sign and power; None where one is not a valid integer."""
     env = {"L": L, "i": i}
-    m1, m2 = (_as_index(_at(F, nm, env)) for nm in ("l1_max", "l2_max"))
+    m1, m2 = (_as_index(formula_at(F, nm, env)) for nm in ("l1_max", "l2_max"))
     if m1 is None or m2 is None:
         return None
     total = zero
     for l1 in range(0, m1 + 1):
         for l2 in range(0, m2 + 1):
             e = {**env, "l1": l1, "l2": l2}
-            b1, b2 = _binom(_at(F, "top1", e), l1), _binom(_at(F, "top2", e), l2)
-            p = _as_index(_at(F, "power", e))
+            b1, b2 = _binom(formula_at(F, "top1", e), l1), _binom(formula_at(F, "top2", e), l2)
+            p = _as_index(formula_at(F, "power", e))
             if b1 is None or b2 is None or p is None or p < 0:
                 return None
             if b1 * b2:
-                total = total + b1 * b2 * _at(F, "sign", e) * term(p, l2)
+                total = total + b1 * b2 * formula_at(F, "sign", e) * term(p, l2)
     return total
 
 
@@ -357,45 +331,34 @@ def _eq25_symbolic(ctx: Context) -> TierResult:
     Wishart moments."""
     F = ctx.formulas
     Ls = sorted(set(li.loops(ctx)) | {1, 2})
-    bad1, c1 = None, 0
+    chain = Chain({"integrand": "the named double sum is not (I - Sigma A)^i Sigma "
+                                "(I - Sigma A)^{2L-1-i} at a sample",
+                   "expectation_d1": "E of the named double sum is not the moment (d = 1, "
+                                     "exact)"}, key="instances")
     for d, B, S in _instances(ctx, "eq25"):
         A, Bi, M = B * B, B.inv(), B * S * B
         Ai, I_ = A.inv(), sympy.eye(d)
         for L in Ls:
             for i in range(2 * L):
-                lhs = (I_ - S * A) ** i * S * (I_ - S * A) ** (2 * L - 1 - i)
-                rhs = _eq25_rhs(F, L, i, lambda p, q: Bi * M ** p * Ai * M ** q * B,
-                                sympy.zeros(d, d))
-                c1 += 1
-                if (rhs is None or sympy.simplify(lhs - rhs) != sympy.zeros(d, d)) \
-                        and bad1 is None:
-                    bad1 = {"d": d, "L": L, "i": i, "A": str(A.tolist()),
-                            "Sigma": str(S.tolist()), "lhs": str(lhs.tolist()),
-                            "named_rhs": str(rhs.tolist() if rhs is not None else None)}
-    bad2, c2 = None, 0
+                _identity(chain, "integrand",
+                          (I_ - S * A) ** i * S * (I_ - S * A) ** (2 * L - 1 - i),
+                          _eq25_rhs(F, L, i, lambda p, q: Bi * M ** p * Ai * M ** q * B,
+                                    sympy.zeros(d, d)), sympy.zeros(d, d),
+                          {"d": d, "L": L, "i": i, "A": str(A.tolist()), "Sigma": str(S.tolist())})
     s = sympy.Symbol("s")
-    for sigma, a in ((Fraction(1), sympy.Rational(1, 2)), (Fraction(3, 2), sympy.Integer(2))):
-        for n in (3, 10):
-            for L in Ls:
-                for i in range(2 * L):
-                    lhs = _expect_d1((1 - s * a) ** i * s * (1 - s * a) ** (2 * L - 1 - i), s,
-                                     sigma, n)
-                    rhs = _eq25_rhs(F, L, i, lambda p, q: _expect_d1(
-                        (a * s) ** p / a * (a * s) ** q, s, sigma, n))
-                    c2 += 1
-                    if (rhs is None or sympy.simplify(lhs - rhs) != 0) and bad2 is None:
-                        bad2 = {"d": 1, "Sigma_star": str(sigma), "A": str(a), "n": n, "L": L,
-                                "i": i, "lhs": str(lhs), "named_rhs": str(rhs)}
-    return combine([
-        Finding("integrand", bad1 is None, {"instances": c1}, bad1,
-                "" if bad1 is None else "the named double sum is not (I - Sigma A)^i Sigma "
-                "(I - Sigma A)^{2L-1-i} at a sample"),
-        Finding("expectation_d1", bad2 is None, {"instances": c2}, bad2,
-                "" if bad2 is None else "E of the named double sum is not the moment (d = 1, "
-                "exact)")],
-        steps=[step("The factors", r"(I-\Sigma A)^i=A^{-1/2}(I-B)^iA^{1/2},\ \Sigma="
-                    r"A^{-1/2}BA^{-1/2}", "exact matrix powers at rational instances; at d = 1 "
-                    "the expectations from the Wishart moments")])
+    for sigma, a, n, at in _d1_cases():
+        for L in Ls:
+            for i in range(2 * L):
+                _identity(chain, "expectation_d1",
+                          _expect_d1((1 - s * a) ** i * s * (1 - s * a) ** (2 * L - 1 - i), s,
+                                     sigma, n),
+                          _eq25_rhs(F, L, i, lambda p, q: _expect_d1(
+                              (a * s) ** p / a * (a * s) ** q, s, sigma, n)), 0,
+                          {**at, "L": L, "i": i})
+    return combine(chain.findings(), steps=[step(
+        "The factors", r"(I-\Sigma A)^i=A^{-1/2}(I-B)^iA^{1/2},\ \Sigma=A^{-1/2}BA^{-1/2}",
+        "exact matrix powers at rational instances; at d = 1 the expectations from the Wishart "
+        "moments")])
 
 
 def _eq25_truth(name: str, mutant: sympy.Basic):
@@ -523,7 +486,7 @@ def _gamma_symbolic(ctx: Context) -> TierResult:
     upward."""
     F = ctx.formulas
     hyp = _gd_expr(F, "hypothesis")
-    bad, worst, count = None, None, 0
+    chain = Chain({"spectra": "gamma_j is not within the named radius of the named centre"})
     g = sympy.Symbol("g")
     for k in range(2, li.by_budget(ctx, 4, 5) + 1):
         for l1 in range(1, k):
@@ -542,7 +505,6 @@ def _gamma_symbolic(ctx: Context) -> TierResult:
                         gv = gammas[j].subs(N, n)
                         e = {**env, "g": gv}
                         c, r = _gd_expr(F, "center"), _gd_expr(F, "radius")
-                        count += 1
                         # |gamma_j - centre| <= radius: a deviation exactly 0 (k = 2, where
                         # gamma_j = 1) is decided from its value, never by exact powers
                         ok = real_le(sympy.Abs(g - c), r, e)
@@ -550,20 +512,13 @@ def _gamma_symbolic(ctx: Context) -> TierResult:
                             dev, rad = abs(mpf(gv) - value(c, e)), value(r, e)
                             ratio = float(dev / rad) if rad > 0 else float("inf")
                         row = {"k": k, "l1": l1, "l2": l2, "A": list(spec), "j": j + 1,
-                               "n": size_text(n), "gamma_j": _num(gv), "center": _num(value(c, e)),
-                               "radius": _num(rad), "ratio": ratio}
-                        if worst is None or ratio > worst["ratio"]:
-                            worst = row
-                        if not ok and bad is None:
-                            bad = row
-    if count == 0:
-        return combine([Finding("spectra", None, {"points": 0},
-                                reason="the hypothesis admits no point")])
-    return combine([Finding("spectra", bad is None, {"points": count, "worst": worst}, bad,
-                            "" if bad is None else "gamma_j is not within the named radius of the "
-                            "named centre",
-                            Margin(worst["ratio"], "|gamma_j - centre| / radius",
-                                   {x: worst[x] for x in ("k", "l1", "l2", "A", "j", "n")}))],
+                               "n": size_text(n), "gamma_j": num(gv), "center": num(value(c, e)),
+                               "radius": num(rad), "ratio": ratio}
+                        chain.see("spectra", ok, row, near=True)
+    if not chain.count["spectra"]:
+        return none_admitted("spectra")
+    return combine([chain.finding("spectra", "|gamma_j - centre| / radius",
+                                  ("k", "l1", "l2", "A", "j", "n"))],
                    steps=[step("gamma_j", r"\gamma_j=u_j^\top\mathbb E[A^{-1/2}B^{\ell_1}A^{-1}"
                                r"B^{\ell_2}A^{1/2}]u_j", "moment kernel (Isserlis), exact in n, "
                                "at Sigma* = I and diagonal A")])

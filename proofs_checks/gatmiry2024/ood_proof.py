@@ -23,6 +23,7 @@ from .dominance import _gd_env, _gd_expr
 from .flow import _mp_a_star
 from .ood import _NORMS, _S_MAX, _S_MIN, _W2, _W2_SIG, _XQ2, _XQ2_INV, ANISOTROPIC, Pair
 from .ood_instances import covariance, matrix_text, vector_text
+from .proof_chain import Chain, values_at
 
 PROOF_SETTING = _setting({"n": 20, "d": 2, "L": 2}, fixed_sigma="")
 _STEP_SYMBOLS = (_N, _D, _L, _DELTA, _XQ2, _W2, _XQ2_INV, _W2_SIG)
@@ -242,47 +243,37 @@ def _w31_symbolic(ctx: Context) -> TierResult:
     named window admits [s_min, s_max]; and whether the multiples of line 785 give (31)."""
     F = ctx.formulas
     lower, upper, radius = (_gd_expr(F, k) for k in ("lower_mult", "upper_mult", "radius"))
-    s785, s31, gap = [None, None, 0, None], [None, None, 0, None], [None, 0]
-    count = 0
+    what = {"line_785_sandwich": ("Sigma^out between the named multiples of A^{opt -1}",
+                                  "line 785"),
+            "eq31_spectrum": ("the spectrum of I - A^{opt 1/2} Sigma^out A^{opt 1/2} within the "
+                              "named radius", "(31)")}
+    chain = Chain({**{name: f"{w} fails ({eq})" for name, (w, eq) in what.items()},
+                   "eq31_from_the_display": "the multiples of line 785 give only I - A^{1/2} "
+                   "Sigma^out A^{1/2} >= 1 - upper_mult, below -(named radius)"}, key="instances")
     e = sympy.Symbol("e")
     for env, a in _w31_points(F, ctx):
-        count += 1
         row = {"L": int(env["L"]), "d": int(env["d"]), "n": size_text(int(env["n"])),
                "zeta": str(env["zeta"]), "s_min": str(env["s_min"]), "s_max": str(env["s_max"]),
                "a_star": mpmath.nstr(mpf(a), 15)}
         lo, hi = a * env["s_min"], a * env["s_max"]
         ok785 = real_le(lower, e, {**env, "e": lo}) and real_le(e, upper, {**env, "e": hi})
-        _track(s785, ok785, row, _ratio(hi, upper, env, lower, lo))
+        chain.see("line_785_sandwich", ok785, {**row, "ratio": _ratio(hi, upper, env, lower, lo)},
+                  near=True)
         worst = max(abs(1 - lo), abs(1 - hi))
         ok31 = real_le(e, radius, {**env, "e": worst})
-        _track(s31, ok31, row, _ratio(worst, radius, env))
+        chain.see("eq31_spectrum", ok31, {**row, "ratio": _ratio(worst, radius, env)}, near=True)
         # the display before (31): its ends give 1 - upper_mult and 1 - lower_mult
         implied = real_le(-radius, 1 - upper, env) and real_le(1 - lower, radius, env)
-        gap[1] += 1
-        if not implied and gap[0] is None:
-            with mpmath.workdps(30):
-                gap[0] = {**row, "display_lower_end": mpmath.nstr(value(1 - upper, env), 12),
-                          "printed_lower_end": mpmath.nstr(value(-radius, env), 12)}
-    findings = []
-    for name, (bad, worst, n, _w), what, eq in (
-            ("line_785_sandwich", s785, "Sigma^out between the named multiples of A^{opt -1}",
-             "line 785"),
-            ("eq31_spectrum", s31, "the spectrum of I - A^{opt 1/2} Sigma^out A^{opt 1/2} within "
-             "the named radius", "(31)")):
-        if count == 0:
-            findings.append(Finding(name, None, {"instances": 0},
-                                    reason="the window admits no instance of the grid"))
-            continue
-        findings.append(Finding(name, bad is None, {"instances": count, "worst": worst}, bad,
-                                "" if bad is None else f"{what} fails ({eq})",
-                                Margin(worst["ratio"], f"{what}: used / allowed",
-                                       {k: worst[k] for k in ("L", "d", "n", "zeta")})))
-    if count:
-        findings.append(Finding(
-            "eq31_from_the_display", gap[0] is None, {"instances": gap[1]}, gap[0],
-            "" if gap[0] is None else "the multiples of line 785 give only "
-            "I - A^{1/2} Sigma^out A^{1/2} >= 1 - upper_mult, below -(named radius)",
-            proof_step="(31) from the display before it"))
+        chain.see("eq31_from_the_display", implied, lambda: {
+            **row, **values_at(env, display_lower_end=1 - upper, printed_lower_end=-radius)})
+    if not chain.count["eq31_from_the_display"]:
+        findings = [Finding(name, None, {"instances": 0},
+                            reason="the window admits no instance of the grid") for name in what]
+    else:
+        findings = [chain.finding(name, f"{w}: used / allowed", ("L", "d", "n", "zeta"))
+                    for name, (w, _eq) in what.items()]
+        findings.append(chain.finding("eq31_from_the_display",
+                                      proof_step="(31) from the display before it"))
     return combine(findings, steps=[step(
         "Spectrum at the optimum", r"\operatorname{spec}(A^{\mathrm{opt}1/2}\Sigma^{out}"
         r"A^{\mathrm{opt}1/2})=a^*\operatorname{spec}(\Sigma^{*-1}\Sigma^{out})",
@@ -300,15 +291,6 @@ def _ratio(used, bound_expr, env, lower_expr=None, lower_value=None) -> float:
                 else float("inf")
             r = max(r, r2)
     return r
-
-
-def _track(slot: list, ok: bool, row: dict, ratio: float) -> None:
-    """slot = [first failure, worst row, count, -]: record one comparison."""
-    slot[2] += 1
-    if slot[1] is None or ratio > slot[1]["ratio"]:
-        slot[1] = {**row, "ratio": ratio}
-    if not ok and slot[0] is None:
-        slot[0] = {**row, "ratio": ratio}
 
 
 def _w31_numeric(ctx: Context) -> TierResult:

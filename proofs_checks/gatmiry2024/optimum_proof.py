@@ -11,7 +11,7 @@ import mpmath
 import sympy
 
 from verify.claim import Claim, Context, Correction, ExactValues, TierResult
-from verify.evidence import Finding, Margin, combine, step
+from verify.evidence import combine, step
 from verify.formulas import NamedFormula, size_symbol
 
 from ..kit import looped_icl as li
@@ -19,10 +19,12 @@ from ..kit.exact_compare import holds, mpf, real_le, size_text, value
 from .common import _D, _DELTA, _L, _LAM_1, _LAM_J, _N, PAPER, _setting, sec35_delta
 from .common import _EPS as _EPS_F, _LOSS as _LOSS_F, _SIGMA_STAR as _SIGMA_STAR_F
 from .dominance import _gd_env, _gd_expr
+from .proof_chain import Chain, none_admitted, num, values_at
 
 OPT_PROOF_SETTING = _setting({"n": 20, "d": 3, "L": 2})
 _SYMS = (_N, _D, _L, _DELTA)
 _HYP_A8 = "delta*d**(1/(2*L)) < 1/2"
+_NO_SIZE = "the hypothesis admits no size of the grid"
 
 
 def _edge_n(d: int, L: int) -> int:
@@ -53,28 +55,21 @@ def _inverse_symbolic(ctx: Context) -> TierResult:
     holds."""
     F = ctx.formulas
     hyp, bound = _gd_expr(F, "hypothesis"), _gd_expr(F, "bound")
-    bad, worst, count = None, None, 0
+    chain = Chain({"exact_sizes": "L(Sigma*^{-1}, 0) exceeds the named bound"})
     for n, d, L in _a8_sizes(ctx):
         env = _gd_env(n, d, L)
         if not holds(hyp, env):
             continue
         f1 = li.scalar_poly(L, n, d).eval(1)
-        count += 1
         with mpmath.workdps(30):
             b = value(bound, env)
         row = {"L": L, "d": d, "n": size_text(n), "loss_at_inverse": mpmath.nstr(mpf(f1), 12),
                "bound": mpmath.nstr(b, 12), "ratio": _ratio(f1, b)}
-        if worst is None or row["ratio"] > worst["ratio"]:
-            worst = row
-        if not real_le(sympy.Symbol("e"), bound, {**env, "e": f1}) and bad is None:
-            bad = row
-    if count == 0:
-        return combine([Finding("exact_sizes", None, {"points": 0},
-                                reason="the hypothesis admits no size of the grid")])
-    return combine([Finding("exact_sizes", bad is None, {"points": count, "worst": worst}, bad,
-                            "" if bad is None else "L(Sigma*^{-1}, 0) exceeds the named bound",
-                            Margin(worst["ratio"], "L(Sigma*^{-1}, 0) / bound",
-                                   {k: worst[k] for k in ("L", "d", "n")}))],
+        chain.see("exact_sizes", real_le(sympy.Symbol("e"), bound, {**env, "e": f1}), row,
+                  near=True)
+    if not chain.count["exact_sizes"]:
+        return none_admitted("exact_sizes", _NO_SIZE)
+    return combine([chain.finding("exact_sizes", "L(Sigma*^{-1}, 0) / bound", ("L", "d", "n"))],
                    steps=[step("The loss at the inverse", r"L(\Sigma^{*-1},0)=f(1)=\mathbb E\,"
                                r"\mathrm{tr}(I-W/n)^{2L}", "exact Wishart moments in n, d")])
 
@@ -119,7 +114,9 @@ def _far_symbolic(ctx: Context) -> TierResult:
     delta, lam = F["delta"], sympy.Symbol("lam")
     x_expr = 4 * delta * ds ** (1 / (2 * Ls))  # |lambda_1 - 1| >= 4 delta d^{1/(2L)}
     lemma = (lam - 1) ** (2 * Ls) - delta ** (2 * Ls) * (lam + 1) ** (2 * Ls)
-    first, second = [None, None, 0], [None, None, 0]
+    chain = Chain({"lemma_bound_to_middle": "(lambda_1 - 1)^{2L} - delta^{2L}(lambda_1 + 1)^{2L} "
+                   "falls below the named middle term at |lambda_1 - 1| >= 4 delta d^{1/(2L)}",
+                   "middle_above_bound": "the named middle term is not above d (2 delta)^{2L}"})
     for n, d, L in _a8_sizes(ctx):
         env = _gd_env(n, d, L)
         if not holds(hyp, env):
@@ -136,31 +133,16 @@ def _far_symbolic(ctx: Context) -> TierResult:
                 if lam <= 0:
                     continue
                 e = {**env, "lam": lam}
-                first[2] += 1
-                if not real_le(middle, lemma, e) and first[0] is None:
-                    with mpmath.workdps(30):
-                        first[0] = {**row, "lambda_1": mpmath.nstr(mpf(lam), 15),
-                                    "lemma_4_3_lower": mpmath.nstr(value(lemma, e), 12),
-                                    "middle": mpmath.nstr(value(middle, e), 12)}
-        second[2] += 1
-        strict = real_le(bound, middle, env, strict=True)
-        with mpmath.workdps(30):
-            r = {**row, "middle": mpmath.nstr(value(middle, env), 12),
-                 "bound": mpmath.nstr(value(bound, env), 12)}
-        if not strict and second[0] is None:
-            second[0] = r
-    if not second[2]:
-        return combine([Finding("lemma_bound", None, {"points": 0},
-                                reason="the hypothesis admits no size of the grid")])
-    return combine([
-        Finding("lemma_bound_to_middle", first[0] is None, {"points": first[2]}, first[0],
-                "" if first[0] is None else "(lambda_1 - 1)^{2L} - delta^{2L}(lambda_1 + 1)^{2L} "
-                "falls below the named middle term at |lambda_1 - 1| >= 4 delta d^{1/(2L)}"),
-        Finding("middle_above_bound", second[0] is None, {"points": second[2]}, second[0],
-                "" if second[0] is None else "the named middle term is not above "
-                "d (2 delta)^{2L}")],
-        steps=[step("The chain", r"(\lambda_1-1)^{2L}-\delta^{2L}(\lambda_1+1)^{2L}\ge\text{middle}"
-                    r">d(2\delta)^{2L}", "exact at 80+ digits over |lambda_1 - 1| >= x")])
+                chain.see("lemma_bound_to_middle", real_le(middle, lemma, e), lambda: {
+                    **row, "lambda_1": num(lam, 15),
+                    **values_at(e, lemma_4_3_lower=lemma, middle=middle)})
+        chain.see("middle_above_bound", real_le(bound, middle, env, strict=True),
+                  {**row, **values_at(env, middle=middle, bound=bound)})
+    if not chain.count["middle_above_bound"]:
+        return none_admitted("lemma_bound", _NO_SIZE)
+    return combine(chain.findings(), steps=[step(
+        "The chain", r"(\lambda_1-1)^{2L}-\delta^{2L}(\lambda_1+1)^{2L}\ge\text{middle}"
+        r">d(2\delta)^{2L}", "exact at 80+ digits over |lambda_1 - 1| >= x")])
 
 
 THM_A8_FAR_EIGENVALUE = Claim(
@@ -209,7 +191,7 @@ def _moment_symbolic(ctx: Context) -> TierResult:
     between the named lower and upper ends."""
     F = ctx.formulas
     lo_e, hi_e = _gd_expr(F, "lower"), _gd_expr(F, "upper")
-    bad, count = None, 0
+    chain = Chain({"scalar_family_exact": "the moment is outside the named ends"})
     e = sympy.Symbol("e")
     for L in sorted(set(li.loops(ctx)) | {3}):
         for d in (1, 2, 3):
@@ -218,16 +200,11 @@ def _moment_symbolic(ctx: Context) -> TierResult:
                 for a in _MOMENT_AS:
                     g = -fp.eval(a) / (2 * L * d)
                     env = {**_gd_env(n, d, L), "lambda_j": a, "lambda_1": a, "e": g}
-                    count += 1
-                    ok = real_le(lo_e, e, env) and real_le(e, hi_e, env)
-                    if not ok and bad is None:
-                        with mpmath.workdps(30):
-                            bad = {"L": L, "d": d, "n": size_text(n), "A": f"{a} I",
-                                   "moment": mpmath.nstr(mpf(g), 12),
-                                   "lower": mpmath.nstr(value(lo_e, env), 12),
-                                   "upper": mpmath.nstr(value(hi_e, env), 12)}
-    return combine([Finding("scalar_family_exact", bad is None, {"points": count}, bad,
-                            "" if bad is None else "the moment is outside the named ends")],
+                    chain.see("scalar_family_exact",
+                              real_le(lo_e, e, env) and real_le(e, hi_e, env),
+                              lambda: {"L": L, "d": d, "n": size_text(n), "A": f"{a} I",
+                                       "moment": num(g), **values_at(env, lower=lo_e, upper=hi_e)})
+    return combine(chain.findings(),
                    steps=[step("The moment at a I", r"\mathbb E[\Sigma(I-a\Sigma)^{2L-1}]="
                                r"-\tfrac{f'(a)}{2Ld}I", "f(a) = E tr (I - a Sigma)^{2L}; the "
                                "factors commute at A = a I")])
@@ -289,7 +266,10 @@ def _tight_symbolic(ctx: Context) -> TierResult:
     F = ctx.formulas
     radius = _gd_expr(F, "radius")
     n = sympy.Symbol("n", positive=True)
-    rows, bad, line179 = [], None, None
+    rows = []
+    chain = Chain({"radius_over_distance": "the named radius is not tight: over the distance of "
+                   "A^opt from Sigma*^{-1} it grows without bound in n",
+                   "l1_minimiser": "at L = 1 the minimiser is Sigma*^{-1} or does not tend to it"})
     for d in _TIGHT_DIMS:
         f = sympy.expand(li.scalar_loss(1).subs({li.D: d, li.N: n}))
         a_opt = sympy.solve(sympy.diff(f, li.a_sym), li.a_sym)[0]
@@ -299,19 +279,12 @@ def _tight_symbolic(ctx: Context) -> TierResult:
         lim = sympy.limit(r / gap, n, sympy.oo)
         rows.append({"d": d, "a_star": str(a_opt), "distance": str(gap), "radius": str(r),
                      "limit_of_radius_over_distance": str(lim)})
-        if not (lim.is_finite and lim.is_real) and bad is None:
-            bad = {"L": 1, **rows[-1]}
-        if (gap == 0 or sympy.limit(gap, n, sympy.oo) != 0) and line179 is None:
-            line179 = {"L": 1, **rows[-1]}
-    return combine([
-        Finding("radius_over_distance", bad is None, {"rows": rows}, bad,
-                "" if bad is None else "the named radius is not tight: over the distance of A^opt "
-                "from Sigma*^{-1} it grows without bound in n"),
-        Finding("l1_minimiser", line179 is None, {"rows": rows}, line179,
-                "" if line179 is None else "at L = 1 the minimiser is Sigma*^{-1} or does not "
-                "tend to it")],
-        steps=[step("L = 1", r"a^*=\frac{n}{n+d+1},\quad 1-a^*=\frac{d+1}{n+d+1}",
-                    "the stationary point of the exact quadratic f(a)")])
+        chain.see("radius_over_distance", lim.is_finite and lim.is_real, {"L": 1, **rows[-1]})
+        chain.see("l1_minimiser", gap != 0 and sympy.limit(gap, n, sympy.oo) == 0,
+                  {"L": 1, **rows[-1]})
+    return combine([chain.finding(name, evidence={"rows": rows}) for name in chain.what],
+                   steps=[step("L = 1", r"a^*=\frac{n}{n+d+1},\quad 1-a^*=\frac{d+1}{n+d+1}",
+                               "the stationary point of the exact quadratic f(a)")])
 
 
 def _tight_numeric(ctx: Context) -> TierResult:
@@ -320,7 +293,8 @@ def _tight_numeric(ctx: Context) -> TierResult:
     F = ctx.formulas
     radius = _gd_expr(F, "radius")
     from .flow import _mp_a_star
-    rows, bad = [], None
+    rows = []
+    chain = Chain({"growth_in_n": "the named radius over |1 - a*| grows like a power of n"})
     for L in (2, 3):
         for d in (1, 3):
             vals = []
@@ -330,11 +304,8 @@ def _tight_numeric(ctx: Context) -> TierResult:
                     vals.append(value(radius, _gd_env(n, d, L)) / abs(gap))
             slope = float(mpmath.log10(vals[1] / vals[0]) / 20)
             rows.append({"L": L, "d": d, "exponent_in_n": slope})
-            if not slope <= 0.05 and bad is None:
-                bad = rows[-1]
-    return combine([Finding("growth_in_n", bad is None, {"rows": rows}, bad,
-                            "" if bad is None else "the named radius over |1 - a*| grows like a "
-                            "power of n")])
+            chain.see("growth_in_n", slope <= 0.05, rows[-1])
+    return combine([chain.finding("growth_in_n", evidence={"rows": rows})])
 
 
 THM3_2_TIGHT = Claim(
@@ -372,7 +343,7 @@ def _population_symbolic(ctx: Context) -> TierResult:
     global minimiser exactly when its value is 0."""
     F = ctx.formulas
     rng = ctx.rng("population-min")
-    bad, count = None, 0
+    chain = Chain({"exact_instances": "the named A is not a global minimiser"}, key="instances")
     for d in (2, 3):
         S = sympy.Matrix(li.spd(d, rng))
         Aw = sympy.Matrix(d, d, lambda i, j: sympy.Symbol(f"a{i}{j}"))
@@ -380,14 +351,12 @@ def _population_symbolic(ctx: Context) -> TierResult:
         witness = Aw.subs(sol)
         named = _formula_matrix(F["minimiser"], S, d)
         for L in li.loops(ctx):
-            count += 1
             v, w = _population_value(named, S, L), _population_value(witness, S, L)
-            if sympy.simplify(v - w) != 0 and bad is None:
-                bad = {"d": d, "L": L, "Sigma_star": str(S.tolist()), "A": str(named.tolist()),
-                       "value_at_named": str(sympy.nsimplify(v)), "least_value": str(w),
-                       "attained_at": str(witness.tolist())}
-    return combine([Finding("exact_instances", bad is None, {"instances": count}, bad,
-                            "" if bad is None else "the named A is not a global minimiser")],
+            chain.see("exact_instances", sympy.simplify(v - w) == 0, lambda: {
+                "d": d, "L": L, "Sigma_star": str(S.tolist()), "A": str(named.tolist()),
+                "value_at_named": str(sympy.nsimplify(v)), "least_value": str(w),
+                "attained_at": str(witness.tolist())})
+    return combine(chain.findings(),
                    steps=[step("The least value",
                                r"\mathrm{tr}(I-A\Sigma^*)^{2L}\ge0=\text{value at }"
                                r"A\Sigma^*=I", "A solved from A Sigma* = I (sympy)")])
@@ -427,7 +396,7 @@ def _a9_symbolic(ctx: Context) -> TierResult:
     radius, exactly."""
     F = ctx.formulas
     hyp, radius = _gd_expr(F, "hypothesis"), _gd_expr(F, "radius")
-    bad, worst, count = None, None, 0
+    chain = Chain({"scalar_family": "|lambda - 1| exceeds the named radius"})
     for L in li.loops(ctx):
         for d in (1, 2, 3):
             for n in (10 ** 4, 10 ** 8, 10 ** 40):
@@ -438,24 +407,19 @@ def _a9_symbolic(ctx: Context) -> TierResult:
                         env = {**_gd_env(n, d, L, loss, eps), "e": abs(a - 1)}
                         if not holds(hyp, env):
                             continue
-                        count += 1
                         with mpmath.workdps(30):
                             r = value(radius, env)
                         ratio = _ratio(abs(a - 1), r) if r > 0 else float("inf")
                         row = {"L": L, "d": d, "n": size_text(n), "A": f"{a} I",
                                "epsilon": str(eps), "loss": mpmath.nstr(mpf(loss), 12),
                                "ratio": ratio}
-                        if worst is None or ratio > worst["ratio"]:
-                            worst = row
-                        if not real_le(sympy.Symbol("e"), radius, env) and bad is None:
-                            bad = {**row, "radius": mpmath.nstr(r, 12)}
-    if count == 0:
-        return combine([Finding("scalar_family", None, {"points": 0},
-                                reason="the hypothesis admits no point")])
-    return combine([Finding("scalar_family", bad is None, {"points": count, "worst": worst}, bad,
-                            "" if bad is None else "|lambda - 1| exceeds the named radius",
-                            Margin(worst["ratio"], "|lambda - 1| / radius",
-                                   {k: worst[k] for k in ("L", "d", "n", "A", "epsilon")}))],
+                        chain.near("scalar_family", row)
+                        chain.see("scalar_family", real_le(sympy.Symbol("e"), radius, env),
+                                  lambda: {**row, "radius": mpmath.nstr(r, 12)})
+    if not chain.count["scalar_family"]:
+        return none_admitted("scalar_family")
+    return combine([chain.finding("scalar_family", "|lambda - 1| / radius",
+                                  ("L", "d", "n", "A", "epsilon"))],
                    steps=[step("The loss at a I", r"L(aI,0)=f(a)=\mathbb E\,\mathrm{tr}"
                                r"(I-aW/n)^{2L}", "exact polynomial; lambda_i = a")])
 
