@@ -73,6 +73,12 @@ def _ratio(lhs: float, bound: float) -> float:
     return 0.0 if lhs <= 0 and bound == 0 else math.inf
 
 
+def _exceeds_one(r: float) -> tuple:
+    """settle_le(r, 1), but an infinite ratio (``_ratio``: a bound <= 0 below a positive norm)
+    is a decided failure, not a number that overflowed."""
+    return (False, "") if r == math.inf else settle_le(r, 1.0)
+
+
 def _largest(ratios) -> float:
     """The largest of some ratios (each >= 0) as the search keeps it (``worse``): a NaN is kept
     unless a ratio exceeds 1, where Python's ``max`` would keep or drop it by its position."""
@@ -129,7 +135,7 @@ def lemma7_numeric(ctx: Context) -> TierResult:
             if worse(r, worst, 1.0):  # a NaN is kept: undecided, never a pass
                 worst, where = r, {"gamma": gamma, "alpha": alpha, "excess": ex,
                                    "grad_norm": float(norms.max()), "bound": bound}
-    ok, undecided = settle_le(worst, 1.0)
+    ok, undecided = _exceeds_one(worst)
     return combine([Finding("bound_holds", ok, {"worst_ratio_grad_over_bound": worst, "points": count,
                                                  "worst_point": where},
                             None if ok is not False else {"instance": inst.as_dict(), **where, "seed": ctx.seed},
@@ -229,7 +235,7 @@ def _bounds_numeric(ctx: Context, which: str) -> TierResult:
     points = 2 * 3 * (9 + 3)                  # two instances, three gammas, 12 points
     findings = []
     for name, r in worst.items():
-        ok, undecided = settle_le(r, 1.0)
+        ok, undecided = _exceeds_one(r)
         findings.append(Finding(name, ok, {"worst_ratio_lhs_over_bound": r, "at": where[name],
                                            "points": points},
                                 None if ok is not False else {"instance": inst.as_dict(), **where[name], "seed": ctx.seed},
