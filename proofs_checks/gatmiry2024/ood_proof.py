@@ -159,7 +159,7 @@ def _step_numeric(ctx: Context) -> TierResult:
     evidence = {"instances": count, "worst": worst, "undecided": undecided[:3]}
     if ctx.sigma is not None:
         evidence["sigma_read"] = ctx.sigma.describe()
-    ok = False if bad is not None else (None if len(undecided) == count else True)
+    ok = False if bad is not None else (None if undecided else True)  # any undecided: undecided
     return combine([Finding("random_instances", ok, evidence, bad,
                             "" if bad is None else "the step's bound fails at a random Sigma*",
                             Margin(worst["ratio"], "(w^T A^-1 w)(x_q^T A x_q) / the named bound",
@@ -336,7 +336,7 @@ def _w31_numeric(ctx: Context) -> TierResult:
     if count == 0:
         return TierResult("skipped", {"random_instances": evidence},
                           reason="the window admits no instance drawn")
-    ok = False if bad is not None else (None if len(undecided) == count else True)
+    ok = False if bad is not None else (None if undecided else True)  # any undecided: undecided
     return combine([Finding("random_instances", ok, evidence, bad,
                             "" if bad is None else "(31) fails at a random instance",
                             Margin(worst["ratio"], "max |eig| / the named radius",

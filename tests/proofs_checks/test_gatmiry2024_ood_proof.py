@@ -62,3 +62,21 @@ def test_eq31_holds_but_not_from_the_display_before_it():
 ], ids=["radius-2zeta", "radius-no-delta", "upper", "lower", "wider"])
 def test_eq31_wrong_formulas_are_refuted(override):
     assert verdict(W31, tiers=("symbolic",), **override).verdict == "refuted"
+
+
+@pytest.mark.parametrize("claim_id", [STEP, W31])
+def test_a_random_instance_left_undecided_leaves_the_numeric_tier_undecided(claim_id,
+                                                                            monkeypatch):
+    """One comparison no float settles (settle_le undecided) among passes: the tier is
+    undecided, not a pass (it passed unless every instance was undecided)."""
+    from proofs_checks.gatmiry2024 import ood_proof
+    real, calls = ood_proof.settle_le, []
+
+    def first_undecided(lhs, rhs, *a, **k):
+        calls.append(1)
+        return (None, "not settled") if len(calls) == 1 else real(lhs, rhs, *a, **k)
+
+    monkeypatch.setattr(ood_proof, "settle_le", first_undecided)
+    v = verdict(claim_id, tiers=("numeric",))
+    assert len(calls) > 1 and v.tiers["numeric"].status != "pass", v.tiers["numeric"].reason
+    assert v.verdict == "inconclusive"
