@@ -42,18 +42,25 @@ def test_a_constant_is_decided_as_a_number():
 _coeff = st.integers(-3, 3)
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(_coeff, st.integers(0, 2), st.integers(0, 2)), min_size=1,
-                max_size=4),
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(_coeff, st.integers(0, 2), st.integers(0, 2), st.integers(0, 2)),
+                min_size=1, max_size=4),
        st.lists(st.tuples(st.fractions(Fraction(1, 8), Fraction(8)),
-                          st.fractions(Fraction(1, 8), Fraction(8))), min_size=1, max_size=6),
-       st.booleans())
+                          st.fractions(Fraction(1, 8), Fraction(8)), st.integers(1, 4)),
+                min_size=1, max_size=6),
+       st.sampled_from(["none", "plus", "minus", "over"]))
 def test_a_certificate_is_never_given_where_the_expression_is_negative(terms, points, with_max):
-    """Random polynomials in x, y (and a Max of two of them): wherever one is certified, it is
-    >= 0 at every positive rational point tried, exactly."""
-    e = sum(c * x ** a * y ** b for c, a, b in terms)
-    if with_max:
-        e = e + sympy.Max(x - y, y - 2 * x) - sympy.Max(x, y) / 2
+    """Random polynomials in x, y and an integer k (with a Max added, subtracted, or in a
+    denominator): wherever one is certified, it is >= 0 at every positive point tried (k >= 1),
+    exactly."""
+    e = sum(c * x ** a * y ** b * k ** j for c, a, b, j in terms)
+    if with_max == "plus":
+        e = e + sympy.Max(x - y, k * y - 2 * x)
+    elif with_max == "minus":
+        e = e - sympy.Max(x, y) / 2
+    elif with_max == "over":
+        e = e / sympy.Max(1, x * k)
     if nonnegative(e):
-        for px, py in points:
-            assert e.subs({x: sympy.Rational(px), y: sympy.Rational(py)}) >= 0, (e, px, py)
+        for px, py, pk in points:
+            at = {x: sympy.Rational(px), y: sympy.Rational(py), k: pk}
+            assert e.subs(at) >= 0, (e, at)
