@@ -34,6 +34,7 @@ are the other way; otherwise undecided.
 """
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from itertools import permutations
 
@@ -45,7 +46,7 @@ from models.lsa import lsa_forward, mask_matrix
 from models.sampler import PromptLaw, sample_prompts
 from moments.montecarlo import estimate, z_critical
 from verify.claim import Claim, Context, Correction, TierResult
-from verify.evidence import Finding, combine, step
+from verify.evidence import Finding, combine, settle_le, step
 from verify.formulas import NamedFormula, formula_value
 
 from . import sparse
@@ -122,25 +123,35 @@ def minimiser_symbolic(ctx: Context) -> TierResult:
     ev = {k: p[k] for k in ("a", "b", "value", "grad_norm", "hessian_eigenvalues",
                             "restart_losses", "restarts", "restarts_at_minimum", "lbfgs_steps",
                             "newton_digits")}
-    lowest = min(p["restart_losses"])
+    # a NaN decides nothing: Python's min keeps or drops it by its position, and a comparison
+    # with it is False (a failure, or a pass through min's order)
+    losses = [float(v) for v in p["restart_losses"]]
+    finite_losses = all(math.isfinite(v) for v in losses)
+    lowest = min(losses) if finite_losses else math.nan
+    stationary, why_stationary = settle_le(p["grad_norm"], p["grad_tolerance"])
+    positive = (None if not eigs or not all(math.isfinite(e) for e in eigs) else
+                all(e > 0 for e in eigs))
+    lowest_ok, why_lowest = settle_le(p["value"], lowest)
     findings = [
-        Finding("stationary", p["grad_norm"] <= p["grad_tolerance"], ev,
-                None if p["grad_norm"] <= p["grad_tolerance"] else ev,
-                "" if p["grad_norm"] <= p["grad_tolerance"] else "Newton did not converge",
+        Finding("stationary", stationary, ev,
+                None if stationary is not False else ev,
+                why_stationary or ("" if stationary else "Newton did not converge"),
                 summary=f"grad g = {p['grad_norm']:.1e} at a = "
                         f"({', '.join(f'{v:.4f}' for v in p['a'])}), b = "
                         f"({', '.join(f'{v:.4f}' for v in p['b'])})"),
-        Finding("strict_local_minimum", min(eigs) > 0, {"hessian_eigenvalues": eigs},
-                None if min(eigs) > 0 else {"hessian_eigenvalues": eigs},
-                "" if min(eigs) > 0 else "the critical point is not a minimum",
-                summary=f"Hessian eigenvalues {min(eigs):.3g} .. {max(eigs):.3g} > 0"),
+        Finding("strict_local_minimum", positive, {"hessian_eigenvalues": eigs},
+                None if positive is not False else {"hessian_eigenvalues": eigs},
+                "no Hessian eigenvalue, or one that is not a finite number" if positive is None else
+                "" if positive else "the critical point is not a minimum",
+                summary=f"Hessian eigenvalues {min(eigs, default=math.nan):.3g} .. "
+                        f"{max(eigs, default=math.nan):.3g} > 0"),
         # the restarts' end values (exact) are upper bounds of the minima they approach: the
         # refined value must not exceed the best of them (else Newton left for another
         # critical point)
-        Finding("lowest_restart", p["value"] <= lowest, {"g_star": p["value"],
-                                                         "lowest_restart_loss": lowest},
-                None if p["value"] <= lowest else {"g_star": p["value"], "lowest": lowest},
-                "" if p["value"] <= lowest else "Newton moved to a higher critical point",
+        Finding("lowest_restart", lowest_ok, {"g_star": p["value"],
+                                              "lowest_restart_loss": lowest},
+                None if lowest_ok is not False else {"g_star": p["value"], "lowest": lowest},
+                why_lowest or ("" if lowest_ok else "Newton moved to a higher critical point"),
                 summary=f"g* = {p['value']:.6f} <= every restart's loss "
                         f"({p['restarts_at_minimum']} of {p['restarts']} restarts reach it; next "
                         f"values "

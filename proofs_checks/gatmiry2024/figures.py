@@ -2,6 +2,7 @@
 re-draws its figure (``kit.figures``) from the numbers it computes."""
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from typing import Sequence
 
@@ -155,7 +156,7 @@ def fig1_train(ctx: Context) -> TierResult:
     scale against a*(n, 5, L)."""
     F = ctx.formulas
     target = float(F["limit_dist"])
-    runs, bad, undecided = [], None, None
+    runs, bad, undecided, compared = [], None, None, 0
     L = 2
     for n in li.by_budget(ctx, (2, 5, 20), FIG1_NS):
         results, A, _, rt = train_exact(ctx, L, 5, n, np.eye(5), False, f"fig1-{n}",
@@ -169,8 +170,17 @@ def fig1_train(ctx: Context) -> TierResult:
             runs.append(row)
             if res.status == "diverged" and undecided is None:
                 undecided = res.reason
-            elif res.status == "converged" and abs(dist - target) > 1e-3 and bad is None:
-                bad = {**row, "trained_A": A[r].tolist(), "named_limit_dist": target}
+            elif res.status == "converged":
+                # 'abs(dist - target) > 1e-3' is False at a NaN: a NaN decides nothing
+                if not (math.isfinite(dist) and math.isfinite(target)):
+                    undecided = undecided or (f"Dist(A, I) = {dist} or the named limit "
+                                              f"{target} is not a finite number")
+                    continue
+                compared += 1
+                if abs(dist - target) > 1e-3 and bad is None:
+                    bad = {**row, "trained_A": A[r].tolist(), "named_limit_dist": target}
+    if bad is None and undecided is None and not compared:
+        undecided = "no run converged: nothing was compared"
     if bad is None and undecided is not None:
         return combine([Finding("exact_loss_training", None, {"runs": runs}, reason=undecided)])
     return combine([Finding("exact_loss_training", bad is None, {
@@ -274,6 +284,9 @@ def fig2_train(ctx: Context) -> TierResult:
                      "status": results[0].status})
         if results[0].status == "diverged":
             undecided = results[0].reason
+        elif not (math.isfinite(got) and (prev is None or math.isfinite(prev))):
+            # a NaN fails 'got < prev' (a refutation) and passes 'abs(got - f) > ...'
+            undecided = undecided or "a trained loss is not a finite number"
         elif (abs(got - f) > 1e-6 * f or (prev is not None and not got < prev)) and bad is None:
             bad = rows[-1]
         prev = got

@@ -96,9 +96,10 @@ def _rate_numeric(ctx: Context) -> TierResult:
                     elif not ok and bad is None:
                         bad = {"L": L, "d": d, "n": n, "A": A.detach().numpy().round(6).tolist(),
                                "dL_dt": d2, "named": named, "grad_sq": g2}
-    ok = False if bad is not None else (None if len(undecided) == count else True)
+    ok = False if bad is not None else (None if undecided or not count else True)  # a NaN anywhere decides nothing
     return combine([Finding("flow_direction", ok, {"points": count, "undecided": undecided[:3]},
-                            bad, "" if bad is None else "dL/dt along the flow is not the named "
+                            bad, (undecided[0] if undecided else "nothing compared") if ok is None
+                            else "" if bad is None else "dL/dt along the flow is not the named "
                             "rate (float64)")])
 
 

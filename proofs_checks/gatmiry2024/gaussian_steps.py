@@ -83,15 +83,16 @@ def _mc_finding(pairs: list) -> Finding:
         se = samples.std(axis=0, ddof=1) / np.sqrt(len(samples))
         allowance = _Z * se + 1e-12 * (1 + np.abs(mean))
         ok, why = settle_le(np.abs(mean - named), allowance)
-        worst = max(worst, float(np.max(np.abs(mean - named) / allowance)))
+        worst = max(worst, float(np.max(np.abs(mean - named) / allowance)))  # evidence only
         if ok is None:
             undecided.append(why)
         elif not ok and bad is None:
             bad = {**label, "monte_carlo_mean": mean.tolist(), "standard_error": se.tolist(),
                    "named": named.tolist()}
-    ok = False if bad is not None else (None if len(undecided) == len(pairs) else True)
+    ok = False if bad is not None else (None if undecided or not pairs else True)  # a NaN anywhere decides nothing
     return Finding("monte_carlo", ok, {"comparisons": len(pairs), "worst_over_allowance": worst,
                                        "z": _Z}, bad,
+                   (undecided[0] if undecided else "nothing compared") if ok is None else
                    "" if bad is None else "the Monte Carlo mean is outside its interval around "
                    "the named value")
 

@@ -92,8 +92,9 @@ def _float_finding(name: str, pairs: list, what: str, eq: str) -> Finding:
             undecided.append(why)
         elif not ok and bad is None:
             bad = {**inst, "derived": a.tolist(), "named": b.tolist()}
-    ok = False if bad is not None else (None if len(undecided) == len(pairs) else True)
+    ok = False if bad is not None else (None if undecided or not pairs else True)  # a NaN anywhere decides nothing
     return Finding(name, ok, {"instances": len(pairs), "worst_over_tolerance": worst}, bad,
+                   (undecided[0] if undecided else "nothing compared") if ok is None else
                    "" if bad is None else f"{what} differs from {eq} (float64)")
 
 

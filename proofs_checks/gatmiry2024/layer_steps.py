@@ -94,9 +94,10 @@ def _update_numeric(ctx: Context) -> TierResult:
             undecided.append(why)
         elif not ok and bad is None:
             bad = {"d": d, "n": n, "max_difference": float(np.abs(named - derived).max())}
-    ok = False if bad is not None else (None if len(undecided) == count else True)
+    ok = False if bad is not None else (None if undecided or not count else True)  # a NaN anywhere decides nothing
     return combine([Finding("gaussian_instances", ok, {"instances": count}, bad,
-                            "" if bad is None else "the label row after one layer is not the "
+                            (undecided[0] if undecided else "nothing compared") if ok is None
+                            else "" if bad is None else "the label row after one layer is not the "
                             "named y^(t+1) (float64)")])
 
 
@@ -214,9 +215,11 @@ def _update_check(name: str, what: str, exact: bool, label: str):
                     undecided.append(why)
                 elif not ok and bad is None:
                     bad = {"d": d, "n": n, "max_difference": float(diff.max())}
-        ok = False if bad is not None else (None if not count or len(undecided) == count else True)
+        ok = False if bad is not None else (None if not count or undecided else True)  # a NaN anywhere decides nothing
         return combine([dims, Finding("exact_instances" if exact else "gaussian_instances", ok,
                                       {"instances": count}, bad,
+                                      (undecided[0] if undecided else "nothing compared")
+                                      if ok is None else
                                       "" if bad is None else f"one layer of the forward pass "
                                       f"does not give the named {label}")],
                        steps=[step("One layer", r"Z^{(t+1)}=Z^{(t)}-\tfrac1n P^{(t)}Z^{(t)}M"

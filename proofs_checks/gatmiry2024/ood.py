@@ -376,8 +376,9 @@ def _ood_numeric(ctx: Context) -> TierResult:
         # decides whether the condition admits anything
         return TierResult("skipped", {"random_instances": evidence},
                           reason="the condition admits no instance drawn")
-    ok = bad is None and (None if undecided and count == len(undecided) else True)
+    ok = bad is None and (None if undecided else True)  # a NaN anywhere decides nothing
     return combine([Finding("random_instances", False if bad is not None else ok, evidence, bad,
+                            undecided[0] if ok is None else
                             "" if bad is None else f"an admissible OOD instance at Sigma* = "
                             f"{bad['Sigma_star']} exceeds the bound", _ood_margin(worst))])
 

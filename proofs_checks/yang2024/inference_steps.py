@@ -12,7 +12,7 @@ from scipy.stats import ncx2
 
 from moments.montecarlo import estimate
 from verify.claim import Claim, Context, ExactValues, TierResult
-from verify.evidence import Finding, combine, settle_le, step
+from verify.evidence import Finding, combine, settle_le, step, worse
 from verify.formulas import NamedFormula
 
 from ..kit.ratio_probe import worst_margin
@@ -154,15 +154,22 @@ def _exact_finding(F) -> Finding:
                     with np.errstate(all="ignore"):
                         bound = np.asarray(f(B.astype(complex), complex(Zn), complex(tau), complex(N),
                                              complex(dl)), dtype=complex) * np.ones_like(B)
-                    real = np.abs(bound.imag) <= 1e-12 * np.abs(bound.real) + 1e-300
-                    p = np.where(real, worst_probability(np.where(real, bound.real, 0.0), B, Zn, tau, N), np.inf)
+                    # a bound that is not real is exceeded with probability 1 (inf: a failure),
+                    # as is -inf; NaN or +inf decides nothing: its probability is NaN
+                    neginf = np.isneginf(bound.real) & ~np.isinf(bound.imag)  # -inf * 1: imag NaN
+                    finite = np.isfinite(bound) | neginf
+                    real = neginf | (np.isfinite(bound) &
+                                     (np.abs(bound.imag) <= 1e-12 * np.abs(bound.real) + 1e-300))
+                    p = np.where(real, worst_probability(np.where(real, bound.real, 0.0), B, Zn, tau, N),
+                                 np.where(finite, np.inf, np.nan))
                     count += B.size
-                    i = int(np.argmax(p))
-                    r = float(p[i] / dl)
-                    if r > worst:
-                        worst, where = r, {"N": N, "delta": dl, "tau": tau, "Z_norm": Zn, "B": float(B[i]),
-                                           "bound": str(bound[i].real if real[i] else bound[i]),
-                                           "probability": float(p[i])}
+                    for i in range(B.size):
+                        r = float(p[i] / dl)
+                        if worse(r, worst, 1 + 1e-9):  # a NaN is kept (argmax / > drop it)
+                            worst, where = r, {"N": N, "delta": dl, "tau": tau, "Z_norm": Zn,
+                                               "B": float(B[i]),
+                                               "bound": str(bound[i].real if real[i] else bound[i]),
+                                               "probability": float(p[i])}
     ok, why = settle_le(worst, 1 + 1e-9)
     return Finding("worst_lambda_exact_law", ok, {"worst_probability_over_delta": worst, "at": where,
                                                    "grid_points": count, "grid": {k: list(v) for k, v in _Y_GRID.items()}},
@@ -193,7 +200,7 @@ def eq69_numeric(ctx: Context) -> TierResult:
     U, s, _ = np.linalg.svd(Z)
     rng = ctx.rng("eq69")
     n = ctx.budget.mc_samples
-    rows, ok_all, worst, where = [], True, 0.0, {}
+    rows, ok_all, worst, where, undecided = [], True, 0.0, {}, ""
     for B in (1.0, 3.0):
         for lam_kind in ("worst", "random"):
             lam = U[:, 0] * B if lam_kind == "worst" else rng.standard_normal(inst.m)
@@ -207,17 +214,25 @@ def eq69_numeric(ctx: Context) -> TierResult:
                 except (TypeError, ValueError) as exc:
                     return combine([Finding("monte_carlo", False, {"error": str(exc)}, {"error": str(exc)},
                                             f"(69) is not a real number: {exc}")])
+                if math.isnan(thr) or thr == math.inf:  # ||y|| >= NaN is False: it held always
+                    rows.append({"B": B, "lambda": lam_kind, "delta": dl, "bound": thr,
+                                 "holds": None})
+                    undecided = undecided or f"(69) is not a finite number ({thr}) at B = {B}, delta = {dl}"
+                    continue
                 est = estimate((np.linalg.norm(y, axis=1) >= thr).astype(float))
                 lo, hi = est.interval(LEVEL, 8)
                 holds = lo <= dl
                 ok_all &= holds
                 used = est.mean / dl
-                if used > worst:
+                if worse(used, worst, 1.0):
                     worst, where = used, {"B": B, "lambda": lam_kind, "delta": dl}
                 rows.append({"B": B, "lambda": lam_kind, "delta": dl, "bound": thr, "frequency": est.mean,
                              "ci": [lo, hi], "holds": holds})
+    ok_all = None if ok_all and undecided else ok_all    # a failure is decided; else NaN undecides
     return combine([Finding("monte_carlo", ok_all, {"rows": rows, "samples": n},
-                            None if ok_all else {"rows": [r for r in rows if not r["holds"]], "instance": inst.as_dict()},
+                            None if ok_all is not False else {"rows": [r for r in rows if r["holds"] is not None and not r["holds"]],
+                                                             "instance": inst.as_dict()},
+                            undecided if ok_all is None else
                             "" if ok_all else "||y|| exceeds (69) more often than delta",
                             worst_margin("frequency of ||y|| >= (69) over delta", worst, where))],
                    {"instance": inst.as_dict(), "Z_norm": float(s[0])})

@@ -16,7 +16,7 @@ from models.softmax import SoftmaxConfig, SoftmaxICL, TaskLaw, random_dictionary
 from models.trainers import optimise
 from moments.montecarlo import estimate
 from verify.claim import Claim, Context, ExactValues, TierResult
-from verify.evidence import Finding, combine, step
+from verify.evidence import Finding, combine, settle_le, step, worse
 from verify.formulas import FormulaSymbol, NamedFormula
 
 from ..kit.ratio_probe import worst_margin
@@ -256,14 +256,19 @@ def _thm2_chain(seed: int, sizes: tuple, tau: float, seed_init: int, seed_prompt
             with torch.no_grad():
                 Ah = dyn.Ahat(Q, w)
                 ex = float(dyn.excess(Q, w))
-                spec_ok = ex >= inst.m * inst.tau / (2 * inst.K) * float(torch.linalg.matrix_norm(Ah - dyn.A, 2)) ** 2 - 1e-12
+                gap = float(torch.linalg.matrix_norm(Ah - dyn.A, 2))
+                # (70)'s spectral bound; None where a number is not finite (it decides nothing)
+                spec_ok = (ex >= inst.m * inst.tau / (2 * inst.K) * gap ** 2 - 1e-12
+                           if math.isfinite(ex) and math.isfinite(gap) else None)
                 for name, y in sets.items():
                     lhs = ((y @ Ah - ridge_prediction(inst, y, inst.m * inst.tau)) ** 2).sum(-1) / (2 * inst.K)
                     rhs = ex * (y ** 2).sum(-1) / (inst.m * inst.tau)
-                    r = float((lhs / rhs).max())
-                    if r > worst or not spec_ok:
-                        worst, where = max(r, worst), {"step": t, "set": name, "excess": ex, "ratio": r,
-                                                       "spectral_bound_70_holds": spec_ok}
+                    r = float((lhs / rhs).max())            # torch's max keeps a NaN
+                    grows = worse(r, worst, 1 + 1e-9)       # a NaN is kept ('r > worst' drops it)
+                    if grows or not spec_ok:
+                        worst, where = r if grows else worst, {"step": t, "set": name, "excess": ex,
+                                                               "ratio": r,
+                                                               "spectral_bound_70_holds": spec_ok}
         _, gQ, gw = _grads(dyn, Q, w)
         Q, w = Q - eta * gQ, w - eta * gw
     return worst, where
@@ -292,22 +297,25 @@ def _tail_exact(F) -> Finding:
                             t = f(*[point[str(x)] for x in syms])
                         except (ValueError, ZeroDivisionError, TypeError):
                             t = None
-                        if t is None or not isinstance(t, mpmath.mpf) or not mpmath.isfinite(t):
-                            prob = None
+                        if t is None or not isinstance(t, mpmath.mpf):
+                            prob = None                     # not a real number: a failure
+                        elif mpmath.isnan(t) or t == mpmath.inf:
+                            prob = mpmath.nan               # NaN or +inf: decides nothing
                         else:
                             prob = mpmath.mpf(1) if t <= 0 else mpmath.gammainc(N / mpmath.mpf(2), t / (2 * tau * lsq),
                                                                                 mpmath.inf, regularized=True)
                         ratio = math.inf if prob is None else float(prob / dl)
-                        if ratio > worst:
+                        if worse(ratio, worst, 1.0):        # a NaN is kept ('ratio > worst' drops it)
                             worst = ratio
                             bad = {"N": N, "delta": dl, "tau": tau, "lam_sq": lsq,
                                    "threshold": None if t is None else str(t),
                                    "probability": None if prob is None else mpmath.nstr(prob, 12)}
-    ok = worst <= 1.0
+    ok, undecided = settle_le(worst, 1.0)
     return Finding("tail_68_exact", ok, {"worst_probability_over_delta": worst, "at": bad,
                                          "grid": {k: list(v) for k, v in TAIL_GRID.items()}},
-                   None if ok else bad,
-                   "" if ok else "P(||y - Z^T lambda||^2 >= (68)) exceeds delta (exact chi-square tail)",
+                   None if ok is not False else bad,
+                   undecided or ("" if ok else
+                                 "P(||y - Z^T lambda||^2 >= (68)) exceeds delta (exact chi-square tail)"),
                    worst_margin("P(||y - Z^T lambda||^2 >= (68)) over delta", worst, bad))
 
 
@@ -355,12 +363,16 @@ def thm2_numeric(ctx: Context) -> TierResult:
     rng = ctx.rng("thm2-tail")
     n = ctx.budget.mc_samples
     rows = []
-    ok_tail = True
+    ok_tail, undecided = True, ""
     for dl in (0.1, 0.01):
         lam = rng.standard_normal(inst.m)
         eps = math.sqrt(inst.tau) * rng.standard_normal((n, inst.m, inst.N))
         resid = np.einsum("m,bmn->bn", lam, eps)                      # y - Z^T lambda
         thr = float_value(F["tail"], {"N": inst.N, "tau": inst.tau, "lam_sq": float(lam @ lam), "delta": dl})
+        if math.isnan(thr) or thr == math.inf:  # ||.||^2 >= NaN is False: it held always
+            rows.append({"delta": dl, "threshold": thr, "holds": None})
+            undecided = undecided or f"(68) is not a finite number ({thr}) at delta = {dl}"
+            continue
         freq = (resid ** 2).sum(-1) >= thr
         est = estimate(freq.astype(float))
         hi = est.interval(LEVEL, 2)[1]
@@ -368,8 +380,10 @@ def thm2_numeric(ctx: Context) -> TierResult:
         holds = lo <= dl
         ok_tail &= holds
         rows.append({"delta": dl, "threshold": thr, "frequency": est.mean, "ci": [lo, hi], "holds": holds})
+    ok_tail = None if ok_tail and undecided else ok_tail  # a failure is decided; else NaN undecides
     findings.append(Finding("tail_68", ok_tail, {"rows": rows, "samples": n},
-                            None if ok_tail else {"rows": rows, "instance": inst.as_dict()},
+                            None if ok_tail is not False else {"rows": rows, "instance": inst.as_dict()},
+                            undecided if ok_tail is None else
                             "" if ok_tail else "the tail (68) is exceeded more often than delta"))
     findings.append(_tail_exact(F["tail"]))
     # the chain (22) <= (L - L*) ||y||^2 / (m tau) along a GD trajectory, every prompt: formula-free,
@@ -377,12 +391,16 @@ def thm2_numeric(ctx: Context) -> TierResult:
     worst, where = _thm2_chain(inst.seed, tuple(sorted(inst.sizes.items())), inst.tau,
                                ctx.seed_for("thm2-init"), ctx.seed_for("thm2-prompts"))
     where = dict(where) if where is not None else None
-    ok = worst <= 1 + 1e-9 and where is not None and where["spectral_bound_70_holds"]
+    ok, undecided = settle_le(worst, 1 + 1e-9)
+    spectral = where["spectral_bound_70_holds"] if where is not None else False
+    # a decided failure of either is a failure; a NaN in either (and no failure) decides nothing
+    ok = False if ok is False or spectral is False else None if ok is None or spectral is None else True
+    undecided = undecided or ("(70)'s spectral bound is not a finite number" if ok is None else "")
     findings.append(Finding("inference_bound_chain", ok, {
         "worst_ratio": worst, "at": where, "prompts_per_set": 200, "checkpoints": 6,
         "what": "(1/2K)||yhat - yhat*||^2 <= (L - L*) ||y||^2 / (m tau) for every prompt (70)"},
-        None if ok else {"instance": inst.as_dict(), **(where or {})},
-        "" if ok else "the inference error exceeds the bound of (70)",
+        None if ok is not False else {"instance": inst.as_dict(), **(where or {})},
+        undecided if ok is None else "" if ok else "the inference error exceeds the bound of (70)",
         worst_margin("(1/2K)||yhat - yhat*||^2 over (L - L*) ||y||^2 / (m tau)", worst,
                       {k: v for k, v in (where or {}).items() if not isinstance(v, (dict, list))})))
     return combine(findings, {"instance": inst.as_dict(),

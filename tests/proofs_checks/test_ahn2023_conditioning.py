@@ -84,3 +84,30 @@ def test_x2_is_worse_conditioned_than_x1_so_fig4_is_corrected():
                                           ("2", "1/2")])
 def test_wrong_pairs_are_refuted(better, than):
     assert verdict(PAIR, better_X=better, than_X=than).verdict == "refuted"
+
+
+@pytest.mark.parametrize("eigs", [[1.0, float("nan"), 2.0], [float("nan"), 1.0, 2.0]])
+def test_a_hessian_eigenvalue_that_is_nan_is_undecided(monkeypatch, eigs):
+    """``min(eigs) > 0`` with Python's min dropped a NaN after the first entry (a pass) and
+    kept it first (a failure); a NaN decides nothing, wherever it stands."""
+    ctx = _quick_ctx(EACH)
+    p = dict(cond.minimiser_for(ctx), hessian_eigenvalues=eigs)
+    monkeypatch.setattr(cond, "minimiser_for", lambda ctx: p)
+    ev = cond.minimiser_symbolic(ctx).evidence
+    assert ev["strict_local_minimum"]["ok"] is None, ev["strict_local_minimum"]
+    assert ev["stationary"]["ok"] is True and ev["lowest_restart"]["ok"] is True
+
+
+def test_a_minimiser_value_or_gradient_that_is_nan_is_undecided(monkeypatch):
+    ctx = _quick_ctx(EACH)
+    p = dict(cond.minimiser_for(ctx), value=float("nan"), grad_norm=float("nan"))
+    monkeypatch.setattr(cond, "minimiser_for", lambda ctx: p)
+    ev = cond.minimiser_symbolic(ctx).evidence
+    assert ev["stationary"]["ok"] is None and ev["lowest_restart"]["ok"] is None
+
+
+def _quick_ctx(cid):
+    from verify.claim import BUDGETS, Context
+    c = find(cid)
+    return Context(cid, {f.name: f.parse() for f in c.formulas},
+                   {f.name: f.text for f in c.formulas}, BUDGETS["quick"], device="cpu", seed=0)

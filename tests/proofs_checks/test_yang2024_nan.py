@@ -82,3 +82,122 @@ def test_footnote_search_that_compared_nothing_or_nan_is_undecided(monkeypatch):
         raise ValueError("no value")
     monkeypatch.setattr(remarks, "_fn", lambda expr, names: raises)
     assert remarks.footnote_symbolic(ctx).evidence["61_below_17_formally"]["ok"] is None
+
+
+def test_lemma6_with_a_gamma_that_is_not_a_number_is_undecided():
+    """Lemma 6's trajectory search kept ``max(worst, dev)``, which drops a NaN: a formula for
+    gamma that is NaN made every deviation NaN and the finding passed with deviation 0."""
+    import sympy
+    from proofs_checks.yang2024 import reparametrisation
+    ctx = _ctx("yang2024.lemma6")
+    ctx.formulas["gamma"] = sympy.nan
+    f = reparametrisation.lemma6_numeric(ctx).evidence["trajectories"]
+    assert f["ok"] is None, f
+
+
+def test_eq69_with_a_bound_that_is_not_a_number_is_undecided(monkeypatch):
+    """(69)'s Monte Carlo counted ||y|| >= NaN (never true), so a NaN bound held with frequency
+    0; its exact-law grid took np.argmax (a NaN first) and 'r > worst' (a NaN dropped), and a
+    NaN bound was scored as a bound that is not real (a failure)."""
+    import sympy
+    from proofs_checks.yang2024 import inference_steps
+    _nan_values(inference_steps, monkeypatch)
+    ctx = _ctx("yang2024.eq69")
+    assert inference_steps.eq69_numeric(ctx).evidence["monte_carlo"]["ok"] is None
+    assert inference_steps._exact_finding(sympy.nan).ok is None
+    assert inference_steps._exact_finding(sympy.oo).ok is None
+
+
+def test_eq69_exact_law_keeps_a_nan_probability(monkeypatch):
+    """A probability that is NaN at one grid point (and below delta at the others) decides
+    nothing: 'r > worst' dropped it and the grid passed."""
+    import sympy
+    from proofs_checks.yang2024 import inference_steps
+    real = inference_steps.worst_probability
+
+    def one_nan(bound, B, Z_norm, tau, N):
+        p = np.array(real(bound, B, Z_norm, tau, N), dtype=float)
+        if N == 20 and tau == 1.0:
+            p[1] = math.nan
+        return p
+    monkeypatch.setattr(inference_steps, "worst_probability", one_nan)
+    F = sympy.sympify(_ctx("yang2024.eq69").formulas["y_bound"])
+    assert inference_steps._exact_finding(F).ok is None
+
+
+def test_thm2_tail_with_a_threshold_that_is_not_a_number_is_undecided(monkeypatch):
+    """(68)'s Monte Carlo counted ||.||^2 >= NaN (never true): a NaN threshold held with
+    frequency 0.  Its exact grid scored a NaN threshold as a failure (ratio inf)."""
+    import sympy
+    from proofs_checks.yang2024 import training
+    assert training._tail_exact(sympy.nan).ok is None
+    assert training._tail_exact(sympy.oo).ok is None
+    _nan_values(training, monkeypatch)
+    monkeypatch.setattr(training, "_thm2_chain", lambda *a: (0.5, {"spectral_bound_70_holds": True}))
+    ev = training.thm2_numeric(_ctx("yang2024.thm2")).evidence
+    assert ev["tail_68"]["ok"] is None
+    assert ev["inference_bound_chain"]["ok"] is True
+
+
+def test_thm2_chain_that_is_not_a_number_is_undecided(monkeypatch):
+    """The chain (70) kept its worst ratio with 'r > worst' (a NaN dropped: a pass at ratio 0)."""
+    import torch
+    from proofs_checks.yang2024 import training
+    training._thm2_chain.cache_clear()
+    monkeypatch.setattr(training, "ridge_prediction",
+                        lambda inst, y, lam: torch.full((y.shape[0], inst.K), math.nan,
+                                                        dtype=torch.float64))
+    inst = training.make_instance(_ctx("yang2024.thm2"))
+    try:
+        worst, where = training._thm2_chain(inst.seed, tuple(sorted(inst.sizes.items())), inst.tau,
+                                            1, 2)
+    finally:
+        training._thm2_chain.cache_clear()
+    assert math.isnan(worst)
+    monkeypatch.setattr(training, "_thm2_chain", lambda *a: (worst, where))
+    monkeypatch.setattr(training, "_tail_exact", lambda F: training.Finding("tail_68_exact", True))
+    ev = training.thm2_numeric(_ctx("yang2024.thm2")).evidence
+    assert ev["inference_bound_chain"]["ok"] is None
+    monkeypatch.setattr(training, "_thm2_chain",
+                        lambda *a: (0.5, {"spectral_bound_70_holds": None}))
+    assert training.thm2_numeric(_ctx("yang2024.thm2")).evidence["inference_bound_chain"]["ok"] is None
+
+
+def test_fig3_with_an_expected_gap_that_is_not_a_number_is_undecided(monkeypatch):
+    """Fig. 3's curve: a NaN gap failed 'zero at N = m' (a refutation with no counterexample the
+    engine could see), and a NaN change has z = copysign(inf, NaN), which passes or fails the
+    z-test by the NaN's sign."""
+    from proofs_checks.yang2024 import figures
+    real = figures.expected_gap_poly()
+
+    class NanAtM:
+        def evaluate(self, tensors, values):
+            out = real.evaluate(tensors, values)
+            return math.nan if values["N"] == figures.FIG3_GRID["m"] else out
+
+        def latex(self):
+            return real.latex()
+    monkeypatch.setattr(figures, "expected_gap_poly", lambda: NanAtM())
+    ev = figures.fig3_numeric(_ctx("yang2024.fig3")).evidence
+    assert ev["zero_at_N_equals_m"]["ok"] is None, ev["zero_at_N_equals_m"]
+    assert ev["closer_is_better"]["ok"] is None, ev["closer_is_better"]
+
+
+@pytest.mark.parametrize("cid, name, text", [
+    ("yang2024.lemma7", "grad_bound", "-2*sqrt(2)*alpha*sqrt(excess)*fbar_max*gamma"),
+    ("yang2024.lemma8", "b_lip", "-1")])
+def test_a_bound_below_zero_under_a_positive_norm_is_exceeded_infinitely_and_refuted(cid, name,
+                                                                                       text):
+    """The infinite ratio of a bound <= 0 is a decided failure, not an overflow: refuted by the
+    numeric tier (the NaN rule must not turn it undecided)."""
+    from verify.runner import check_claim
+    v = check_claim(find(cid), tiers=("numeric",), budget="quick", seed=0, overrides={name: text})
+    assert v.verdict == "refuted" and v.tiers["numeric"].status == "fail", v.reason
+
+
+def test_a_bound_of_minus_infinity_is_still_a_decided_failure():
+    """Only NaN (and +inf) decide nothing: a bound of -inf is exceeded with probability 1."""
+    import sympy
+    from proofs_checks.yang2024 import inference_steps, training
+    assert inference_steps._exact_finding(-sympy.oo).ok is False
+    assert training._tail_exact(-sympy.oo).ok is False
