@@ -201,3 +201,28 @@ def test_a_bound_of_minus_infinity_is_still_a_decided_failure():
     from proofs_checks.yang2024 import inference_steps, training
     assert inference_steps._exact_finding(-sympy.oo).ok is False
     assert training._tail_exact(-sympy.oo).ok is False
+
+
+def test_thm2_chain_keeps_an_early_failure_of_the_spectral_bound(monkeypatch):
+    """(70)'s spectral bound failing at the first checkpoint (its gap norm made huge there) is
+    kept when a later checkpoint holds the worst ratio: the chain used to report the spectral
+    bound of the worst ratio's checkpoint only."""
+    import torch
+    from proofs_checks.yang2024 import training
+    real, calls = torch.linalg.matrix_norm, []
+
+    def huge_first(x, *a, **k):
+        calls.append(1)
+        out = real(x, *a, **k)
+        return out * 1e12 if len(calls) == 1 else out
+
+    inst = training.make_instance(_ctx("yang2024.thm2"))
+    training._thm2_chain.cache_clear()
+    monkeypatch.setattr(torch.linalg, "matrix_norm", huge_first)
+    try:
+        worst, where = training._thm2_chain(inst.seed, tuple(sorted(inst.sizes.items())), inst.tau,
+                                            1, 2)
+    finally:
+        training._thm2_chain.cache_clear()
+    assert where["spectral_bound_70_holds"] is False
+    assert where["spectral_bound_70_fails_at"]["step"] == 0
