@@ -380,6 +380,11 @@ def thm2_numeric(ctx: Context) -> TierResult:
         eps = math.sqrt(inst.tau) * rng.standard_normal((n, inst.m, inst.N))
         resid = np.einsum("m,bmn->bn", lam, eps)                      # y - Z^T lambda
         thr = float_value(F["tail"], {"N": inst.N, "tau": inst.tau, "lam_sq": float(lam @ lam), "delta": dl})
+        if isinstance(thr, complex) and thr.imag != 0:  # not a real number: it bounds nothing
+            rows.append({"delta": dl, "threshold": str(thr), "holds": False})  # str: shown as is
+            ok_tail = False
+            continue
+        thr = thr.real if isinstance(thr, complex) else thr
         if math.isnan(thr) or thr == math.inf:  # ||.||^2 >= NaN is False: it held always
             rows.append({"delta": dl, "threshold": thr, "holds": None})
             undecided = undecided or f"(68) is not a finite number ({thr}) at delta = {dl}"
@@ -395,7 +400,9 @@ def thm2_numeric(ctx: Context) -> TierResult:
     findings.append(Finding("tail_68", ok_tail, {"rows": rows, "samples": n},
                             None if ok_tail is not False else {"rows": rows, "instance": inst.as_dict()},
                             undecided if ok_tail is None else
-                            "" if ok_tail else "the tail (68) is exceeded more often than delta"))
+                            "" if ok_tail else "(68) is not a real number" if any(
+                                isinstance(r["threshold"], str) for r in rows) else
+                            "the tail (68) is exceeded more often than delta"))
     findings.append(_tail_exact(F["tail"]))
     # the chain (22) <= (L - L*) ||y||^2 / (m tau) along a GD trajectory, every prompt: formula-free,
     # so computed once per instance and shared by every formula checked (mutants included)

@@ -226,3 +226,12 @@ def test_thm2_chain_keeps_an_early_failure_of_the_spectral_bound(monkeypatch):
         training._thm2_chain.cache_clear()
     assert where["spectral_bound_70_holds"] is False
     assert where["spectral_bound_70_fails_at"]["step"] == 0
+
+
+def test_thm2_a_tail_that_is_not_a_real_number_is_refuted_not_an_error():
+    """sqrt(log(1/N)) is complex for N > 1: (68) bounds nothing there, a failure (it raised
+    TypeError in the NaN test of the Monte Carlo tail)."""
+    from verify.runner import check_claim
+    v = check_claim(find("yang2024.thm2"), tiers=("numeric",), budget="quick", seed=0, overrides={
+        "tail": "2*sqrt(N)*lam_sq*tau*sqrt(log(1/N)) + N*lam_sq*tau + 2*lam_sq*tau*log(1/delta)"})
+    assert v.verdict == "refuted" and "not a real number" in v.tiers["numeric"].reason, v.reason
