@@ -216,6 +216,11 @@ class NamedFormula:
         if text != self.text and expr.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo):
             raise UsageError(f"formula {self.name}: {show(text)} is not finite (it contains "
                              f"{'nan' if expr.has(sympy.nan) else 'an infinity'})")
+        if text != self.text and parsed.kind != "matrix" and isinstance(expr, sympy.Expr) \
+                and expr.is_extended_real is False:
+            # as 'I' in the text: not a real number at any value of its symbols' domain
+            raise UsageError(f"formula {self.name}: {show(text)} is not a real number for any "
+                             f"value of its symbols ({_short(expr)}): formulas are real")
         if self.exponents is not None:
             for p in expr.atoms(sympy.MatPow):
                 bad = sorted(str(x) for x in p.exp.free_symbols if str(x) not in self.exponents)
@@ -493,3 +498,9 @@ def compile_formula(expr: sympy.Basic, sizes: Mapping[str, int]):
 
     call.arg_names = names
     return call
+
+
+def _short(expr, limit: int = 60) -> str:
+    """An expression as sympy reads it, cut to ``limit`` characters."""
+    text = str(expr)
+    return text if len(text) <= limit else text[:limit - 3] + "..."

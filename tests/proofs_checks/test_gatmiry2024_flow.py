@@ -160,12 +160,13 @@ def test_thm3_3_a_time_undefined_at_l_2_is_refuted_not_an_error():
 
 
 @pytest.mark.parametrize("name,text,why", [
-    ("time", "sqrt(-d)*xi", "the named time is not a real number"),
-    ("c", "sqrt(-d)", "the named radius c is not a real number")])
+    ("time", "sqrt(1 - d)*xi", "the named time is not a real number"),
+    ("c", "sqrt(1 - d)", "the named radius c is not a real number")])
 def test_thm3_3_a_time_or_radius_that_is_not_real_is_refuted_in_every_tier_not_an_error(
         name, text, why):
-    """A named time or radius that is complex bounds nothing: every tier that reads it fails
-    there (it used to raise TypeError on the mpc, an inconclusive verdict)."""
+    """A named time or radius that is complex (at d >= 2) bounds nothing: every tier that reads
+    it fails there (it used to raise TypeError on the mpc, an inconclusive verdict).  One complex
+    for every d (sqrt(-d)) is not read at all: formulas are real (exit 2)."""
     v = check_claim(find("gatmiry2024.thm3_3"), tiers=("symbolic", "numeric"), budget="quick",
                     seed=0, overrides={name: text})
     assert v.verdict == "refuted", (v.verdict, v.reason)

@@ -71,9 +71,10 @@ def test_a_hypothesis_that_admits_nothing_is_not_a_pass():
     assert v.tiers["symbolic"].evidence["bounds_at_threshold_sizes"]["ok"] is None
 
 
-@pytest.mark.parametrize("bound", ["sqrt(-n)", "d*(d + 1)/n + 1/(n - 4*d)"])
+@pytest.mark.parametrize("bound", ["sqrt(1 - n)", "d*(d + 1)/n + 1/(n - 4*d)"])
 def test_a_bound_that_is_not_a_finite_real_number_decides_nothing(bound):
-    """sqrt(-n) is complex everywhere; the second is infinite at the threshold n = 4d (and above
+    """sqrt(1 - n) is complex at every size checked (sqrt(-n), complex for every n, is not read:
+    formulas are real); the second is infinite at the threshold n = 4d (and above
     the true bound everywhere else): neither a pass nor a counterexample."""
     v = _verdict(loss_bound=bound)
     ev = v.tiers["symbolic"].evidence["bounds_at_threshold_sizes"]

@@ -109,6 +109,8 @@ USAGE = [
     ("inf", [*A, "--set", "A_iso=1e400"], "not finite"),
     ("complex", [*A, "--set", "A_iso=1j"], "complex"),
     ("imaginary", [*A, "--set", "A_iso=I"], "imaginary unit"),
+    ("never-real", ["check", "yang2024.lemma6", *QUICK, "--set", "gamma=sqrt(-eta_w/eta_Q)"],
+     "is not a real number for any value of its symbols"),
     ("xor", [*A, "--set", "A_iso=n^2"], "write ** for a power"),
     ("equality", [*A, "--set", "A_iso=n == 1"], "allowed: < <= > >="),
     ("sigma-ragged", ["check", "ahn2023.thm1", *QUICK, "--sigma", "[[1,0],[0,1],[0,0]]"],
