@@ -154,12 +154,21 @@ MUTANTS = {
 }
 
 
+def test_a_gamma_min_that_is_not_real_for_any_value_is_not_read():
+    """(sqrt(2) - 2) for (sqrt(2) - 1) under a square root: imaginary at every value of the
+    symbols, so not a formula of a real quantity (exit 2, as 'I'); it was read, and the symbolic
+    tier called it a proof gap."""
+    from verify.errors import UsageError
+    text = THM1_FORMULAS[0].text.replace("(sqrt(2) - 1)", "(sqrt(2) - 2)")
+    with pytest.raises(UsageError, match="is not a real number for any value of its symbols"):
+        check_claim(Y.THM1, tiers=("symbolic",), budget="quick", seed=0,
+                    overrides={**Y.THM1.correction.formulas, "gamma_min": text})
+
+
 # mutants that only the symbolic tier told from the printed formula: it rebuilds the proof, so it
 # reports them as proof gaps (the proof does not give them), not as false statements
 PROOF_GAPS = {
     "thm1 gamma exponent": ("yang2024.thm1", ("symbolic",), {**Y.THM1.correction.formulas, "gamma_min": THM1_FORMULAS[0].text.replace("-5/4", "-3/4")}),
-    "thm1 gamma_min not real": ("yang2024.thm1", ("symbolic",), {**Y.THM1.correction.formulas, "gamma_min":
-                                THM1_FORMULAS[0].text.replace("(sqrt(2) - 1)", "(sqrt(2) - 2)")}),
     "thm1 rate doubled": ("yang2024.thm1", ("symbolic",), {**Y.THM1.correction.formulas, "rate": "1 - eta_w*zeta_0/K"}),
     "thm1 L_sq 8192 -> 8191": ("yang2024.thm1", ("symbolic",),
                                {"L_sq": L17_CORRECTED.replace("8192*", "8191*")}),
