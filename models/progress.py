@@ -16,6 +16,8 @@ class Progress:
 
     def callback(self) -> Callable:
         def update(step: int, loss) -> None:
+            if self.bar.disable:  # reading the loss would wait for a GPU, for nothing
+                return
             self.bar.n = step
             try:
                 value = float(loss.min()) if hasattr(loss, "min") else float(loss)

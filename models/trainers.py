@@ -203,13 +203,16 @@ def optimise_batched(loss_fn: Callable[[], torch.Tensor], params: Sequence[torch
     ``lbfgs`` is a vectorised L-BFGS (two-loop recursion per problem, backtracking Armijo line
     search per problem), so restarts do not share curvature information or step sizes as they
     would if their summed loss were passed to ``torch.optim.LBFGS``.
+
+    Each step reads back to the host once (``_StepRecord``: losses, finiteness and the stopping
+    tests of every problem in one tensor), plus once per line-search trial; on a GPU every
+    read-back waits for the queued kernels.
     """
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; use one of {METHODS}")
     params = list(params)
     B = params[0].shape[0]
-    results = [TrainResult(method=method) for _ in range(B)]
-    active = torch.ones(B, dtype=torch.bool, device=params[0].device)
+    rec = _StepRecord([TrainResult(method=method) for _ in range(B)], params[0].device)
     start = time.perf_counter()
 
     def flat(ts):
@@ -231,30 +234,15 @@ def optimise_batched(loss_fn: Callable[[], torch.Tensor], params: Sequence[torch
         g = flat([p.grad if p.grad is not None else torch.zeros_like(p) for p in params])
         return losses.detach(), g.detach()
 
-    def record(step, losses, g):
-        finite = torch.isfinite(losses) & torch.isfinite(g).all(dim=1)
-        # one read-back per step (a float per problem would stall a GPU B times)
-        ok, live, values = finite.tolist(), active.tolist(), losses.tolist()
-        for b in range(B):
-            if not live[b]:
-                continue
-            results[b].steps = step
-            if ok[b]:
-                results[b].losses.append(values[b])
-            else:
-                results[b].status = "diverged"
-                results[b].reason = f"loss or gradient became non-finite at step {step}"
-                active[b] = False
-        return finite
-
     if method == "lbfgs":
         x = flat([p.detach() for p in params])
         f, g = value_and_grad()
-        record(0, f, g)
+        rec.read(0, f, g)
         S, Y = [], []
         for step in range(1, steps + 1):
-            if not bool(active.any()):
+            if not rec.any_live():
                 break
+            active = rec.active
             d = -_two_loop(g, S, Y)
             slope = (d * g).sum(1)
             bad = ~(slope < 0)
@@ -284,49 +272,87 @@ def optimise_batched(loss_fn: Callable[[], torch.Tensor], params: Sequence[torch
             rel = (f - f_new).abs() / f_new.abs().clamp_min(1.0)
             x, f, g = x_new, f_new, g_new
             assign(x)
-            record(step, f, g)
-            gnorm = g.norm(dim=1)
+            rec.read(step, f, g, stuck=stuck, rel=rel <= rel_tol, grad_tol=grad_tol)
             if progress:
                 progress(step, f)
-            done = active & ((gnorm <= grad_tol) | (rel <= rel_tol) | stuck)
-            for b in torch.nonzero(done).flatten().tolist():
-                results[b].status = "converged"
-                results[b].reason = ("gradient below tolerance" if gnorm[b] <= grad_tol else
-                                     "no descent step found" if stuck[b] else "loss stopped changing")
-                active[b] = False
         assign(x)
     else:
         opt = (torch.optim.Adam(params, lr=lr) if method == "adam"
                else torch.optim.SGD(params, lr=lr))
         for step in range(1, steps + 1):
-            if not bool(active.any()):
+            if not rec.any_live():
                 break
+            active = rec.active
             before = [p.detach().clone() for p in params]
             opt.zero_grad()
             losses = loss_fn()
             losses.sum().backward()
             g = flat([p.grad if p.grad is not None else torch.zeros_like(p) for p in params])
-            finite = record(step, losses.detach(), g.detach())
+            f, g = losses.detach(), g.detach()
+            # a problem that diverges at this step is frozen before it; one that converges
+            # at it (read below) takes it
+            moving = active & torch.isfinite(f) & torch.isfinite(g).all(dim=1)
             with torch.no_grad():
                 for p in params:
                     if p.grad is not None:
-                        p.grad[~active] = 0.0
+                        p.grad[~moving] = 0.0
             opt.step()
             with torch.no_grad():  # frozen problems keep their parameters
                 for p, old in zip(params, before):
-                    p[~active] = old[~active]
+                    p[~moving] = old[~moving]
+            rec.read(step, f, g, grad_tol=grad_tol)
             if progress:
-                progress(step, losses.detach())
-            gnorm = g.norm(dim=1)
-            done = active & finite & (gnorm <= grad_tol)
-            for b in torch.nonzero(done).flatten().tolist():
-                results[b].status = "converged"
-                results[b].reason = "gradient below tolerance"
-                active[b] = False
+                progress(step, f)
     seconds = time.perf_counter() - start
-    for r in results:
+    for r in rec.results:
         r.seconds = seconds
-    return results
+    return rec.results
+
+
+class _StepRecord:
+    """The host's record of B batched problems: which are still running (``active``, on the
+    device, and its host copy), and each one's loss curve and status.
+
+    ``read`` takes one step's losses and gradients and reads back, in one transfer, what the
+    host needs of every problem: its loss, whether loss and gradient are finite, and the stopping
+    tests (gradient below ``grad_tol``, no descent step found, loss stopped changing)."""
+
+    REASONS = ("gradient below tolerance", "no descent step found", "loss stopped changing")
+
+    def __init__(self, results: list[TrainResult], device: torch.device) -> None:
+        self.results = results
+        self.live = [True] * len(results)
+        self.active = torch.ones(len(results), dtype=torch.bool, device=device)
+
+    def any_live(self) -> bool:
+        return any(self.live)
+
+    def read(self, step: int, losses: torch.Tensor, g: torch.Tensor,
+             stuck: torch.Tensor | None = None, rel: torch.Tensor | None = None,
+             grad_tol: float | None = None) -> None:
+        finite = torch.isfinite(losses) & torch.isfinite(g).all(dim=1)
+        tests = [] if grad_tol is None else [g.norm(dim=1) <= grad_tol]
+        tests += [t for t in (stuck, rel) if t is not None]
+        reasons = ([self.REASONS[0]] if grad_tol is not None else []) + \
+            [r for t, r in zip((stuck, rel), self.REASONS[1:]) if t is not None]
+        rows = torch.stack([losses.to(torch.float64), finite.to(torch.float64),
+                            *(t.to(torch.float64) for t in tests)]).tolist()
+        values, ok, tested = rows[0], rows[1], list(zip(*rows[2:])) or [()] * len(self.live)
+        for b, r in enumerate(self.results):
+            if not self.live[b]:
+                continue
+            r.steps = step
+            if not ok[b]:
+                r.status = "diverged"
+                r.reason = f"loss or gradient became non-finite at step {step}"
+                self.live[b] = False
+                continue
+            r.losses.append(values[b])
+            hit = next((why for why, on in zip(reasons, tested[b]) if on), None)
+            if hit is not None:
+                r.status, r.reason = "converged", hit
+                self.live[b] = False
+        self.active = torch.tensor(self.live, dtype=torch.bool, device=self.active.device)
 
 
 def _two_loop(g: torch.Tensor, S: list, Y: list) -> torch.Tensor:

@@ -62,3 +62,53 @@ def test_exact_loss_compiled_and_batched_agrees_with_evaluate():
     one = torch.zeros(3, 3, dtype=torch.float64, requires_grad=True)
     optimise(lambda: poly.evaluate({"Sigma": sigma, "A": one}, {"n": 4}), [one], "lbfgs", steps=50)
     assert torch.allclose(one, Ab[0].detach(), atol=1e-6)
+
+
+def _read_backs(run) -> dict[str, int]:
+    """Read-backs to the host (each waits for a GPU) while ``run()`` runs, per source line of
+    models/trainers.py that asked for them."""
+    import collections
+    import linecache
+    import sys
+
+    from torch.overrides import TorchFunctionMode
+
+    import models.trainers as trainers
+
+    sites: collections.Counter = collections.Counter()
+
+    class Count(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            if getattr(func, "__name__", "") in ("item", "tolist", "numpy", "cpu", "__float__",
+                                                 "__bool__", "__int__", "__index__"):
+                frame = sys._getframe(1)
+                if "optim" in frame.f_code.co_filename:  # Adam's step counter: a host tensor
+                    return func(*args, **(kwargs or {}))
+                while frame and frame.f_code.co_filename != trainers.__file__:
+                    frame = frame.f_back
+                if frame:
+                    sites[linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()] += 1
+            return func(*args, **(kwargs or {}))
+
+    with Count():
+        run()
+    return sites
+
+
+def test_a_batched_step_reads_back_once_besides_its_line_search_trials():
+    """On a GPU each read-back stalls the device: a batched L-BFGS step reads back once (losses,
+    finiteness and stopping tests of every problem together) plus once per line-search trial,
+    and an Adam step once."""
+    M, target = _problems(4)
+    x = torch.zeros(4, 4, dtype=torch.float64, requires_grad=True)
+    out = {}
+    sites = _read_backs(lambda: out.setdefault("r", optimise_batched(
+        lambda: _loss(x, M, target), [x], "lbfgs", steps=300)))
+    steps = max(r.steps for r in out["r"])
+    trials = sum(n for line, n in sites.items() if "accepted.all()" in line)
+    assert steps > 5 and steps <= trials <= 30 * steps
+    assert sum(sites.values()) - trials == steps + 1  # one per step and the start's
+    y = torch.zeros(4, 4, dtype=torch.float64, requires_grad=True)
+    sites = _read_backs(lambda: optimise_batched(lambda: _loss(y, M, target), [y], "adam",
+                                                 steps=25, lr=0.01))
+    assert sum(sites.values()) == 25

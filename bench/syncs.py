@@ -1,0 +1,119 @@
+"""Host read-backs of every train tier: where a GPU run would wait for the device.
+
+    python bench/syncs.py [--budget quick] [--claims ID,...] [--top 3] [--json FILE]
+
+On a GPU every ``.item()``, ``float(t)``, ``bool(t)`` (an ``if`` on a tensor), ``.tolist()``,
+``.numpy()`` and ``.cpu()`` waits for the queued kernels and copies to the host; in an inner loop
+that stall, not the arithmetic, sets the pace (the 2026-11-22 H200 run: 2-3% utilisation).
+This counts them on any device, the cpu included, under a ``TorchFunctionMode``, and charges
+each to the innermost frame of the project's own code (``models/``, ``proofs_checks/``,
+``verify/``) that asked for it: a site that reads back once per step shows a count near the
+step count.  Adam and GD are counted with their GPU read-back window (once per 64 steps, where
+the cpu reads every step).  It does not time anything; run it on the cpu to find sites before a
+GPU session.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+READ_BACKS = {"item", "tolist", "cpu", "__float__", "__int__", "__bool__", "__index__"}
+OWN = tuple(os.path.join(ROOT, p) + os.sep for p in ("models", "proofs_checks", "verify"))
+
+
+# torch's Adam and SGD keep their step counters on the host (not capturable, not fused), so
+# reading one back does not wait for the device
+HOST_COUNTERS = tuple(os.path.join("torch", "optim", f) for f in ("adam.py", "sgd.py",
+                                                                   "optimizer.py"))
+
+
+def _site() -> str | None:
+    """file:line of the innermost frame in the project's code (not this script), with the torch
+    module between where there is one; None for a read of a host-side step counter."""
+    frame = sys._getframe(2)
+    inner = frame.f_code.co_filename
+    if inner.endswith(HOST_COUNTERS):
+        return None
+    via = "" if inner.startswith(OWN) or "torch" not in inner else \
+        " via torch/" + inner.rsplit(os.sep + "torch" + os.sep, 1)[-1]
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name.startswith(OWN):
+            return f"{os.path.relpath(name, ROOT)}:{frame.f_lineno}{via}"
+        frame = frame.f_back
+    return "(outside the project)"
+
+
+def counting_mode():
+    """A TorchFunctionMode that counts read-backs per site in ``mode.sites``."""
+    from torch.overrides import TorchFunctionMode
+
+    class ReadBacks(TorchFunctionMode):
+        def __init__(self):
+            super().__init__()
+            self.sites: collections.Counter = collections.Counter()
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            if getattr(func, "__name__", "") in READ_BACKS:
+                site = _site()
+                if site is not None:
+                    self.sites[site] += 1
+            return func(*args, **(kwargs or {}))
+
+    return ReadBacks()
+
+
+def count_one(claim_id: str, budget: str, seed: int) -> dict:
+    """One claim's train tier under the counter: total read-backs, steps' sites, verdict."""
+    from verify.registry import find
+    from verify.runner import check_claim
+
+    import models.trainers as trainers
+
+    as_on_cpu = trainers._sync_every
+    # Adam and GD read back once per 64 steps on a GPU, every step on the cpu: count as on a GPU
+    trainers._sync_every = lambda params, every: as_on_cpu(params, 64 if every is None else every)
+    start = time.perf_counter()
+    try:
+        with counting_mode() as mode:
+            verdict = check_claim(find(claim_id), tiers=("train",), budget=budget,
+                                  device="cpu", seed=seed)
+    finally:
+        trainers._sync_every = as_on_cpu
+    return {"claim": claim_id, "read_backs": sum(mode.sites.values()),
+            "sites": mode.sites.most_common(), "seconds": round(time.perf_counter() - start, 1),
+            "tier": verdict.tiers["train"].status}
+
+
+def main(argv: list[str] | None = None) -> int:
+    from bench.gpu import train_claims
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--budget", default="quick")
+    ap.add_argument("--claims", default="", help="comma-separated ids (default: every train tier)")
+    ap.add_argument("--top", type=int, default=3, help="sites shown per claim")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--json", default="", help="also write every row, with all sites, here")
+    args = ap.parse_args(argv)
+    rows = []
+    print(f"{'claim':24} {'read-backs':>10} {'s':>6}  top sites (count)")
+    for claim_id in train_claims([c for c in args.claims.split(",") if c]):
+        row = count_one(claim_id, args.budget, args.seed)
+        rows.append(row)
+        top = ", ".join(f"{s} ({n})" for s, n in row["sites"][:args.top])
+        print(f"{claim_id:24} {row['read_backs']:>10} {row['seconds']:>6}  {top}", flush=True)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(rows, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
