@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 import sympy
-from sympy.matrices.expressions.matexpr import MatrixExpr
+from sympy.matrices.expressions.matexpr import MatrixElement, MatrixExpr
 from sympy.printing.str import StrPrinter
 
 from .errors import UsageError
@@ -217,7 +217,7 @@ class NamedFormula:
             raise UsageError(f"formula {self.name}: {show(text)} is not finite (it contains "
                              f"{'nan' if expr.has(sympy.nan) else 'an infinity'})")
         if text != self.text and parsed.kind != "matrix" and isinstance(expr, sympy.Expr) \
-                and expr.is_extended_real is False:
+                and _reals_of_matrices(expr).is_extended_real is False:
             # as 'I' in the text: not a real number at any value of its symbols' domain
             raise UsageError(f"formula {self.name}: {show(text)} is not a real number for any "
                              f"value of its symbols ({_short(expr)}): formulas are real")
@@ -256,6 +256,15 @@ class NamedFormula:
             **({"sign_free": self.sign_free} if self.sign_free else {}),
             "symbols": [s.as_dict() for s in self.symbols],
         }
+
+
+def _reals_of_matrices(expr: sympy.Expr) -> sympy.Expr:
+    """``expr`` with every trace, determinant and entry of a matrix replaced by a real symbol:
+    the matrices of the papers are real, which sympy does not assume of a ``MatrixSymbol``, so
+    that ``sqrt(-1 - Trace(A)**2)`` is seen to be non-real."""
+    nodes = [n for n in sympy.preorder_traversal(expr)
+             if isinstance(n, (sympy.Trace, sympy.Determinant, MatrixElement))]
+    return expr.xreplace({n: sympy.Dummy(real=True) for n in nodes}) if nodes else expr
 
 
 def _same_dim(a, b) -> bool:

@@ -222,3 +222,17 @@ def test_a_fractional_power_of_a_matrix_power_is_refused_not_folded():
         read("(Transpose(W)*Transpose(W))**(-1/2)*w", {"W": W, "w": w}, what="t")
     assert str(read("(W*W.T)**(-1/2)*w", {"W": W, "w": w}, what="t").expr) == "(W*W.T)**(-1/2)*w"
     assert str(read("(W*W)**2*w", {"W": W, "w": w}, what="t").expr) == "W**4*w"
+
+
+def test_a_formula_of_real_matrices_that_is_never_real_is_refused():
+    """Traces, determinants and entries of the papers' matrices are real: sqrt(-1 - tr(A)^2) is
+    not a real number for any A (sympy alone cannot tell: a MatrixSymbol may be complex), while
+    sqrt(1 - tr(A)) is real for some A and is read."""
+    from verify.formulas import NamedFormula
+
+    f = NamedFormula("q", "trace(A)", (FormulaSymbol("d"), FormulaSymbol("A", "matrix", ("d", "d"))),
+                     "a trace", "(1)")
+    for text in ("sqrt(-1 - trace(A)**2)", "log(-1 - trace(A*A.T)**2)", "sqrt(-1 - A[0, 0]**2)"):
+        with pytest.raises(UsageError, match="is not a real number for any value"):
+            f.parse(text)
+    assert f.parse("sqrt(1 - trace(A))").has(sympy.Trace)
