@@ -44,7 +44,11 @@ def expect(expr: sympy.Expr | sympy.Poly, means: Mapping[sympy.Symbol, sympy.Exp
         gens = [s for s in means if expr.has(s)]
         if not gens:
             return sympy.sympify(expr)
-        poly = sympy.Poly(expr, *gens)
+        try:
+            poly = sympy.Poly(expr, *gens)
+        except sympy.PolynomialError:
+            raise ValueError(f"E[{sympy.sstr(expr)[:80]}] is taken exactly for polynomials in the "
+                             f"Gaussian coordinates only, and this is not one") from None
     cache: dict = {}
     total = sympy.Integer(0)
     for exps, coeff in poly.terms():

@@ -413,7 +413,9 @@ def test_a_mutant_past_its_timeout_survives_and_is_never_killed():
     start = time.perf_counter()
     report = mutate_claim(claim, {"tiers": ["symbolic"], "budget": "quick", "device": "cpu",
                                   "seed": 0}, mutant_timeout=0.2, on_outcome=seen.append)
-    assert time.perf_counter() - start < 20
+    # shorter than one 30 s sleep: no mutant's check ran to its end (the other work of mutate,
+    # the equivalence tests, takes seconds, more under load: the bound is one sleep, not less)
+    assert time.perf_counter() - start < 29
     (f,) = report.formulas
     assert f.outcomes and seen == f.outcomes
     for o in f.outcomes:
