@@ -431,6 +431,7 @@ class CompiledPoly:
                 idx.append(words.setdefault((False, w), len(words)))
             self.monomials.append(tuple(idx))
         self.words = list(words)
+        self._on_device: dict = {}
 
     def __call__(self, env: Mapping[str, Any], scalars: Mapping[str, Any] | None = None) -> Any:
         scalars = scalars or {}
@@ -446,6 +447,8 @@ class CompiledPoly:
                 values.append(m.diagonal(0, -2, -1).sum(-1) if cycle else m[..., 0, 0])
             else:
                 values.append(m.trace() if cycle else m[0, 0])
+        if _torch_batch(values, coeffs):
+            return self._sum_torch(coeffs, values)
         total = 0
         for c, idx in zip(coeffs, self.monomials):
             term = c
@@ -453,6 +456,37 @@ class CompiledPoly:
                 term = term * values[i]
             total = total + term
         return total
+
+    def _sum_torch(self, coeffs, values) -> Any:
+        """sum_k c_k prod_{i in k} v_i in a few tensor operations (a gather, a product, a dot)
+        rather than one multiply and one add per factor: on a GPU each operation is a kernel
+        launch, and a loss of some 500 monomials became thousands of launches per evaluation."""
+        import torch
+
+        values = torch.broadcast_tensors(*values)
+        V = torch.stack([*values, torch.ones_like(values[0])])  # the last row pads a monomial
+        key = (V.device, V.dtype, tuple(float(x) for x in coeffs))
+        if key not in self._on_device:  # built once per device and coefficients
+            width = max(len(m) for m in self.monomials)
+            self._on_device[key] = (
+                torch.tensor([[*m, *[len(values)] * (width - len(m))] for m in self.monomials],
+                             device=V.device),
+                torch.tensor(key[2], dtype=V.dtype, device=V.device))
+        idx, c = self._on_device[key]
+        return torch.tensordot(c, V[idx].prod(1), dims=1)
+
+
+def _torch_batch(values: list, coeffs: list) -> bool:
+    """Whether the monomial sum can run as one batch: torch word values (all floating, on one
+    device) and plain-number coefficients."""
+    import numbers
+
+    if not values or not all(isinstance(c, numbers.Real) for c in coeffs):
+        return False
+    import torch
+
+    return all(isinstance(v, torch.Tensor) and v.is_floating_point() for v in values) and \
+        len({v.device for v in values}) == 1 and len({v.dtype for v in values}) == 1
 
 
 def _prefix_product(word, env, cache):
