@@ -1,4 +1,4 @@
-"""Host read-backs of every train tier: where a GPU run would wait for the device.
+"""Host read-backs and kernels of every train tier: where a GPU run would wait.
 
     python bench/syncs.py [--budget quick] [--claims ID,...] [--top 3] [--json FILE]
 
@@ -8,7 +8,9 @@ that stall, not the arithmetic, sets the pace (the 2026-11-22 H200 run: 2-3% uti
 This counts them on any device, the cpu included, under a ``TorchFunctionMode``, and charges
 each to the innermost frame of the project's own code (``models/``, ``proofs_checks/``,
 ``verify/``) that asked for it: a site that reads back once per step shows a count near the
-step count.  Adam and GD are counted with their GPU read-back window (once per 64 steps, where
+step count.  It also counts the tensor operations that are not views (each one kernel launch
+or more on a GPU, some 5-10 us of host time each however small the tensor): a tier with
+millions of them is bound by launches, not by arithmetic.  Adam and GD are counted with their GPU read-back window (once per 64 steps, where
 the cpu reads every step).  It does not time anything; run it on the cpu to find sites before a
 GPU session.
 """
@@ -70,6 +72,23 @@ def counting_mode():
     return ReadBacks()
 
 
+def kernel_mode():
+    """A TorchDispatchMode that counts the operations that are not views in ``mode.kernels``."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Kernels(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.kernels = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if not func.is_view:
+                self.kernels += 1
+            return func(*args, **(kwargs or {}))
+
+    return Kernels()
+
+
 def count_one(claim_id: str, budget: str, seed: int) -> dict:
     """One claim's train tier under the counter: total read-backs, steps' sites, verdict."""
     from verify.registry import find
@@ -82,12 +101,13 @@ def count_one(claim_id: str, budget: str, seed: int) -> dict:
     trainers._sync_every = lambda params, every: as_on_cpu(params, 64 if every is None else every)
     start = time.perf_counter()
     try:
-        with counting_mode() as mode:
+        with counting_mode() as mode, kernel_mode() as kernels:
             verdict = check_claim(find(claim_id), tiers=("train",), budget=budget,
                                   device="cpu", seed=seed)
     finally:
         trainers._sync_every = as_on_cpu
     return {"claim": claim_id, "read_backs": sum(mode.sites.values()),
+            "kernels": kernels.kernels,
             "sites": mode.sites.most_common(), "seconds": round(time.perf_counter() - start, 1),
             "tier": verdict.tiers["train"].status}
 
@@ -103,12 +123,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default="", help="also write every row, with all sites, here")
     args = ap.parse_args(argv)
     rows = []
-    print(f"{'claim':24} {'read-backs':>10} {'s':>6}  top sites (count)")
+    print(f"{'claim':24} {'read-backs':>10} {'kernels':>10} {'s':>6}  top sites (count)")
     for claim_id in train_claims([c for c in args.claims.split(",") if c]):
         row = count_one(claim_id, args.budget, args.seed)
         rows.append(row)
         top = ", ".join(f"{s} ({n})" for s, n in row["sites"][:args.top])
-        print(f"{claim_id:24} {row['read_backs']:>10} {row['seconds']:>6}  {top}", flush=True)
+        print(f"{claim_id:24} {row['read_backs']:>10} {row['kernels']:>10} {row['seconds']:>6}  "
+              f"{top}", flush=True)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=1)

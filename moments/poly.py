@@ -460,33 +460,48 @@ class CompiledPoly:
     def _sum_torch(self, coeffs, values) -> Any:
         """sum_k c_k prod_{i in k} v_i in a few tensor operations (a gather, a product, a dot)
         rather than one multiply and one add per factor: on a GPU each operation is a kernel
-        launch, and a loss of some 500 monomials became thousands of launches per evaluation."""
+        launch, and a loss of some 500 monomials became thousands of launches per evaluation.
+        Coefficients that are tensors (of scalar symbols bound to tensors) are stacked."""
         import torch
 
         values = torch.broadcast_tensors(*values)
         V = torch.stack([*values, torch.ones_like(values[0])])  # the last row pads a monomial
-        key = (V.device, V.dtype, tuple(float(x) for x in coeffs))
-        if key not in self._on_device:  # built once per device and coefficients
+        key = (V.device, V.dtype, tuple(None if isinstance(c, torch.Tensor) else float(c)
+                                        for c in coeffs))
+        if key not in self._on_device:  # built once per device and numeric coefficients
             width = max(len(m) for m in self.monomials)
+            numeric = [k for k, c in enumerate(key[2]) if c is not None]
+            other = [k for k, c in enumerate(key[2]) if c is None]
             self._on_device[key] = (
                 torch.tensor([[*m, *[len(values)] * (width - len(m))] for m in self.monomials],
                              device=V.device),
-                torch.tensor(key[2], dtype=V.dtype, device=V.device))
-        idx, c = self._on_device[key]
-        return torch.tensordot(c, V[idx].prod(1), dims=1)
+                torch.tensor(numeric, dtype=torch.long, device=V.device),
+                torch.tensor([key[2][k] for k in numeric], dtype=V.dtype, device=V.device),
+                other, torch.tensor(other, dtype=torch.long, device=V.device))
+        idx, numeric, c, other, other_rows = self._on_device[key]
+        terms = V[idx].prod(1)
+        total = torch.tensordot(c, terms if not other else terms[numeric], dims=1)
+        if other:
+            rest = torch.stack(torch.broadcast_tensors(*[coeffs[k] for k in other]))
+            total = total + (rest * terms[other_rows]).sum(0)
+        return total
 
 
 def _torch_batch(values: list, coeffs: list) -> bool:
-    """Whether the monomial sum can run as one batch: torch word values (all floating, on one
-    device) and plain-number coefficients."""
+    """Whether the monomial sum can run as one batch: torch word values and coefficients that
+    are numbers or tensors (floating, one device, one dtype)."""
     import numbers
 
-    if not values or not all(isinstance(c, numbers.Real) for c in coeffs):
+    if not values:
         return False
     import torch
 
+    tensors = [c for c in coeffs if isinstance(c, torch.Tensor)]
+    if not all(isinstance(c, numbers.Real) or isinstance(c, torch.Tensor) for c in coeffs):
+        return False
     return all(isinstance(v, torch.Tensor) and v.is_floating_point() for v in values) and \
-        len({v.device for v in values}) == 1 and len({v.dtype for v in values}) == 1
+        len({v.device for v in values + tensors}) == 1 and \
+        len({v.dtype for v in values + tensors}) == 1
 
 
 def _prefix_product(word, env, cache):

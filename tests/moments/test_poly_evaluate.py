@@ -28,3 +28,30 @@ def test_matrix_valued_poly_evaluates_on_sympy_numpy_and_torch():
 def test_an_identity_term_without_its_size_is_one_clear_error():
     with pytest.raises(ValueError, match="give the size d"):
         _ewmw().evaluate({"M": sympy.Matrix([[1, 2], [3, 4]])}, {"n": 3}, exact=True)
+
+
+def test_a_compiled_poly_sums_torch_batches_as_numpy_does_with_number_and_tensor_coefficients():
+    """The torch path stacks the word values and sums the monomials in a few operations; it
+    must give the numpy loop's value and gradient, with the coefficients numbers (n) or tensors
+    of a batch (a scalar symbol c bound per problem)."""
+    S, A = matrix("Sigma", symmetric=True), matrix("A")
+    X = gaussian_matrix("X", "d", "n", row_cov=S)
+    W = X @ X.T
+    c = sympy.Symbol("c")
+    poly = expectation((W @ A @ W @ A.T).trace() * c - 2 * (W @ A).trace() + (A @ A.T).trace() * (A @ A).trace())
+    compiled = poly.compile()
+    g = torch.Generator().manual_seed(3)
+    As = torch.randn(4, 3, 3, generator=g, dtype=torch.float64, requires_grad=True)
+    sigma = torch.eye(3, dtype=torch.float64) + 0.1
+    cs = torch.rand(4, generator=g, dtype=torch.float64)
+    for cval in (1.5, cs):
+        value = compiled({"Sigma": sigma, "A": As}, {"n": 5, "c": cval})
+        (grad,) = torch.autograd.grad(value.sum(), As)
+        loop = [compiled({"Sigma": sigma.numpy(), "A": As[b].detach().numpy()},
+                         {"n": 5, "c": float(cval) if isinstance(cval, float) else float(cval[b])})
+                for b in range(4)]
+        assert torch.allclose(value, torch.tensor(loop, dtype=torch.float64), rtol=1e-12)
+        one = [torch.autograd.grad(compiled({"Sigma": sigma, "A": As[b]},
+                                            {"n": 5, "c": cval if isinstance(cval, float)
+                                             else cval[b]}), As)[0][b] for b in range(4)]
+        assert torch.allclose(grad, torch.stack(one), rtol=1e-12)
