@@ -94,7 +94,7 @@ def find_compiler() -> list[str]:
     if shutil.which("pdflatex"):
         return ["pdflatex", "-interaction=nonstopmode", "-halt-on-error"]
     raise UsageError("--pdf needs latexmk or pdflatex, and neither is installed (apt-get install "
-                     "texlive-latex-base texlive-latex-recommended latexmk)")
+                     "texlive-latex-base texlive-latex-recommended lmodern latexmk)")
 
 
 def compile_pdf(tex: Path, compiler: Sequence[str]) -> Path:
