@@ -1,15 +1,11 @@
 """bench/gpu.py runs a claim's train tier and reports its row (here on cpu, at --budget quick)."""
-import importlib.util
 import json
-import pathlib
+
+from tests.bench import bench_module
 
 
 def _bench():
-    path = pathlib.Path(__file__).resolve().parents[2] / "bench" / "gpu.py"
-    spec = importlib.util.spec_from_file_location("bench_gpu", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return bench_module("gpu")
 
 
 def test_a_row_per_train_tier_with_its_time_and_verdict(tmp_path, capsys):

@@ -1,16 +1,12 @@
 """bench/syncs.py counts a train tier's read-backs to the host, by source line, and its
 operations (here on cpu, at --budget quick)."""
-import importlib.util
 import json
-import pathlib
+
+from tests.bench import bench_module
 
 
 def _bench():
-    path = pathlib.Path(__file__).resolve().parents[2] / "bench" / "syncs.py"
-    spec = importlib.util.spec_from_file_location("bench_syncs", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return bench_module("syncs")
 
 
 def test_a_row_names_the_lines_that_read_back(tmp_path, capsys):
