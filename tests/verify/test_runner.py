@@ -114,11 +114,13 @@ def test_a_proof_step_that_held_only_at_probe_points_does_not_certify_a_set_form
     assert exact.verdict == "verified" and "search" not in exact.proof["findings"][0]
 
 
-def test_a_timeout_stops_the_claim_and_keeps_the_finished_tiers():
+def test_a_timeout_stops_the_claim_and_keeps_the_finished_tiers(tmp_path):
     import time
 
     from verify.claim import TierResult
     from verify.runner import check_claim
+
+    ran_out = tmp_path / "the slow tier ran to its end"
 
     def quick(ctx):
         ctx.formulas["b"]
@@ -126,12 +128,12 @@ def test_a_timeout_stops_the_claim_and_keeps_the_finished_tiers():
 
     def slow(ctx):
         time.sleep(30)
+        ran_out.touch()
         return TierResult("pass")
 
     claim = _demo_claim({"symbolic": quick, "numeric": slow, "train": quick})
-    start = time.perf_counter()
     v = check_claim(claim, timeout=0.3)
-    assert time.perf_counter() - start < 10
+    assert not ran_out.exists()  # stopped, not waited for
     assert v.verdict == "inconclusive" and v.reason.startswith("timed out after 0.3 s")
     assert v.tiers["symbolic"].status == "pass"
     assert v.tiers["numeric"].status == "error" and "timed out" in v.tiers["numeric"].reason
