@@ -2,12 +2,13 @@
 
     python bench/syncs.py [--budget quick] [--claims ID,...] [--top 3] [--json FILE]
 
-On a GPU every ``.item()``, ``float(t)``, ``bool(t)`` (an ``if`` on a tensor), ``.tolist()``,
-``.numpy()`` and ``.cpu()`` waits for the queued kernels and copies to the host; in an inner loop
-that stall, not the arithmetic, sets the pace (the 2026-11-22 H200 run: 2-3% utilisation).
-This counts them on any device, the cpu included, under a ``TorchFunctionMode``, and charges
-each to the innermost frame of the project's own code (``models/``, ``proofs_checks/``,
-``verify/``) that asked for it: a site that reads back once per step shows a count near the
+On a GPU every ``.item()``, ``float(t)``, ``bool(t)`` (an ``if`` on a tensor), a tensor passed
+where torch wants a number (``add_(x, alpha=t)``), ``.tolist()`` and ``.cpu()`` waits for the
+queued kernels and copies to the host; in an inner loop that stall, not the arithmetic, sets the
+pace (the 2026-11-22 H200 run: 2-3% utilisation).  This counts them on any device, the cpu
+included (scalar reads as the dispatcher's ``_local_scalar_dense``, copies under a
+``TorchFunctionMode``), and charges each to the innermost frame of the project's own code
+(``models/``, ``proofs_checks/``, ``verify/``) that asked for it: a site that reads back once per step shows a count near the
 step count.  It also counts the tensor operations that are not views (each one kernel launch
 or more on a GPU, some 5-10 us of host time each however small the tensor): a tier with
 millions of them is bound by launches, not by arithmetic.  Adam and GD are counted with their GPU read-back window (once per 64 steps, where
@@ -26,7 +27,9 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-READ_BACKS = {"item", "tolist", "cpu", "__float__", "__int__", "__bool__", "__index__"}
+# read-backs the dispatcher does not see on the cpu (a copy to the host); a scalar read (item,
+# float, bool, a tensor passed where torch wants a number) is aten._local_scalar_dense below
+COPIES = {"tolist", "cpu"}
 OWN = tuple(os.path.join(ROOT, p) + os.sep for p in ("models", "proofs_checks", "verify"))
 
 
@@ -36,10 +39,20 @@ HOST_COUNTERS = tuple(os.path.join("torch", "optim", f) for f in ("adam.py", "sg
                                                                    "optimizer.py"))
 
 
-def _site() -> str | None:
-    """file:line of the innermost frame in the project's code (not this script), with the torch
-    module between where there is one; None for a read of a host-side step counter."""
-    frame = sys._getframe(2)
+# torch's own wrappers (and this script's modes) between an operation and the code that called it
+WRAPPERS = tuple(os.path.join("torch", p) for p in ("_dynamo", "_compile.py", "_ops.py",
+                                                     "overrides.py", os.path.join("utils", "_python_dispatch.py")))
+
+
+def _site(frame) -> str | None:
+    """file:line of the innermost frame from ``frame`` out in the project's code (not this
+    script), with the torch module between where there is one; None for a read of a host-side
+    step counter."""
+    while frame is not None and (frame.f_code.co_filename == __file__ or any(
+            w in frame.f_code.co_filename for w in WRAPPERS)):
+        frame = frame.f_back
+    if frame is None:
+        return "(outside the project)"
     inner = frame.f_code.co_filename
     if inner.endswith(HOST_COUNTERS):
         return None
@@ -53,28 +66,25 @@ def _site() -> str | None:
     return "(outside the project)"
 
 
-def counting_mode():
-    """A TorchFunctionMode that counts read-backs per site in ``mode.sites``."""
+def counting_modes():
+    """Two modes that count, in the ``sites`` Counter they share, read-backs per site: a
+    TorchFunctionMode for copies to the host and a TorchDispatchMode for scalar reads, which
+    also counts the operations that are not views in ``kernels.kernels``."""
     from torch.overrides import TorchFunctionMode
-
-    class ReadBacks(TorchFunctionMode):
-        def __init__(self):
-            super().__init__()
-            self.sites: collections.Counter = collections.Counter()
-
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            if getattr(func, "__name__", "") in READ_BACKS:
-                site = _site()
-                if site is not None:
-                    self.sites[site] += 1
-            return func(*args, **(kwargs or {}))
-
-    return ReadBacks()
-
-
-def kernel_mode():
-    """A TorchDispatchMode that counts the operations that are not views in ``mode.kernels``."""
     from torch.utils._python_dispatch import TorchDispatchMode
+
+    sites: collections.Counter = collections.Counter()
+
+    def charge(frame):
+        site = _site(frame)
+        if site is not None:
+            sites[site] += 1
+
+    class Copies(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            if getattr(func, "__name__", "") in COPIES:
+                charge(sys._getframe(1))
+            return func(*args, **(kwargs or {}))
 
     class Kernels(TorchDispatchMode):
         def __init__(self):
@@ -82,11 +92,13 @@ def kernel_mode():
             self.kernels = 0
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            if not func.is_view:
+            if func.overloadpacket.__name__ == "_local_scalar_dense":
+                charge(sys._getframe(1))
+            elif not func.is_view:
                 self.kernels += 1
             return func(*args, **(kwargs or {}))
 
-    return Kernels()
+    return sites, Copies(), Kernels()
 
 
 def count_one(claim_id: str, budget: str, seed: int) -> dict:
@@ -101,14 +113,15 @@ def count_one(claim_id: str, budget: str, seed: int) -> dict:
     trainers._sync_every = lambda params, every: as_on_cpu(params, 64 if every is None else every)
     start = time.perf_counter()
     try:
-        with counting_mode() as mode, kernel_mode() as kernels:
+        sites, copies, kernels = counting_modes()
+        with copies, kernels:
             verdict = check_claim(find(claim_id), tiers=("train",), budget=budget,
                                   device="cpu", seed=seed)
     finally:
         trainers._sync_every = as_on_cpu
-    return {"claim": claim_id, "read_backs": sum(mode.sites.values()),
+    return {"claim": claim_id, "read_backs": sum(sites.values()),
             "kernels": kernels.kernels,
-            "sites": mode.sites.most_common(), "seconds": round(time.perf_counter() - start, 1),
+            "sites": sites.most_common(), "seconds": round(time.perf_counter() - start, 1),
             "tier": verdict.tiers["train"].status}
 
 

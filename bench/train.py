@@ -32,6 +32,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from models.device import randn, runtime  # noqa: E402
+from models.lbfgs import DeviceLBFGS  # noqa: E402
 from models.lsa import lsa_forward, mask_matrix, readout  # noqa: E402
 from models.sampler import PromptLaw, sample_prompts  # noqa: E402
 from models.trainers import optimise_batched  # noqa: E402
@@ -229,9 +230,8 @@ def run_method(setting: Setting, method: str, seconds: float, rt) -> dict:
                 g = torch.Generator(device=rt.device)
                 g.set_state(fixed_state)
                 return setting.sampled_loss(params, 20_000, g)
-        opt = torch.optim.LBFGS(params, lr=1.0, max_iter=20, history_size=50,
-                                tolerance_grad=1e-14, tolerance_change=1e-16,
-                                line_search_fn="strong_wolfe")
+        opt = DeviceLBFGS(params, lr=1.0, max_iter=20, history_size=50,
+                          tolerance_grad=1e-14, tolerance_change=1e-16)
 
         def closure():
             opt.zero_grad()

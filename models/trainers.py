@@ -14,6 +14,8 @@ from typing import Callable, Sequence
 
 import torch
 
+from .lbfgs import DeviceLBFGS
+
 METHODS = ("lbfgs", "adam", "gd")
 
 
@@ -77,9 +79,8 @@ def optimise(loss_fn: Callable[[], torch.Tensor], params: Sequence[torch.Tensor]
 
     try:
         if method == "lbfgs":
-            opt = torch.optim.LBFGS(params, lr=lr, max_iter=20, history_size=50,
-                                    tolerance_grad=grad_tol, tolerance_change=1e-15,
-                                    line_search_fn="strong_wolfe")
+            opt = DeviceLBFGS(params, lr=lr, max_iter=20, history_size=50,
+                              tolerance_grad=grad_tol, tolerance_change=1e-15)
 
             def closure():
                 opt.zero_grad()
