@@ -239,12 +239,12 @@ def optimise_batched(loss_fn: Callable[[], torch.Tensor], params: Sequence[torch
         x = flat([p.detach() for p in params])
         f, g = value_and_grad()
         rec.read(0, f, g)
-        S, Y = [], []
+        pairs = []
         for step in range(1, steps + 1):
             if not rec.any_live():
                 break
             active = rec.active
-            d = -_two_loop(g, S, Y)
+            d = -_two_loop(g, pairs)
             slope = (d * g).sum(1)
             bad = ~(slope < 0)
             d[bad] = -g[bad]
@@ -265,11 +265,9 @@ def optimise_batched(loss_fn: Callable[[], torch.Tensor], params: Sequence[torch
                 t = torch.where(accepted, t, t * 0.5)
             stuck = ~accepted
             s_k, y_k = x_new - x, g_new - g
-            S.append(s_k)
-            Y.append(y_k)
-            if len(S) > history:
-                S.pop(0)
-                Y.pop(0)
+            pairs.append(_Pair(s_k, y_k))
+            if len(pairs) > history:
+                pairs.pop(0)
             rel = (f - f_new).abs() / f_new.abs().clamp_min(1.0)
             x, f, g = x_new, f_new, g_new
             assign(x)
@@ -356,22 +354,30 @@ class _StepRecord:
         self.active = torch.tensor(self.live, dtype=torch.bool, device=self.active.device)
 
 
-def _two_loop(g: torch.Tensor, S: list, Y: list) -> torch.Tensor:
-    """The L-BFGS product H g per problem (rows), from the stored pairs (s, y)."""
+class _Pair:
+    """A stored L-BFGS pair (s, y) per problem (rows), with what the two-loop recursion reads of
+    it computed once when it is stored: s.y, y.y and rho = 1 / s.y (0 where s.y <= 0)."""
+
+    def __init__(self, s: torch.Tensor, y: torch.Tensor) -> None:
+        self.s, self.y = s, y
+        self.sy, self.yy = (s * y).sum(1), (y * y).sum(1)
+        self.rho = torch.where(self.sy > 1e-300, 1.0 / self.sy.clamp_min(1e-300),
+                               torch.zeros_like(self.sy))
+
+
+def _two_loop(g: torch.Tensor, pairs: list) -> torch.Tensor:
+    """The L-BFGS product H g per problem (rows), from the stored pairs."""
     q = g.clone()
     alphas = []
-    for s, y in zip(reversed(S), reversed(Y)):
-        sy = (s * y).sum(1)
-        rho = torch.where(sy > 1e-300, 1.0 / sy.clamp_min(1e-300), torch.zeros_like(sy))
-        a = rho * (s * q).sum(1)
-        q = q - a[:, None] * y
-        alphas.append((a, rho, s, y))
-    if S:
-        s, y = S[-1], Y[-1]
-        sy, yy = (s * y).sum(1), (y * y).sum(1)
+    for p in reversed(pairs):
+        a = p.rho * (p.s * q).sum(1)
+        q = q - a[:, None] * p.y
+        alphas.append((a, p))
+    if pairs:
+        sy, yy = pairs[-1].sy, pairs[-1].yy
         gamma = torch.where((sy > 1e-300) & (yy > 0), sy / yy.clamp_min(1e-300), torch.ones_like(sy))
         q = q * gamma[:, None]
-    for a, rho, s, y in reversed(alphas):
-        b = rho * (y * q).sum(1)
-        q = q + (a - b)[:, None] * s
+    for a, p in reversed(alphas):
+        b = p.rho * (p.y * q).sum(1)
+        q = q + (a - b)[:, None] * p.s
     return q
