@@ -290,7 +290,7 @@ def optimise_batched(loss_fn: Callable[[], torch.Tensor], params: Sequence[torch
             f, g = losses.detach(), g.detach()
             # a problem that diverges at this step is frozen before it; one that converges
             # at it (read below) takes it
-            moving = active & torch.isfinite(f) & torch.isfinite(g).all(dim=1)
+            moving = active & _finite(f, g)
             with torch.no_grad():
                 for p in params:
                     if p.grad is not None:
@@ -329,13 +329,12 @@ class _StepRecord:
     def read(self, step: int, losses: torch.Tensor, g: torch.Tensor,
              stuck: torch.Tensor | None = None, rel: torch.Tensor | None = None,
              grad_tol: float | None = None) -> None:
-        finite = torch.isfinite(losses) & torch.isfinite(g).all(dim=1)
-        tests = [] if grad_tol is None else [g.norm(dim=1) <= grad_tol]
-        tests += [t for t in (stuck, rel) if t is not None]
-        reasons = ([self.REASONS[0]] if grad_tol is not None else []) + \
-            [r for t, r in zip((stuck, rel), self.REASONS[1:]) if t is not None]
-        rows = torch.stack([losses.to(torch.float64), finite.to(torch.float64),
-                            *(t.to(torch.float64) for t in tests)]).tolist()
+        tests = [(t, why) for t, why in zip(
+            (None if grad_tol is None else g.norm(dim=1) <= grad_tol, stuck, rel), self.REASONS)
+            if t is not None]
+        reasons = [why for _, why in tests]
+        rows = torch.stack([losses.to(torch.float64), _finite(losses, g).to(torch.float64),
+                            *(t.to(torch.float64) for t, _ in tests)]).tolist()
         values, ok, tested = rows[0], rows[1], list(zip(*rows[2:])) or [()] * len(self.live)
         for b, r in enumerate(self.results):
             if not self.live[b]:
@@ -352,6 +351,11 @@ class _StepRecord:
                 r.status, r.reason = "converged", hit
                 self.live[b] = False
         self.active = torch.tensor(self.live, dtype=torch.bool, device=self.active.device)
+
+
+def _finite(losses: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    """Per problem (rows of g): loss and gradient are finite."""
+    return torch.isfinite(losses) & torch.isfinite(g).all(dim=1)
 
 
 class _Pair:

@@ -66,33 +66,22 @@ def test_exact_loss_compiled_and_batched_agrees_with_evaluate():
 
 def _read_backs(run) -> dict[str, int]:
     """Read-backs to the host (each waits for a GPU) while ``run()`` runs, per source line of
-    models/trainers.py that asked for them."""
-    import collections
+    the project that asked for them (``bench/syncs.py``'s counter)."""
     import linecache
-    import sys
+    import pathlib
 
-    from torch.overrides import TorchFunctionMode
+    from tests.bench import bench_module
 
-    import models.trainers as trainers
-
-    sites: collections.Counter = collections.Counter()
-
-    class Count(TorchFunctionMode):
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            if getattr(func, "__name__", "") in ("item", "tolist", "numpy", "cpu", "__float__",
-                                                 "__bool__", "__int__", "__index__"):
-                frame = sys._getframe(1)
-                if "optim" in frame.f_code.co_filename:  # Adam's step counter: a host tensor
-                    return func(*args, **(kwargs or {}))
-                while frame and frame.f_code.co_filename != trainers.__file__:
-                    frame = frame.f_back
-                if frame:
-                    sites[linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()] += 1
-            return func(*args, **(kwargs or {}))
-
-    with Count():
+    root = pathlib.Path(__file__).resolve().parents[2]
+    sites, copies, kernels = bench_module("syncs").counting_modes()
+    with copies, kernels:
         run()
-    return sites
+    out: dict[str, int] = {}
+    for site, n in sites.items():
+        path, line = site.split(" ")[0].rsplit(":", 1)
+        text = linecache.getline(str(root / path), int(line)).strip()
+        out[text] = out.get(text, 0) + n
+    return out
 
 
 def test_a_batched_step_reads_back_once_besides_its_line_search_trials():

@@ -1,20 +1,8 @@
 """DeviceLBFGS: torch's L-BFGS step for step, without the two-loop recursion's read-backs."""
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from models.lbfgs import DeviceLBFGS
-
-
-class _ScalarReads(TorchDispatchMode):
-    """Counts scalar reads from tensors (each one waits for a GPU)."""
-
-    def __init__(self):
-        super().__init__()
-        self.reads = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.reads += func.overloadpacket.__name__ == "_local_scalar_dense"
-        return func(*args, **(kwargs or {}))
+from tests.bench import bench_module
 
 
 def _fit(cls, steps=12):
@@ -32,10 +20,10 @@ def _fit(cls, steps=12):
         loss.backward()
         return loss
 
-    counter = _ScalarReads()
-    with counter:
+    sites, copies, kernels = bench_module("syncs").counting_modes()
+    with copies, kernels:
         losses = [float(opt.step(closure).detach()) for _ in range(steps)]
-    return losses, (W1.detach(), W2.detach()), counter.reads, opt.state[W1]["n_iter"]
+    return losses, (W1.detach(), W2.detach()), sum(sites.values()), opt.state[W1]["n_iter"]
 
 
 def test_the_same_iterates_as_torch_with_a_tenth_of_the_read_backs():
