@@ -245,6 +245,48 @@ class SoftmaxICL(torch.nn.Module):
         return predict(y, self.coefficients(V_all))
 
 
+class SoftmaxICLRuns(torch.nn.Module):
+    """R independent models of eq. (7) in one set of tensors, run r with H_r heads: Q (R, Hmax,
+    d, d) and w (R, Hmax, K), the heads past H_r held at Q = 0, w = 0 by a mask (their share
+    w_{h,k} s_k^h of (35) is 0, so is their gradient, and Adam leaves them where they are).
+    Run r starts where ``SoftmaxICL(config with H_r, beta, generators[r])`` does; its
+    coefficients are ``coefficients(V_all)[r]``.  On a GPU this trains R runs with the kernel
+    launches of one."""
+
+    def __init__(self, config: SoftmaxConfig, heads: Sequence[int], generators: Sequence,
+                 beta: float = 1.0, dtype=torch.float64, device="cpu") -> None:
+        super().__init__()
+        if not heads or len(heads) != len(generators) or min(heads) <= 0:
+            raise ValueError("one positive head count and one generator per run")
+        c = config
+        self.config = c
+        self.heads = tuple(int(h) for h in heads)
+        Hmax = max(self.heads)
+        Q = torch.zeros(len(heads), Hmax, c.d, c.d, dtype=dtype, device=device)
+        for r, (H, g) in enumerate(zip(self.heads, generators)):
+            Q[r, :H] = beta * randn(H, c.d, c.d, generator=g, dtype=dtype, device=device)
+        self.Q = torch.nn.Parameter(Q)
+        self.w = torch.nn.Parameter(torch.zeros(len(heads), Hmax, c.K, dtype=dtype, device=device))
+        mask = torch.arange(Hmax, device=device)[None, :] < torch.tensor(self.heads, device=device)[:, None]
+        self.register_buffer("mask", mask.to(dtype)[..., None])
+
+    def coefficients(self, V_all: torch.Tensor) -> torch.Tensor:
+        """Ahat(theta_r) (R, N, K) of eq. (35)."""
+        S = attention_weights(V_all[:, :self.config.N], V_all, self.Q)
+        return coefficient_matrix(S, self.w * self.mask)
+
+    def run(self, r: int) -> SoftmaxICL:
+        """Run r as a ``SoftmaxICL`` of H_r heads (a copy of its weights)."""
+        H = self.heads[r]
+        c = self.config
+        one = SoftmaxICL(SoftmaxConfig(c.d, c.K, c.N, H), dtype=self.Q.dtype, device=self.Q.device,
+                         generator=torch.Generator().manual_seed(0))
+        with torch.no_grad():
+            one.Q.copy_(self.Q[r, :H])
+            one.w.copy_(self.w[r, :H])
+        return one
+
+
 # ----------------------------------------------------------------------------- the task law
 
 

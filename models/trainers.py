@@ -195,8 +195,8 @@ def _stalled(losses: list[float], window: int = 5) -> bool:
 def optimise_batched(loss_fn: Callable[[], torch.Tensor], params: Sequence[torch.Tensor],
                      method: str = "lbfgs", steps: int = 200, lr: float = 1.0,
                      grad_tol: float = 1e-10, rel_tol: float = 1e-13, history: int = 20,
-                     progress: Callable[[int, torch.Tensor], None] | None = None
-                     ) -> list[TrainResult]:
+                     progress: Callable[[int, torch.Tensor], None] | None = None,
+                     sync_every: int | None = None) -> list[TrainResult]:
     """Minimise B independent losses at once: ``loss_fn()`` returns shape (B,) and every parameter
     has a leading batch axis B.  Each problem keeps its own optimiser state and stops on its own
     (converged, or diverged with the step and reason); its parameters are then frozen.
@@ -205,9 +205,10 @@ def optimise_batched(loss_fn: Callable[[], torch.Tensor], params: Sequence[torch
     search per problem), so restarts do not share curvature information or step sizes as they
     would if their summed loss were passed to ``torch.optim.LBFGS``.
 
-    Each step reads back to the host once (``_StepRecord``: losses, finiteness and the stopping
-    tests of every problem in one tensor), plus once per line-search trial; on a GPU every
-    read-back waits for the queued kernels.
+    An L-BFGS step reads back to the host once (``_StepRecord``: losses, finiteness and the
+    stopping tests of every problem in one tensor), plus once per line-search trial; on a GPU
+    every read-back waits for the queued kernels.  Adam and GD read back once per
+    ``sync_every`` steps, as ``optimise`` does (every step on cpu, every 64 on a GPU).
     """
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; use one of {METHODS}")
@@ -276,36 +277,48 @@ def optimise_batched(loss_fn: Callable[[], torch.Tensor], params: Sequence[torch
                 progress(step, f)
         assign(x)
     else:
-        opt = (torch.optim.Adam(params, lr=lr) if method == "adam"
-               else torch.optim.SGD(params, lr=lr))
-        for step in range(1, steps + 1):
-            if not rec.any_live():
-                break
-            active = rec.active
-            before = [p.detach().clone() for p in params]
-            opt.zero_grad()
-            losses = loss_fn()
-            losses.sum().backward()
-            g = flat([p.grad if p.grad is not None else torch.zeros_like(p) for p in params])
-            f, g = losses.detach(), g.detach()
-            # a problem that diverges at this step is frozen before it; one that converges
-            # at it (read below) takes it
-            moving = active & _finite(f, g)
-            with torch.no_grad():
-                for p in params:
-                    if p.grad is not None:
-                        p.grad[~moving] = 0.0
-            opt.step()
-            with torch.no_grad():  # frozen problems keep their parameters
-                for p, old in zip(params, before):
-                    p[~moving] = old[~moving]
-            rec.read(step, f, g, grad_tol=grad_tol)
-            if progress:
-                progress(step, f)
+        _first_order_batched(loss_fn, params, method, steps, lr, grad_tol, progress, rec,
+                             _sync_every(params, sync_every))
     seconds = time.perf_counter() - start
     for r in rec.results:
         r.seconds = seconds
     return rec.results
+
+
+def _first_order_batched(loss_fn, params, method, steps, lr, grad_tol, progress,
+                         rec: "_StepRecord", window: int) -> None:
+    """Adam or GD on B problems at once, read back once per ``window`` steps, with
+    ``_first_order``'s rules per problem: one whose loss or gradient is not finite at step k
+    stops as diverged at k with the weights of the window's start; one whose gradient falls
+    below ``grad_tol`` at step k stops as converged at k with the weights of the window's end.
+    A stopped problem's parameters are put back at every window's end (they keep moving inside
+    a window: the problems share the kernels, and Adam's state is elementwise, so the others
+    are not affected)."""
+    opt = torch.optim.Adam(params, lr=lr) if method == "adam" else torch.optim.SGD(params, lr=lr)
+    like = params[0]
+    B = like.shape[0]
+    losses = torch.empty(window, B, dtype=like.dtype, device=like.device)
+    gsq = torch.empty(window, B, dtype=like.dtype, device=like.device)
+    saved = [p.detach().clone() for p in params]
+    done = 0
+    while done < steps and rec.any_live():
+        count = min(window, steps - done)
+        for i in range(count):
+            opt.zero_grad()
+            f = loss_fn()
+            f.sum().backward()
+            losses[i] = f.detach()
+            gsq[i] = sum((p.grad.detach() ** 2).reshape(B, -1).sum(1)
+                         for p in params if p.grad is not None)
+            opt.step()
+        keep = rec.read_window(done, losses[:count], gsq[:count], grad_tol)
+        with torch.no_grad():
+            for p, old in zip(params, saved):
+                old.copy_(torch.where(keep.view(B, *[1] * (p.dim() - 1)), p, old))
+                p.copy_(old)
+        done += count
+        if progress:
+            progress(done, losses[count - 1])
 
 
 class _StepRecord:
@@ -351,6 +364,34 @@ class _StepRecord:
                 r.status, r.reason = "converged", hit
                 self.live[b] = False
         self.active = torch.tensor(self.live, dtype=torch.bool, device=self.active.device)
+
+    def read_window(self, done: int, losses: torch.Tensor, gsq: torch.Tensor,
+                    grad_tol: float) -> torch.Tensor:
+        """Read a window of first-order steps done + 1 .. done + count (``losses`` and squared
+        gradient norms, (count, B)) in one transfer; returns, on the device, which problems keep
+        the weights of the window's end (running, or converged in it)."""
+        values, norms2 = torch.stack([losses, gsq]).to(torch.float64).tolist()
+        keep = []
+        for b, r in enumerate(self.results):
+            if not self.live[b]:
+                keep.append(False)
+                continue
+            for i, (row, row2) in enumerate(zip(values, norms2)):
+                step, value, gnorm = done + i + 1, row[b], math.sqrt(row2[b]) if row2[b] >= 0 else math.nan
+                r.steps = step
+                if not math.isfinite(value) or not math.isfinite(gnorm):
+                    r.status = "diverged"
+                    r.reason = f"loss or gradient became non-finite at step {step}"
+                    self.live[b] = False
+                    break
+                r.losses.append(value)
+                if gnorm <= grad_tol:
+                    r.status, r.reason = "converged", self.REASONS[0]
+                    self.live[b] = False
+                    break
+            keep.append(r.status != "diverged")
+        self.active = torch.tensor(self.live, dtype=torch.bool, device=self.active.device)
+        return torch.tensor(keep, dtype=torch.bool, device=self.active.device)
 
 
 def _finite(losses: torch.Tensor, g: torch.Tensor) -> torch.Tensor:

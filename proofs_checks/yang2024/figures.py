@@ -10,7 +10,7 @@ import numpy as np
 import sympy
 import torch
 
-from models.device import runtime
+from models.device import runtime, tf32_note, tf32_products
 from models.softmax import Dictionary, TaskLaw, sample_tasks
 from models.trainers import optimise
 from moments.montecarlo import z_critical
@@ -27,7 +27,7 @@ from .setting import (Instance, LEVEL, PAPER, SETTING, TAU_SYM, _task_letters, f
                       make_instance, small_threads)
 from .common import _mc_compare
 from .training import (FIG_TAU, TRAIN_BUDGET, _fig_instance, inference_loss, inference_sets,
-                       train_exact)
+                       train_exact, train_exact_runs)
 
 
 # ==============================================================================================
@@ -364,13 +364,15 @@ FIG4_STEPS = {"quick": 1500, "default": 3000, "paper": 20000}
 FIG4_STARTS = {"quick": 3, "default": 3, "paper": 2}
 
 
-def _fig4_run(inst: Instance, H: int, start: int, steps: int, lr: float, ctx: Context) -> dict:
+def _fig4_seed(ctx: Context, H: int, start: int) -> int:
+    return ctx.seed_for("fig4-model", H, *((start,) if start else ()))  # start 0: the single start used before
+
+
+def _fig4_summary(H: int, start: int, res) -> dict:
     """One training run from start number `start`: its loss curve relative to the initial loss."""
-    tr = train_exact(inst, H, steps, lr, ctx.seed_for("fig4-model", H, *((start,) if start else ())),
-                      ctx.device)  # start 0 is the single start used before
-    L = tr.result.losses
-    if tr.result.status == "diverged" or not L:
-        return {"H": H, "start": start, "status": "diverged", "reason": tr.result.reason}
+    L = res.losses
+    if res.status == "diverged" or not L:
+        return {"H": H, "start": start, "status": "diverged", "reason": res.reason}
     d0 = L[0]
     return {"H": H, "start": start, "final_over_initial": L[-1] / d0,
             "half_over_initial": L[len(L) // 2] / d0, "last_half_factor": L[-1] / L[len(L) // 2],
@@ -397,7 +399,9 @@ def fig4_train(ctx: Context) -> TierResult:
     Hs = sorted({max(1, N // 2), N - 1, N, 2 * N})
     inst = make_instance(ctx, "fig4", {**base, "H": N}, FIG_TAU[ctx.budget.name])
     tag = _fig_stand_in(inst, "Fig. 4")
-    runs = [_fig4_run(inst, H, s, steps, lr, ctx) for H in Hs for s in range(FIG4_STARTS[ctx.budget.name])]
+    keys = [(H, s) for H in Hs for s in range(FIG4_STARTS[ctx.budget.name])]
+    trained = train_exact_runs(inst, [(H, _fig4_seed(ctx, H, s)) for H, s in keys], steps, lr, ctx.device)
+    runs = [_fig4_summary(H, s, res) for (H, s), res in zip(keys, trained)]
     diverged = [r for r in runs if r.get("status") == "diverged"]
     if diverged:  # a diverged run neither stalls nor descends: nothing is decided
         return _combine_at(tag, [Finding("training", None, {"runs": runs}, reason=f"training diverged at H = "
@@ -505,7 +509,9 @@ def fig5_train(ctx: Context) -> TierResult:
             return (0.5 * (model(D.V_all, y) - tasks.y.to(dtype=dtype)) ** 2).mean()
 
         start = time.perf_counter()
-        res = optimise(loss_fn, model.parameters(), method="adam", steps=fb["steps"], lr=1e-3, grad_tol=0.0)
+        with tf32_products(rt.device):
+            res = optimise(loss_fn, model.parameters(), method="adam", steps=fb["steps"], lr=1e-3,
+                           grad_tol=0.0)
         seconds = time.perf_counter() - start
         with torch.no_grad():   # in chunks: attention over K tokens is (batch, H, K, K)
             sq = [(0.5 * (model(D.V_all, y_test[i:i + 100]) - t_test[i:i + 100]) ** 2).sum()
@@ -526,7 +532,8 @@ def fig5_train(ctx: Context) -> TierResult:
         "" if ok else "the 4-layer model with H < N does not converge")],
         {"instance": inst.as_dict(), "protocol": f"4-layer post-norm encoder, d_model {fb['d_model']}, "
                                                  f"d_ff {fb['d_ff']}, Adam lr 1e-3, {fb['steps']} steps on "
-                                                 f"sampled tasks (batch {fb['batch']}), float32",
+                                                 f"sampled tasks (batch {fb['batch']}), float32"
+                                                 f"{tf32_note(rt.device)}",
          **figure_entry(lambda: fig5_figure(rows, fb, inst, fq.L_star, trivial))})
 
 

@@ -10,7 +10,7 @@ nothing here: at the other budgets the tiers say so (inconclusive) without train
 sizes below the paper's (the tests run the same code small) gives stand-in findings only.
 
 Line 337: the 1-layer model (eq. (8)) trained by Adam on the exact population loss (9)
-(``training.train_exact``: Q ~ N(0, 1), w = 0), H in {N, 64, 400}, two starts each.  A run
+(``training.train_exact_runs``: Q ~ N(0, 1), w = 0), H in {N, 64, 400}, two starts each.  A run
 *diverges* when its loss becomes non-finite, or its excess loss L - L* grows: it ends (mean of
 the last 5% of the steps) above its initial value, or at least twice the least value it reached
 (by at least 1e-3 of the initial excess).  The statement holds when every start at H = 400
@@ -33,7 +33,7 @@ import time
 import numpy as np
 import torch
 
-from models.device import runtime
+from models.device import runtime, tf32_note, tf32_products
 from models.softmax import DeepConfig, DeepICL, TaskLaw, sample_tasks
 from models.trainers import optimise
 from moments.montecarlo import estimate
@@ -42,7 +42,7 @@ from verify.evidence import Finding, as_stand_ins, combine, smaller_than_paper, 
 
 from ..kit.figures import Panel, PaperFigure, Series, figure_entry
 from .setting import LEVEL, PAPER, SETTING, make_instance, small_threads
-from .training import FIG_SIZES, FIG_TAU, train_exact
+from .training import FIG_SIZES, FIG_TAU, train_exact_runs
 
 PAPER_SIZES = {k: FIG_SIZES["paper"][k] for k in ("K", "d", "m", "N")}  # Sec. 4 (Figs. 2, 4, 5)
 PAPER_TAU = FIG_TAU["paper"]
@@ -112,19 +112,18 @@ def divergence(losses, status: str = "max_steps", reason: str = "") -> dict:
 
 def one_layer_runs(ctx: Context, spec: dict) -> tuple[object, list]:
     inst = make_instance(ctx, "heads-1layer", {**spec["sizes"], "H": spec["big"]}, spec["tau"])
+    keys = [(H, start) for H in spec["Hs"] for start in range(spec["starts"])]
+    trained = train_exact_runs(inst, [(H, ctx.seed_for("heads-1layer-start", H, start))
+                                      for H, start in keys], spec["steps"], spec["lr"], ctx.device)
     runs = []
-    for H in spec["Hs"]:
-        for start in range(spec["starts"]):
-            tr = train_exact(inst, H, spec["steps"], spec["lr"],
-                             ctx.seed_for("heads-1layer-start", H, start), ctx.device)
-            res = tr.result
-            L = res.losses
-            stride = max(1, len(L) // 20)
-            runs.append({"H": H, "start": start, "status": res.status, "steps": res.steps,
-                         "seconds": round(res.seconds, 2),
-                         **divergence(L, res.status, res.reason),
-                         "curve_steps": list(range(0, len(L), stride)),
-                         "curve": [float(v) for v in L[::stride]]})
+    for (H, start), res in zip(keys, trained):
+        L = res.losses
+        stride = max(1, len(L) // 20)
+        runs.append({"H": H, "start": start, "status": res.status, "steps": res.steps,
+                     "seconds": round(res.seconds, 2),  # of all runs, trained at once
+                     **divergence(L, res.status, res.reason),
+                     "curve_steps": list(range(0, len(L), stride)),
+                     "curve": [float(v) for v in L[::stride]]})
     return inst, runs
 
 
@@ -221,7 +220,8 @@ def four_layer_runs(ctx: Context, spec: dict) -> tuple[object, list, dict]:
     stride = max(1, spec["steps"] // spec["checkpoints"])
 
     def per_prompt(model) -> np.ndarray:
-        with torch.no_grad():   # in chunks: attention over K tokens is (batch, H, K, K)
+        # in chunks: attention over K tokens is (batch, H, K, K); in full float32
+        with torch.no_grad(), tf32_products(rt.device, False):
             out = [(0.5 * (model(D.V_all, y_test[i:i + 100]) - t_test[i:i + 100]) ** 2).mean(1)
                    for i in range(0, y_test.shape[0], 100)]
         return torch.cat(out).double().cpu().numpy()
@@ -246,15 +246,17 @@ def four_layer_runs(ctx: Context, spec: dict) -> tuple[object, list, dict]:
                 marks[step_] = per_prompt(model)
 
         start = time.perf_counter()
-        res = optimise(loss_fn, model.parameters(), method="adam", steps=spec["steps"],
-                       lr=spec["lr"], grad_tol=0.0, progress=record, sync_every=stride)
+        with tf32_products(rt.device):
+            res = optimise(loss_fn, model.parameters(), method="adam", steps=spec["steps"],
+                           lr=spec["lr"], grad_tol=0.0, progress=record, sync_every=stride)
         if rt.device.type == "cuda":
             torch.cuda.synchronize(rt.device)
         seconds = time.perf_counter() - start
         rows.append({"H": H, "status": res.status, "reason": res.reason, "steps": res.steps,
                      "seconds": seconds, "seconds_per_step": seconds / max(1, res.steps),
                      "marks": marks, "train_curve": res.summary(20)["curve"]})
-    return inst, rows, {"runtime": {**rt.describe(), "dtype": "float32"}, "stride": stride}
+    return inst, rows, {"runtime": {**rt.describe(), "dtype": "float32" + tf32_note(rt.device)},
+                        "stride": stride}
 
 
 def _paired(a: np.ndarray, b: np.ndarray, comparisons: int) -> dict:

@@ -382,14 +382,16 @@ class FloatQuadratic:
         return loss
 
     def excess(self, dtype=torch.float64, device="cpu") -> Callable[[torch.Tensor], torch.Tensor]:
-        """L(Ahat) - L* = (1/2K) tr((Ahat - A)^T G (Ahat - A)), the numerically stable form."""
+        """L(Ahat) - L* = (1/2K) tr((Ahat - A)^T G (Ahat - A)), the numerically stable form; for
+        a batch of coefficient matrices (R, N, K), one value per matrix."""
         G = torch.tensor(self.G, dtype=dtype, device=device)
         A = torch.tensor(self.A, dtype=dtype, device=device)
         K = self.K
 
         def gap(Ahat: torch.Tensor) -> torch.Tensor:
             R = Ahat - A
-            return 0.5 * (R * (G @ R)).sum() / K
+            terms = R * (G @ R)
+            return 0.5 * (terms.sum() if terms.dim() == 2 else terms.sum((-2, -1))) / K
 
         return gap
 

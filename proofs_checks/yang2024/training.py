@@ -12,8 +12,9 @@ import sympy
 import torch
 
 from models.device import runtime
-from models.softmax import SoftmaxConfig, SoftmaxICL, TaskLaw, random_dictionary, sample_tasks
-from models.trainers import optimise
+from models.softmax import (SoftmaxConfig, SoftmaxICL, SoftmaxICLRuns, TaskLaw, random_dictionary,
+                            sample_tasks)
+from models.trainers import TrainResult, optimise, optimise_batched
 from moments.montecarlo import estimate
 from verify.claim import Claim, Context, ExactValues, TierResult
 from verify.evidence import Finding, combine, settle_le, step, worse
@@ -89,6 +90,21 @@ def train_exact(inst: Instance, H: int, steps: int, lr: float, seed: int, device
         result.losses = losses
         result.steps = done
     return Trained(model, result, out)
+
+
+def train_exact_runs(inst: Instance, runs: Sequence[tuple[int, int]], steps: int, lr: float,
+                     device: str = "auto") -> list[TrainResult]:
+    """``train_exact`` (Adam, no checkpoints) for several runs (H, seed) at once, in one batched
+    model (``SoftmaxICLRuns``): run r starts where ``train_exact(inst, H_r, ..., seed_r)`` does
+    and follows it up to rounding; each stops on its own (diverged, with the step)."""
+    rt = runtime(device)
+    gap = float_quadratic(inst).excess(rt.dtype, rt.device)
+    D = inst.dictionary.to(dtype=rt.dtype, device=rt.device)
+    model = SoftmaxICLRuns(SoftmaxConfig(inst.d, inst.K, inst.N, max(H for H, _ in runs)),
+                           [H for H, _ in runs], [rt.generator(s) for _, s in runs],
+                           dtype=rt.dtype, device=rt.device)
+    return optimise_batched(lambda: gap(model.coefficients(D.V_all)), model.parameters(),
+                            method="adam", steps=steps, lr=lr, grad_tol=0.0)
 
 
 def _test_prompts(inst: Instance, law: TaskLaw, count: int, seed: int, dtype, device) -> torch.Tensor:

@@ -101,3 +101,38 @@ def test_a_batched_step_reads_back_once_besides_its_line_search_trials():
     sites = _read_backs(lambda: optimise_batched(lambda: _loss(y, M, target), [y], "adam",
                                                  steps=25, lr=0.01))
     assert sum(sites.values()) == 25
+
+
+def test_batched_first_order_reads_back_once_per_window_with_the_same_steps():
+    """Adam on B problems read back every 8 steps takes the steps it takes read back every step
+    (a GPU reads back every 64): the same losses, bit for bit, and 40 / 8 read-backs."""
+    M, target = _problems(4)
+    out, counts = {}, {}
+    for every in (1, 8):
+        x = torch.zeros(4, 4, dtype=torch.float64, requires_grad=True)
+        sites = _read_backs(lambda: out.setdefault(every, (x, optimise_batched(
+            lambda: _loss(x, M, target), [x], "adam", steps=40, lr=0.01, sync_every=every))))
+        counts[every] = sum(sites.values())
+    assert counts == {1: 40, 8: 5}
+    assert [r.losses for r in out[1][1]] == [r.losses for r in out[8][1]]
+    assert torch.equal(out[1][0], out[8][0])
+
+
+def test_a_problem_diverging_inside_a_window_stops_at_its_step_and_spares_the_others():
+    """Divergence is read at the window's end: the problem stops as diverged at the step where it
+    happened, with the weights of the window's start (finite); the others run on as they would
+    have alone."""
+    scale = torch.tensor([1.0, 1e6, 1.0], dtype=torch.float64)
+    y = torch.ones(3, 2, dtype=torch.float64, requires_grad=True)
+    res = optimise_batched(lambda: (y ** 4).sum(1) * scale, [y], "gd", steps=50, lr=0.1,
+                           sync_every=8)
+    step_1 = optimise_batched(lambda: (y1 ** 4).sum(1) * scale, [y1 := torch.ones(
+        3, 2, dtype=torch.float64, requires_grad=True)], "gd", steps=50, lr=0.1, sync_every=1)
+    assert [r.status for r in res] == ["max_steps", "diverged", "max_steps"]
+    assert res[1].reason == step_1[1].reason and res[1].steps == step_1[1].steps
+    assert res[1].losses == step_1[1].losses
+    assert torch.isfinite(y).all()
+    assert res[0].losses == step_1[0].losses and torch.equal(y[0], y1[0])
+    alone = torch.ones(1, 2, dtype=torch.float64, requires_grad=True)
+    solo = optimise_batched(lambda: (alone ** 4).sum(1), [alone], "gd", steps=50, lr=0.1, sync_every=8)
+    assert solo[0].losses == res[2].losses

@@ -76,3 +76,21 @@ def test_bulk_data_draws_where_the_model_runs():
     with gpu_monitor("cpu") as mon:
         pass
     assert not mon.active and mon.summary() == {}
+
+
+def test_tf32_products_set_and_restore_cublas_precision_on_cuda_only():
+    """TF32 for the float32 training of yang2024's encoder: set inside the block on cuda (the
+    setting is a torch flag, readable without a GPU), restored after, nested full float32 for
+    the test losses; nothing on cpu."""
+    from models.device import _matmul_tf32, tf32_note, tf32_products
+
+    before = _matmul_tf32()
+    with tf32_products("cuda"):
+        assert _matmul_tf32() in ("tf32", True)
+        with tf32_products("cuda", False):
+            assert _matmul_tf32() in ("ieee", False)
+        assert _matmul_tf32() in ("tf32", True)
+    assert _matmul_tf32() == before
+    with tf32_products("cpu"):
+        assert _matmul_tf32() == before
+    assert tf32_note("cpu") == "" and "TF32" in tf32_note("cuda")

@@ -125,3 +125,38 @@ def test_deep_model_seeding_leaves_the_global_generator_alone():
     assert torch.equal(torch.rand(3), want)
     b = DeepICL(cfg, generator=torch.Generator().manual_seed(5))
     assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+
+
+def test_runs_start_and_predict_as_the_separate_models():
+    """SoftmaxICLRuns: run r is SoftmaxICL(H_r, generator r), the padded heads add nothing and get
+    no gradient, and a few Adam steps of all runs at once follow each run alone."""
+    from models.softmax import SoftmaxICLRuns
+    from models.trainers import optimise, optimise_batched
+
+    g = torch.Generator().manual_seed(3)
+    V = torch.randn(4, 7, generator=g, dtype=torch.float64)
+    V = V / V.norm(dim=0)
+    heads, seeds = (2, 5, 3), (11, 12, 13)
+    cfg = SoftmaxConfig(d=4, K=7, N=3, H=5)
+    runs = SoftmaxICLRuns(cfg, heads, [torch.Generator().manual_seed(s) for s in seeds])
+    with torch.no_grad():
+        runs.w.normal_(generator=g).mul_(runs.mask)
+    alone = []
+    for r, (H, s) in enumerate(zip(heads, seeds)):
+        one = SoftmaxICL(SoftmaxConfig(4, 7, 3, H), generator=torch.Generator().manual_seed(s))
+        assert torch.equal(one.Q, runs.run(r).Q)
+        with torch.no_grad():
+            one.w.copy_(runs.w[r, :H])
+        alone.append(one)
+        assert torch.allclose(runs.coefficients(V)[r], one.coefficients(V), rtol=1e-13, atol=1e-15)
+    target = torch.randn(3, 7, generator=g, dtype=torch.float64)
+    (runs.coefficients(V) - target).pow(2).sum().backward()
+    assert not runs.Q.grad[0, 2:].any() and not runs.w.grad[0, 2:].any()
+    batched = optimise_batched(lambda: (runs.coefficients(V) - target).pow(2).sum((-2, -1)),
+                               runs.parameters(), "adam", steps=30, lr=0.01, grad_tol=0.0)
+    for r, one in enumerate(alone):
+        single = optimise(lambda: (one.coefficients(V) - target).pow(2).sum(), one.parameters(),
+                          "adam", steps=30, lr=0.01, grad_tol=0.0)
+        assert np.allclose(batched[r].losses, single.losses, rtol=1e-10)
+        assert torch.allclose(runs.run(r).Q, one.Q, atol=1e-10)
+    assert not runs.Q[0, 2:].any() and not runs.w[0, 2:].any()  # the padding stays at zero

@@ -316,14 +316,15 @@ def test_every_claim_quick(claim_id):
 
 def test_fig4_diverged_run_is_inconclusive_not_a_refutation(monkeypatch):
     """A run that diverges neither stalls nor descends: Fig. 4 says inconclusive with the run."""
-    real = figures._fig4_run
+    real = figures.train_exact_runs
 
-    def run_or_diverge(inst, H, start, steps, lr, ctx):
-        if H == 3 and start == 1:
-            return {"H": H, "start": start, "status": "diverged", "reason": "loss is nan at step 7"}
-        return real(inst, H, start, 2, lr, ctx)
+    def one_diverges(inst, runs, steps, lr, device):
+        out = real(inst, runs, 2, lr, device)
+        second = [H for H, _ in runs].index(3) + 1   # H = 3, start 1
+        out[second].status, out[second].reason = "diverged", "loss is nan at step 7"
+        return out
 
-    monkeypatch.setattr(figures, "_fig4_run", run_or_diverge)
+    monkeypatch.setattr(figures, "train_exact_runs", one_diverges)
     v = run("yang2024.fig4", ("train",))
     assert v.verdict == "inconclusive", v.as_dict()
     assert "H = 3, start 1: loss is nan at step 7" in v.reason
