@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Sequence
 
 import numpy as np
 import torch
@@ -41,29 +42,30 @@ class ExactRuns:
     diverged: int = 0
 
 
-def train_exact(inst: Instance, heads: int, restarts: int, steps: int, seed: int,
-                device: str = "auto", guess: str = "zero", v: np.ndarray | None = None,
-                beta: float = 0.0, w_star: np.ndarray | None = None,
-                progress: bool = False) -> ExactRuns:
-    """L-BFGS on the derived risk of ``heads`` heads (P_h, Q_h free), ``restarts`` at once."""
-    rt = runtime(device)
+def _heads_loss(inst: Instance, rt, guess: str = "zero", v: np.ndarray | None = None,
+                beta: float = 0.0, w_star: np.ndarray | None = None) -> HeadsLoss:
     d = inst.d
     ws = inst.w_star if w_star is None else w_star
     fixed = {"w_star": torch.tensor(ws, dtype=rt.dtype, device=rt.device).reshape(d, 1)}
     if guess != "zero":
         vv = np.zeros(d) if v is None else v
         fixed["v"] = torch.tensor(vv, dtype=rt.dtype, device=rt.device).reshape(d, 1)
-    loss = HeadsLoss(guess, d, inst.C, fixed, beta)
+    return HeadsLoss(guess, d, inst.C, fixed, beta)
+
+
+def _starts(heads: int, restarts: int, d: int, seed: int, rt) -> tuple[torch.Tensor, torch.Tensor]:
+    """The restarts' (P, Q), each (restarts, heads, d+1, d+1), INIT_SCALE * N(0, 1) entries."""
     gen = rt.generator(seed)
     shape = (restarts, heads, d + 1, d + 1)
-    P, Q = ((INIT_SCALE * randn(*shape, generator=gen, dtype=rt.dtype, device=rt.device)
-             ).requires_grad_() for _ in range(2))
-    exact = ExactLoss(loss, lambda: ({"P": P, "Q": Q}, {}))
-    with Progress(steps, f"xie2025 exact-risk L-BFGS, H={heads}", progress) as bar:
-        results = optimise_batched(exact, [P, Q], method="lbfgs", steps=steps,
-                                   progress=bar.callback())
-    with torch.no_grad():
-        final = exact().detach().cpu().double().numpy()
+    P, Q = (INIT_SCALE * randn(*shape, generator=gen, dtype=rt.dtype, device=rt.device)
+            for _ in range(2))
+    return P, Q
+
+
+def _exact_runs(heads: int, P: torch.Tensor, Q: torch.Tensor, final: np.ndarray,
+                results: list) -> ExactRuns:
+    """The best restart (least final risk among those that did not diverge) and every run."""
+    restarts = len(results)
     ok = [r for r in range(restarts) if results[r].status != "diverged" and np.isfinite(final[r])]
     runs = [{"restart": r, "final_risk": float(final[r]), **results[r].summary(curve_points=30)}
             for r in range(restarts)]
@@ -74,14 +76,68 @@ def train_exact(inst: Instance, heads: int, restarts: int, steps: int, seed: int
                      Q[b].detach().cpu().double().numpy(), runs, restarts - len(ok))
 
 
+def train_exact(inst: Instance, heads: int, restarts: int, steps: int, seed: int,
+                device: str = "auto", guess: str = "zero", v: np.ndarray | None = None,
+                beta: float = 0.0, w_star: np.ndarray | None = None,
+                progress: bool = False) -> ExactRuns:
+    """L-BFGS on the derived risk of ``heads`` heads (P_h, Q_h free), ``restarts`` at once."""
+    rt = runtime(device)
+    loss = _heads_loss(inst, rt, guess, v, beta, w_star)
+    P, Q = (t.requires_grad_() for t in _starts(heads, restarts, inst.d, seed, rt))
+    exact = ExactLoss(loss, lambda: ({"P": P, "Q": Q}, {}))
+    with Progress(steps, f"xie2025 exact-risk L-BFGS, H={heads}", progress) as bar:
+        results = optimise_batched(exact, [P, Q], method="lbfgs", steps=steps,
+                                   progress=bar.callback())
+    with torch.no_grad():
+        final = exact().detach().cpu().double().numpy()
+    return _exact_runs(heads, P, Q, final, results)
+
+
+def train_exact_heads(inst: Instance, heads: Sequence[int], restarts: int, steps: int,
+                      seeds: Sequence[int], device: str = "auto",
+                      progress: bool = False) -> dict[int, ExactRuns]:
+    """``train_exact`` (y_q = 0) for every head count H in ``heads`` (seed per H) in one batched
+    L-BFGS run: the restarts of H heads are padded to max(heads) with heads held at P = Q = 0
+    by a mask (a head enters the risk through the products of its P and Q, so a zero head adds
+    nothing, and the mask makes its gradient 0: L-BFGS leaves it at 0).  Each restart starts
+    where ``train_exact(inst, H, restarts, steps, seed_H)`` does and stops on its own; its final
+    risk is that of its H heads under the H-head risk.  On a GPU: the launches of one run."""
+    rt = runtime(device)
+    loss = _heads_loss(inst, rt)
+    Hs = [int(H) for H in heads]
+    top, R, d = max(Hs), restarts, inst.d
+    shape = (len(Hs) * R, top, d + 1, d + 1)
+    P, Q = (torch.zeros(shape, dtype=rt.dtype, device=rt.device) for _ in range(2))
+    for i, (H, seed) in enumerate(zip(Hs, seeds)):
+        P[i * R:(i + 1) * R, :H], Q[i * R:(i + 1) * R, :H] = _starts(H, R, d, seed, rt)
+    mask = (torch.arange(top, device=rt.device)[None, :] <
+            torch.tensor(Hs, device=rt.device).repeat_interleave(R)[:, None]).to(rt.dtype)[..., None, None]
+    P.requires_grad_()
+    Q.requires_grad_()
+    exact = ExactLoss(loss, lambda: ({"P": P * mask, "Q": Q * mask}, {}))
+    with Progress(steps, f"xie2025 exact-risk L-BFGS, H={Hs[0]}..{Hs[-1]}", progress) as bar:
+        results = optimise_batched(exact, [P, Q], method="lbfgs", steps=steps,
+                                   progress=bar.callback())
+    out = {}
+    with torch.no_grad():
+        for i, H in enumerate(Hs):
+            rows = slice(i * R, (i + 1) * R)
+            Ph, Qh = P[rows, :H], Q[rows, :H]
+            final = loss({"P": Ph, "Q": Qh}, {}).detach().cpu().double().numpy()
+            out[H] = _exact_runs(H, Ph, Qh, final, results[rows])
+    return out
+
+
 @lru_cache(maxsize=None)
 def head_sweep(d: int, C: int, w_entry: int, budget: str, restarts: int, seed: int,
                device: str = "auto", max_heads: int | None = None) -> dict[int, ExactRuns]:
-    """Exact-risk training for H = 1 .. d+3 heads (cached: Thm. 1 and Fig. 2 read the same runs)."""
+    """Exact-risk training for H = 1 .. d+3 heads (cached: Thm. 1 and Fig. 2 read the same runs),
+    all in one batched run."""
     inst = Instance(d, C, w_entry)
     steps = budget_steps(budget)["lbfgs"]
     top = max_heads or d + 3
-    return {H: train_exact(inst, H, restarts, steps, seed + H, device) for H in range(1, top + 1)}
+    return train_exact_heads(inst, range(1, top + 1), restarts, steps,
+                             [seed + H for H in range(1, top + 1)], device)
 
 
 def training_finding(ev: dict, below: dict | None, missed: list, inst: Instance,

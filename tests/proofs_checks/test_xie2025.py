@@ -314,3 +314,22 @@ def test_fig5_training_whose_risks_are_nan_is_undecided(monkeypatch):
     ev = gap_claims.fig5_train(Context("xie2025.fig5", {}, {}, BUDGETS["quick"], device="cpu")).evidence
     assert ev["exact_risk_training"]["ok"] is None
     assert ev["sampled_prompt_training"]["ok"] is None
+
+
+def test_head_counts_trained_at_once_follow_each_count_trained_alone():
+    """train_exact_heads pads every head count to the largest with masked zero heads: each count
+    starts where train_exact starts it, its padding stays at zero, and it ends where training
+    that count alone ends (up to rounding)."""
+    from proofs_checks.xie2025.setting import Instance
+    from proofs_checks.xie2025.training import train_exact, train_exact_heads
+
+    inst = Instance(2, 4, 1)
+    together = train_exact_heads(inst, (1, 2, 3), 2, 40, (11, 12, 13), "cpu")
+    for H, seed in zip((1, 2, 3), (11, 12, 13)):
+        alone = train_exact(inst, H, 2, 40, seed, "cpu")
+        both = together[H]
+        assert both.best_P.shape == alone.best_P.shape == (H, 3, 3)
+        assert [r["curve"][0] for r in both.runs] == pytest.approx(
+            [r["curve"][0] for r in alone.runs], rel=1e-12)
+        assert both.best == pytest.approx(alone.best, rel=1e-7)
+        assert [r["steps"] for r in both.runs] == pytest.approx([r["steps"] for r in alone.runs], abs=3)
