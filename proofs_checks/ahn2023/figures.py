@@ -141,8 +141,8 @@ def _train_eq9(budget: str, seed: int, device: str, progress: bool) -> dict:
         show = bar.callback()
 
         def track(step, losses):
-            As = ((A + A.transpose(-1, -2)) / 2).detach().cpu().double().numpy()
-            if step % 5 == 0 or step == 1:
+            if step % 5 == 0 or step == 1:  # read back (a GPU wait) only for a recorded step
+                As = ((A + A.transpose(-1, -2)) / 2).detach().cpu().double().numpy()
                 curves.append({"step": step, "loss": losses.detach().cpu().double().tolist(),
                                **{k: [_metrics(S[b], As[b])[k] for b in range(B)]
                                   for k in ("dist_whitened", "dist_plain")}})

@@ -342,19 +342,23 @@ def _exact_loss_training(spec, ctx, inst, rt, b_star, A_star, f_star, loss_tol,
     Q = (INIT_SCALE * randn(B, d + 1, d + 1, generator=gen, dtype=rt.dtype,
                             device=rt.device)).requires_grad_()
     steps = {"quick": 200, "default": 400}.get(ctx.budget.name, 1000)
-    distances: list[list[float]] = [[] for _ in range(B)]
+    on_device: list[torch.Tensor] = []   # per step, every restart's distance (read back once)
+    T_dev = torch.as_tensor(T_star, dtype=rt.dtype, device=rt.device)
     with Progress(steps, f"{ctx.claim_id} exact-loss L-BFGS", ctx.progress) as bar:
         show = bar.callback()
 
         def track(step, losses):
-            Pd, Qd = P.detach().cpu().double().numpy(), Q.detach().cpu().double().numpy()
-            for r in range(B):
-                T = lifted(Pd[r, d, :], Qd[r, :, :d])
-                distances[r].append(float(np.linalg.norm(T - T_star) / np.linalg.norm(T_star)))
+            with torch.no_grad():
+                T = torch.einsum("bk,blj->bklj", P[:, d, :], Q[:, :, :d])
+                T = (T + T.transpose(1, 2)) / 2                       # lifted(), batched
+                on_device.append(torch.linalg.vector_norm((T - T_dev).reshape(B, -1), dim=1))
             show(step, losses)
 
         results = optimise_batched(batched_exact_loss(P, Q, inst), [P, Q], method="lbfgs",
                                    steps=steps, progress=track)
+    scale = float(np.linalg.norm(T_star))
+    distances = (torch.stack(on_device).T.cpu().double().numpy() / scale).tolist() if on_device \
+        else [[] for _ in range(B)]
     Pn, Qn = P.detach().cpu().double().numpy(), Q.detach().cpu().double().numpy()
     runs, other_points, below = [], [], None
     for restart, res in enumerate(results):
