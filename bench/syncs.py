@@ -3,12 +3,14 @@
     python bench/syncs.py [--budget quick] [--claims ID,...] [--top 3] [--json FILE]
 
 On a GPU every ``.item()``, ``float(t)``, ``bool(t)`` (an ``if`` on a tensor), a tensor passed
-where torch wants a number (``add_(x, alpha=t)``), ``.tolist()`` and ``.cpu()`` waits for the
-queued kernels and copies to the host; in an inner loop that stall, not the arithmetic, sets the
-pace (the 2026-11-22 H200 run: 2-3% utilisation).  This counts them on any device, the cpu
-included (scalar reads as the dispatcher's ``_local_scalar_dense``, copies under a
-``TorchFunctionMode``), and charges each to the innermost frame of the project's own code
-(``models/``, ``proofs_checks/``, ``verify/``) that asked for it: a site that reads back once per step shows a count near the
+where torch wants a number (``add_(x, alpha=t)``), ``.tolist()``, ``.cpu()`` and a boolean-mask
+index (``x[mask]``, ``x[mask] = v``: torch calls ``nonzero``, whose size the host must read)
+waits for the queued kernels; in an inner loop that stall, not the arithmetic, sets the pace
+(the 2026-11-22 H200 run: 2-3% utilisation).  This counts them on any device, the cpu included
+(scalar reads as the dispatcher's ``_local_scalar_dense``, boolean masks at the indexing
+operations, copies under a ``TorchFunctionMode``), and charges each to the innermost frame of
+the project's own code (``models/``, ``proofs_checks/``, ``verify/``) that asked for it: a site
+that reads back once per step shows a count near the
 step count.  It also counts the tensor operations that are not views (each one kernel launch
 or more on a GPU, some 5-10 us of host time each however small the tensor): a tier with
 millions of them is bound by launches, not by arithmetic.  Adam and GD are counted with their GPU read-back window (once per 64 steps, where
@@ -23,6 +25,8 @@ import json
 import os
 import sys
 import time
+
+import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -66,6 +70,23 @@ def _site(frame) -> str | None:
     return "(outside the project)"
 
 
+# operations whose result's size depends on the data: on cuda they read a count back (torch
+# calls nonzero inside), so each one waits for the queued kernels like a scalar read
+SIZED_BY_DATA = {"nonzero", "masked_select", "unique", "_unique", "_unique2", "unique_consecutive",
+                 "unique_dim"}
+INDEXING = {"index", "index_put", "index_put_", "_index_put_impl_"}
+
+
+def _sized_by_data(name: str, args: tuple) -> bool:
+    """``nonzero`` and its kin, or indexing with a boolean mask (``x[mask]``, ``x[mask] = v``:
+    torch turns the mask into indices with nonzero, which on cuda reads the count back)."""
+    if name in SIZED_BY_DATA:
+        return True
+    if name in INDEXING and len(args) > 1 and isinstance(args[1], (list, tuple)):
+        return any(getattr(i, "dtype", None) in (torch.bool, torch.uint8) for i in args[1])
+    return False
+
+
 def counting_modes():
     """Two modes that count, in the ``sites`` Counter they share, read-backs per site: a
     TorchFunctionMode for copies to the host and a TorchDispatchMode for scalar reads, which
@@ -92,9 +113,10 @@ def counting_modes():
             self.kernels = 0
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            if func.overloadpacket.__name__ == "_local_scalar_dense":
+            name = func.overloadpacket.__name__
+            if name == "_local_scalar_dense" or _sized_by_data(name, args):
                 charge(sys._getframe(1))
-            elif not func.is_view:
+            if name != "_local_scalar_dense" and not func.is_view:
                 self.kernels += 1
             return func(*args, **(kwargs or {}))
 

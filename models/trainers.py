@@ -247,20 +247,21 @@ def optimise_batched(loss_fn: Callable[[], torch.Tensor], params: Sequence[torch
             active = rec.active
             d = -_two_loop(g, pairs)
             slope = (d * g).sum(1)
-            bad = ~(slope < 0)
-            d[bad] = -g[bad]
+            # selections by torch.where / masked_fill, not x[mask]: a boolean index reads
+            # the mask's count back to the host (nonzero) on a GPU
+            d = torch.where((slope < 0)[:, None], d, -g)
             slope = (d * g).sum(1)
-            t = torch.full((B,), float(lr), dtype=x.dtype, device=x.device)
-            t[~active] = 0.0
-            accepted = ~active.clone()
-            x_new, f_new, g_new = x.clone(), f.clone(), g.clone()
+            t = torch.full((B,), float(lr), dtype=x.dtype, device=x.device).masked_fill_(~active, 0.0)
+            accepted = ~active
+            x_new, f_new, g_new = x, f, g
             for _ in range(30):
                 trial = x + t[:, None] * d
                 assign(trial)
                 ft, gt = value_and_grad()
                 ok = (~accepted) & torch.isfinite(ft) & (ft <= f + 1e-4 * t * slope)
-                x_new[ok], f_new[ok], g_new[ok] = trial[ok], ft[ok], gt[ok]
-                accepted |= ok
+                x_new = torch.where(ok[:, None], trial, x_new)
+                f_new, g_new = torch.where(ok, ft, f_new), torch.where(ok[:, None], gt, g_new)
+                accepted = accepted | ok
                 if bool(accepted.all()):
                     break
                 t = torch.where(accepted, t, t * 0.5)

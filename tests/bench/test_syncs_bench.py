@@ -39,3 +39,21 @@ def test_reading_a_tensor_counts_and_reading_a_step_counter_does_not():
         x.detach().add_(x.detach(), alpha=-x.detach()[0])  # a number torch reads from a tensor
     # Adam's step counter is a host tensor on every device: it is not counted
     assert sum(sites.values()) == 3 and kernels.kernels > 10
+
+
+def test_a_boolean_mask_index_counts_and_a_where_does_not():
+    """x[mask] and x[mask] = v turn the mask into indices with nonzero, which on cuda reads the
+    count back; torch.where and masked_fill select elementwise and read nothing."""
+    import torch
+
+    bench = _bench()
+    x, mask = torch.arange(4.0), torch.tensor([True, False, True, False])
+    sites, copies, kernels = bench.counting_modes()
+    with copies, kernels:
+        y = x[mask]          # one
+        x[~mask] = 0.0       # two
+        x.nonzero()          # three
+        torch.where(mask, x, -x)
+        x.masked_fill(mask, 1.0)
+        x[1:3] = 2.0         # a slice, not a mask
+    assert sum(sites.values()) == 3 and y.shape == (2,)
