@@ -8,6 +8,7 @@ sympy; exact or float), and printed as text or LaTeX.
 """
 from __future__ import annotations
 
+import sys
 from functools import cached_property
 from typing import Any, Mapping
 
@@ -444,7 +445,11 @@ class CompiledPoly:
         for cycle, word in self.words:
             m = _prefix_product(word, env, prefix)
             if hasattr(m, "ndim"):
-                values.append(m.diagonal(0, -2, -1).sum(-1) if cycle else m[..., 0, 0])
+                if m.shape[-2:] == (1, 1) and _is_tensor(m):  # a view both ways (m[..., 0, 0]'s
+                    # backward is a kernel)
+                    values.append(m.reshape(m.shape[:-2]))
+                else:
+                    values.append(m.diagonal(0, -2, -1).sum(-1) if cycle else m[..., 0, 0])
             else:
                 values.append(m.trace() if cycle else m[0, 0])
         if _torch_batch(values, coeffs):
@@ -485,6 +490,11 @@ class CompiledPoly:
             rest = torch.stack(torch.broadcast_tensors(*[coeffs[k] for k in other]))
             total = total + (rest * terms[other_rows]).sum(0)
         return total
+
+
+def _is_tensor(x: Any) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(x, torch.Tensor)
 
 
 def _torch_batch(values: list, coeffs: list) -> bool:
