@@ -421,7 +421,8 @@ class CompiledPoly:
         self.symbols = poly._symbols
         self.names = [s.name for s in self.symbols]
         keys = list(poly.terms)
-        self._coeffs = sympy.lambdify(self.symbols, [poly.terms[k] for k in keys], modules="math")
+        self._coeff_exprs = [poly.terms[k] for k in keys]
+        self._coeffs = sympy.lambdify(self.symbols, self._coeff_exprs, modules="math")
         words: dict = {}
         self.monomials = []
         for cycles, chains in keys:
@@ -433,13 +434,14 @@ class CompiledPoly:
             self.monomials.append(tuple(idx))
         self.words = list(words)
         self._on_device: dict = {}
+        self._plans: dict = {}
 
     def __call__(self, env: Mapping[str, Any], scalars: Mapping[str, Any] | None = None) -> Any:
         scalars = scalars or {}
         missing = [n for n in self.names if n not in scalars]
         if missing:
             raise KeyError(f"no value for {', '.join(missing)}")
-        coeffs = self._coeffs(*[scalars[n] for n in self.names])
+        given = [scalars[n] for n in self.names]
         prefix: dict = {}
         values = []
         for cycle, word in self.words:
@@ -452,8 +454,13 @@ class CompiledPoly:
                     values.append(m.diagonal(0, -2, -1).sum(-1) if cycle else m[..., 0, 0])
             else:
                 values.append(m.trace() if cycle else m[0, 0])
+        plan = self._tensor_scalar_plan(given, values)
+        if plan is not None:
+            key, positions, monomials, coeffs = plan
+            return self._sum_torch(coeffs, values + [given[i] for i in positions], monomials, key)
+        coeffs = self._coeffs(*given)
         if _torch_batch(values, coeffs):
-            return self._sum_torch(coeffs, values)
+            return self._sum_torch(coeffs, values, self.monomials, "words")
         total = 0
         for c, idx in zip(coeffs, self.monomials):
             term = c
@@ -462,7 +469,45 @@ class CompiledPoly:
             total = total + term
         return total
 
-    def _sum_torch(self, coeffs, values) -> Any:
+    def _tensor_scalar_plan(self, given: list, values: list) -> tuple | None:
+        """Where scalar symbols are bound to tensors (a per-head scalar, say), their coefficients
+        c_k(t) = sum_j a_kj t^(e_j) are expanded into the monomials, the t's read as further
+        word values: sum_k c_k(t) W_k = sum_kj a_kj t^(e_j) W_k, with numbers a_kj derived
+        exactly (sympy, at the numeric scalars' values).  The sum then runs as a gather, a
+        product and a dot, instead of the coefficients' own arithmetic, one operation per
+        multiply (and as many in the backward pass).  None where no scalar is a tensor, the
+        values are not one batch of torch tensors, or a coefficient is not a polynomial in the
+        tensor scalars."""
+        positions = tuple(i for i, v in enumerate(given) if _is_tensor(v))
+        if not positions or not _torch_batch(values + [given[i] for i in positions], []):
+            return None
+        numbers = tuple(None if i in positions else float(v) for i, v in enumerate(given))
+        key = (positions, numbers)
+        if key not in self._plans:
+            self._plans[key] = self._expand_scalars(positions, numbers)
+        plan = self._plans[key]
+        return None if plan is None else (key, positions, *plan)
+
+    def _expand_scalars(self, positions: tuple, numbers: tuple) -> tuple | None:
+        at = {s: sympy.Rational(v) for s, v in zip(self.symbols, numbers) if v is not None}
+        tensor_symbols = [self.symbols[i] for i in positions]
+        first = len(self.words)  # the tensor scalars follow the word values
+        monomials, coeffs = [], []
+        for expr, idx in zip(self._coeff_exprs, self.monomials):
+            try:
+                p = sympy.Poly(sympy.expand(sympy.sympify(expr).subs(at)), *tensor_symbols)
+            except sympy.PolynomialError:
+                return None
+            for powers, a in p.terms():
+                if not a.is_number:
+                    return None
+                if a != 0:
+                    monomials.append((*idx, *[first + j for j, e in enumerate(powers)
+                                                for _ in range(e)]))
+                    coeffs.append(float(a))
+        return (monomials, coeffs) if monomials else None
+
+    def _sum_torch(self, coeffs, values, monomials, label) -> Any:
         """sum_k c_k prod_{i in k} v_i in a few tensor operations (a gather, a product, a dot)
         rather than one multiply and one add per factor: on a GPU each operation is a kernel
         launch, and a loss of some 500 monomials became thousands of launches per evaluation.
@@ -471,17 +516,17 @@ class CompiledPoly:
 
         values = torch.broadcast_tensors(*values)
         V = torch.stack([*values, torch.ones_like(values[0])])  # the last row pads a monomial
-        key = (V.device, V.dtype, tuple(None if isinstance(c, torch.Tensor) else float(c)
-                                        for c in coeffs))
+        key = (label, V.device, V.dtype, tuple(None if isinstance(c, torch.Tensor) else float(c)
+                                               for c in coeffs))
         if key not in self._on_device:  # built once per device and numeric coefficients
-            width = max(len(m) for m in self.monomials)
-            numeric = [k for k, c in enumerate(key[2]) if c is not None]
-            other = [k for k, c in enumerate(key[2]) if c is None]
+            width = max(len(m) for m in monomials)
+            numeric = [k for k, c in enumerate(key[3]) if c is not None]
+            other = [k for k, c in enumerate(key[3]) if c is None]
             self._on_device[key] = (
-                torch.tensor([[*m, *[len(values)] * (width - len(m))] for m in self.monomials],
+                torch.tensor([[*m, *[len(values)] * (width - len(m))] for m in monomials],
                              device=V.device),
                 torch.tensor(numeric, dtype=torch.long, device=V.device),
-                torch.tensor([key[2][k] for k in numeric], dtype=V.dtype, device=V.device),
+                torch.tensor([key[3][k] for k in numeric], dtype=V.dtype, device=V.device),
                 other, torch.tensor(other, dtype=torch.long, device=V.device))
         idx, numeric, c, other, other_rows = self._on_device[key]
         terms = V[idx].prod(1)

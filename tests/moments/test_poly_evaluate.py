@@ -55,3 +55,34 @@ def test_a_compiled_poly_sums_torch_batches_as_numpy_does_with_number_and_tensor
                                             {"n": 5, "c": cval if isinstance(cval, float)
                                              else cval[b]}), As)[0][b] for b in range(4)]
         assert torch.allclose(grad, torch.stack(one), rtol=1e-12)
+
+
+@pytest.mark.parametrize("coefficient", ["poly", "rational"])
+def test_tensor_scalars_are_expanded_into_the_monomials_with_their_gradient(coefficient):
+    """A scalar symbol bound to a tensor that requires a gradient (xie2025's per-head b_y): its
+    coefficients, polynomials in it, are expanded into the monomials; a coefficient that is not
+    a polynomial in it (1/c) keeps the coefficients' own arithmetic.  Value and gradients agree
+    with the numbers bound one problem at a time."""
+    from moments.poly import CompiledPoly, size_symbol
+
+    S, A = matrix("Sigma", symmetric=True), matrix("A")
+    X = gaussian_matrix("X", "d", "n", row_cov=S)
+    W = X @ X.T
+    c, n = sympy.Symbol("c"), size_symbol("n")
+    coeff = c ** 3 / (n + 1) - 2 * c if coefficient == "poly" else 1 / c + c
+    poly = expectation((W @ A).trace() * coeff + (A @ A.T).trace() * c ** 2)
+    compiled = CompiledPoly(poly)
+    g = torch.Generator().manual_seed(5)
+    As = torch.randn(3, 2, 2, generator=g, dtype=torch.float64, requires_grad=True)
+    cs = (torch.rand(3, generator=g, dtype=torch.float64) + 0.5).requires_grad_()
+    sigma = torch.eye(2, dtype=torch.float64) + 0.2
+    value = compiled({"Sigma": sigma, "A": As}, {"n": 4, "c": cs})
+    gA, gc = torch.autograd.grad(value.sum(), (As, cs))
+    assert (len(compiled._plans) == 1) and \
+        ((next(iter(compiled._plans.values())) is None) == (coefficient == "rational"))
+    for b in range(3):
+        cb = cs[b].detach().clone().requires_grad_()
+        one = poly.evaluate({"Sigma": sigma, "A": As[b]}, {"n": 4, "c": cb})
+        gAb, gcb = torch.autograd.grad(one, (As, cb))
+        assert torch.allclose(value[b], one, rtol=1e-13)
+        assert torch.allclose(gA[b], gAb[b], rtol=1e-12) and torch.allclose(gc[b], gcb, rtol=1e-12)
