@@ -65,3 +65,16 @@ def test_a_window_reports_the_step_that_diverged_and_keeps_finite_weights():
     assert one.status == seven.status == "diverged"
     assert one.reason == seven.reason and one.losses == seven.losses
     assert torch.isfinite(x7).all()
+
+
+def test_the_squared_gradient_norm_by_one_multi_tensor_kernel_is_the_sum_of_squares():
+    """cuda's path (torch._foreach_norm, one kernel for every gradient) and the cpu's give the
+    same squared norm; no gradient is 0."""
+    from models.trainers import _squared_norm
+
+    g = torch.Generator().manual_seed(0)
+    grads = [torch.randn(*s, generator=g, dtype=torch.float64) for s in ((3, 4), (5,), (2, 2, 2))]
+    plain = _squared_norm(grads)
+    assert torch.allclose(_squared_norm(grads, multi_tensor=True), plain, rtol=1e-14)
+    assert torch.isclose(plain, sum((x ** 2).sum() for x in grads))
+    assert _squared_norm([]) == 0
