@@ -125,35 +125,12 @@ def draw_covariates(K: int, M: int, d: int, n: int, gen: torch.Generator, dtype,
     return X, 1 / ratio
 
 
-def s_coefficients(p: torch.Tensor, L: int) -> torch.Tensor:
-    """Coefficients (K, 3^(L-1) + ... + 1 + 1) of s(u) for scale rows p (K, 2L - 1): on S the
-    error is w~^T s(X X^T / n) x~_q with s <- s (1 + a_i u q^2), q <- q + a_i b_i q^3 u from
-    s = q = 1 (the recursion of ``sparse.s_coefficients``, in torch for autograd)."""
-    def mul(f, h):
-        out = f.new_zeros(f.shape[0], f.shape[1] + h.shape[1] - 1)
-        for i in range(f.shape[1]):
-            out[:, i:i + h.shape[1]] = out[:, i:i + h.shape[1]] + f[:, i:i + 1] * h
-        return out
-
-    def shift_add(f, h, c):  # f + c u h
-        out = torch.nn.functional.pad(f, (0, max(0, h.shape[1] + 1 - f.shape[1])))
-        return out + torch.nn.functional.pad(c * h, (1, out.shape[1] - h.shape[1] - 1))
-
-    one = p.new_ones(p.shape[0], 1)
-    s, q = one, one
-    for i in range(L):
-        q2 = mul(q, q)
-        s_next = shift_add(s, mul(s, q2), p[:, i:i + 1])
-        if i < L - 1:
-            q = shift_add(q, mul(q2, q), p[:, i:i + 1] * p[:, L + i:L + i + 1])
-        s = s_next
-    return s
-
-
 def on_S_losses(p: torch.Tensor, lam: torch.Tensor, L: int) -> torch.Tensor:
     """E[e^2 | X] at the point p of S (A~_i = a_i I, B~_i = b_i I): sum_j s(lambda_j)^2 over
     the eigenvalues lam (K, M, d) of X X^T / n.  Shape (K, M)."""
-    c = s_coefficients(p, L)
+    from .sparse import s_coefficients_torch
+
+    c = s_coefficients_torch(p, L, "eq13")
     val = c[:, -1, None, None].expand_as(lam)
     for k in range(c.shape[1] - 2, -1, -1):
         val = val * lam + c[:, k, None, None]

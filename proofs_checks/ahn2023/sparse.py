@@ -226,33 +226,57 @@ def restricted_value_torch(P, layers: int, model: str, n: int, d: int):
     """g at a batch of parameter rows P (B, m) in torch (autograd, cpu or cuda): the same sum
     over the coefficients of s(u)^2, with polynomials as (B, degree+1) tensors."""
     import torch
-    import torch.nn.functional as F
 
-    def mul(p, q):
-        lp = p.shape[1]
-        out = 0
-        for i in range(lp):
-            out = out + F.pad(p[:, i:i + 1] * q, (i, lp - 1 - i))
-        return out
-
-    def add(p, q):
-        m = max(p.shape[1], q.shape[1])
-        return F.pad(p, (0, m - p.shape[1])) + F.pad(q, (0, m - q.shape[1]))
-
-    B = P.shape[0]
-    one = torch.ones(B, 1, dtype=P.dtype, device=P.device)
-    s, q = one, one
-    for i in range(layers):
-        ai = P[:, i:i + 1]
-        q2 = mul(q, q)
-        s_next = add(s, F.pad(ai * mul(s, q2), (1, 0)))
-        if model == "eq13" and i < layers - 1:
-            q = add(q, F.pad(ai * P[:, layers + i:layers + i + 1] * mul(q2, q), (1, 0)))
-        s = s_next
-    s2 = mul(s, s)
+    s = s_coefficients_torch(P, layers, model)
+    s2 = _series_mul(s, s)
     mu = torch.tensor([float(m) for m in scaled_trace_moments(n, d, s2.shape[1] - 1)],
                       dtype=P.dtype, device=P.device)
     return (s2 * mu).sum(1)
+
+
+def s_coefficients_torch(P, layers: int, model: str):
+    """``s_coefficients`` for a batch of parameter rows P (B, m) (a_0.., then b_0.. for eq13):
+    the coefficients (B, degree+1) of s(u), in torch (autograd, cpu or cuda)."""
+    import torch.nn.functional as F
+
+    s = q = P.new_ones(P.shape[0], 1)
+    for i in range(layers):
+        ai = P[:, i:i + 1]
+        q2 = _series_mul(q, q)
+        s_next = _series_add(s, F.pad(ai * _series_mul(s, q2), (1, 0)))   # s + u a_i s q^2
+        if model == "eq13" and i < layers - 1:                            # q + u a_i b_i q^3
+            q = _series_add(q, F.pad(ai * P[:, layers + i:layers + i + 1] * _series_mul(q2, q),
+                                     (1, 0)))
+        s = s_next
+    return s
+
+
+def _series_mul(p, q):
+    """Rows of polynomial coefficients (B, lp) x (B, lq) -> (B, lp + lq - 1): the outer
+    products p_i q_j summed into i + j by one matrix product with a fixed 0/1 map (two
+    operations, deterministic on cuda, where a loop over p's coefficients launched three
+    operations per coefficient)."""
+    lp, lq = p.shape[1], q.shape[1]
+    outer = (p[:, :, None] * q[:, None, :]).reshape(p.shape[0], lp * lq)
+    return outer @ _sum_map(lp, lq, p.dtype, p.device)
+
+
+@lru_cache(maxsize=None)
+def _sum_map(lp: int, lq: int, dtype, device):
+    """The 0/1 matrix (lp * lq, lp + lq - 1) sending entry (i, j) of an outer product to i + j."""
+    import torch
+
+    rows = torch.arange(lp * lq)
+    out = torch.zeros(lp * lq, lp + lq - 1, dtype=dtype)
+    out[rows, rows // lq + rows % lq] = 1.0
+    return out.to(device)
+
+
+def _series_add(p, q):
+    import torch.nn.functional as F
+
+    m = max(p.shape[1], q.shape[1])
+    return F.pad(p, (0, m - p.shape[1])) + F.pad(q, (0, m - q.shape[1]))
 
 
 def numeric_optimum(n: int, d: int, layers: int, model: str, starts, steps: int = 500) -> list:

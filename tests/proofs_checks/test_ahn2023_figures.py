@@ -189,7 +189,7 @@ def test_on_S_the_estimator_is_the_polynomial_s_of_the_gram_eigenvalues(one_thre
                      dtype=torch.float64)
     for k in range(2):
         ref = sparse.s_coefficients(p[k, :L].tolist(), p[k, L:].tolist())
-        torch.testing.assert_close(eqp.s_coefficients(p, L)[k],
+        torch.testing.assert_close(sparse.s_coefficients_torch(p, L, "eq13")[k],
                                    torch.tensor(ref, dtype=torch.float64), rtol=1e-13, atol=0)
     X = torch.randn(2, 500, d, n, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     b_last = torch.cat([p[:, L:], torch.ones(2, 1, dtype=torch.float64)], 1)
