@@ -442,18 +442,7 @@ class CompiledPoly:
         if missing:
             raise KeyError(f"no value for {', '.join(missing)}")
         given = [scalars[n] for n in self.names]
-        prefix: dict = {}
-        values = []
-        for cycle, word in self.words:
-            m = _prefix_product(word, env, prefix)
-            if hasattr(m, "ndim"):
-                if m.shape[-2:] == (1, 1) and _is_tensor(m):  # a view both ways (m[..., 0, 0]'s
-                    # backward is a kernel)
-                    values.append(m.reshape(m.shape[:-2]))
-                else:
-                    values.append(m.diagonal(0, -2, -1).sum(-1) if cycle else m[..., 0, 0])
-            else:
-                values.append(m.trace() if cycle else m[0, 0])
+        values = self._word_values(env)
         plan = self._tensor_scalar_plan(given, values)
         if plan is not None:
             key, positions, monomials, coeffs = plan
@@ -468,6 +457,33 @@ class CompiledPoly:
                 term = term * values[i]
             total = total + term
         return total
+
+    def _word_values(self, env: Mapping[str, Any]) -> list:
+        """The value of every word: the trace of a cycle's product, the entry of a chain's.
+        On torch, a 1x1 product is read by ``reshape`` (a view both ways, where m[..., 0, 0]'s
+        backward is a kernel) and the traces of the cycles' products of one shape are taken
+        together, one stack and one diagonal sum (and one kernel back) for all of them."""
+        prefix: dict = {}
+        values: list = [None] * len(self.words)
+        traces: dict = {}
+        for k, (cycle, word) in enumerate(self.words):
+            m = _prefix_product(word, env, prefix)
+            if not hasattr(m, "ndim"):
+                values[k] = m.trace() if cycle else m[0, 0]
+            elif _is_tensor(m) and m.shape[-2:] == (1, 1):
+                values[k] = m.reshape(m.shape[:-2])
+            elif _is_tensor(m) and cycle:
+                traces.setdefault((m.shape, m.dtype, m.device), []).append((k, m))
+            else:
+                values[k] = m.diagonal(0, -2, -1).sum(-1) if cycle else m[..., 0, 0]
+        if traces:
+            import torch
+
+            for group in traces.values():
+                sums = torch.stack([m for _, m in group]).diagonal(0, -2, -1).sum(-1)
+                for (k, _), t in zip(group, sums.unbind(0)):
+                    values[k] = t
+        return values
 
     def _tensor_scalar_plan(self, given: list, values: list) -> tuple | None:
         """Where scalar symbols are bound to tensors (a per-head scalar, say), their coefficients
