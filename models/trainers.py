@@ -424,18 +424,29 @@ class _Pair:
 
 
 def _two_loop(g: torch.Tensor, pairs: list) -> torch.Tensor:
-    """The L-BFGS product H g per problem (rows), from the stored pairs."""
-    q = g.clone()
-    alphas = []
-    for p in reversed(pairs):
-        a = p.rho * (p.s * q).sum(1)
-        q = q - a[:, None] * p.y
-        alphas.append((a, p))
-    if pairs:
-        sy, yy = pairs[-1].sy, pairs[-1].yy
-        gamma = torch.where((sy > 1e-300) & (yy > 0), sy / yy.clamp_min(1e-300), torch.ones_like(sy))
-        q = q * gamma[:, None]
-    for a, p in reversed(alphas):
-        b = p.rho * (p.y * q).sum(1)
-        q = q + (a - b)[:, None] * p.s
-    return q
+    """The L-BFGS product H g per problem (rows), from the stored pairs (s_i, y_i), oldest
+    first: the two-loop recursion in matrix form, a few batched products and two triangular
+    solves whatever the history (the loops were some ten operations per pair, sequential).
+
+    With SY_ij = s_i . y_j, the first loop's a_i = rho_i s_i . (g - sum_{j>i} a_j y_j) is the
+    upper-triangular system (I + diag(rho) triu(SY, 1)) a = rho * (S g); then q = g - Y^T a and
+    r0 = gamma q; the second loop's c_i = a_i - rho_i y_i . (r0 + sum_{j<i} c_j s_j) is the
+    lower-triangular (I + diag(rho) tril(SY^T, -1)) c = a - rho * (Y r0); H g = r0 + S^T c.
+    A pair with rho = 0 (s.y <= 0) drops out, as in the loops."""
+    if not pairs:
+        return g.clone()
+    S = torch.stack([p.s for p in pairs], 1)                  # (B, m, n)
+    Y = torch.stack([p.y for p in pairs], 1)
+    rho = torch.stack([p.rho for p in pairs], 1)              # (B, m)
+    SY = S @ Y.transpose(1, 2)
+    eye = torch.eye(len(pairs), dtype=g.dtype, device=g.device)
+    upper = rho[:, :, None] * SY.triu(1) + eye
+    a = torch.linalg.solve_triangular(upper, (rho * (S @ g[:, :, None]).squeeze(-1))[..., None],
+                                      upper=True)
+    sy, yy = pairs[-1].sy, pairs[-1].yy
+    gamma = torch.where((sy > 1e-300) & (yy > 0), sy / yy.clamp_min(1e-300), torch.ones_like(sy))
+    r = (g - (Y.transpose(1, 2) @ a).squeeze(-1)) * gamma[:, None]
+    lower = rho[:, :, None] * SY.transpose(1, 2).tril(-1) + eye
+    c = torch.linalg.solve_triangular(lower, a - (rho * (Y @ r[:, :, None]).squeeze(-1))[..., None],
+                                      upper=False)
+    return r + (S.transpose(1, 2) @ c).squeeze(-1)

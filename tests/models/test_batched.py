@@ -136,3 +136,33 @@ def test_a_problem_diverging_inside_a_window_stops_at_its_step_and_spares_the_ot
     alone = torch.ones(1, 2, dtype=torch.float64, requires_grad=True)
     solo = optimise_batched(lambda: (alone ** 4).sum(1), [alone], "gd", steps=50, lr=0.1, sync_every=8)
     assert solo[0].losses == res[2].losses
+
+
+def test_the_two_loop_recursion_in_matrix_form_is_the_loops():
+    """_two_loop's triangular solves give the recursion's H g (written out here as the two
+    loops), with a pair of s.y < 0 in one problem dropping out (rho = 0)."""
+    from models.trainers import _Pair, _two_loop
+
+    g0 = torch.Generator().manual_seed(0)
+    B, n, m = 3, 12, 8
+    A = torch.randn(B, n, n, generator=g0, dtype=torch.float64)
+    A = A @ A.mT + torch.eye(n, dtype=torch.float64)
+    pairs = []
+    for k in range(m):
+        s = torch.randn(B, n, generator=g0, dtype=torch.float64)
+        y = (A @ s[:, :, None]).squeeze(-1)
+        if k == 3:
+            y[1] = -y[1]
+        pairs.append(_Pair(s, y))
+    g = torch.randn(B, n, generator=g0, dtype=torch.float64)
+    q, alphas = g.clone(), []
+    for p in reversed(pairs):
+        a = p.rho * (p.s * q).sum(1)
+        q = q - a[:, None] * p.y
+        alphas.append(a)
+    q = q * (pairs[-1].sy / pairs[-1].yy)[:, None]
+    for p, a in zip(pairs, reversed(alphas)):
+        q = q + (a - p.rho * (p.y * q).sum(1))[:, None] * p.s
+    assert pairs[3].rho[1] == 0
+    assert torch.allclose(_two_loop(g, pairs), q, rtol=1e-12, atol=1e-14)
+    assert torch.equal(_two_loop(g, []), g)
