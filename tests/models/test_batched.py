@@ -166,3 +166,30 @@ def test_the_two_loop_recursion_in_matrix_form_is_the_loops():
     assert pairs[3].rho[1] == 0
     assert torch.allclose(_two_loop(g, pairs), q, rtol=1e-12, atol=1e-14)
     assert torch.equal(_two_loop(g, []), g)
+
+
+def test_first_order_runs_on_the_visible_device_as_on_the_cpu():
+    """On a GPU machine (cpu elsewhere): batched Adam over SoftmaxICLRuns (read back once per
+    64 steps there) and single-problem Adam (its squared gradient norm one multi-tensor kernel
+    there) take the steps they take on the cpu, to rounding."""
+    from models.softmax import SoftmaxConfig, SoftmaxICL, SoftmaxICLRuns
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    g = torch.Generator().manual_seed(2)
+    V = torch.randn(3, 6, generator=g, dtype=torch.float64)
+    target = torch.randn(3, 6, generator=g, dtype=torch.float64)
+    out = {}
+    for dev in ("cpu", device):
+        Vd, td = V.to(dev), target.to(dev)
+        runs = SoftmaxICLRuns(SoftmaxConfig(3, 6, 3, 4), (2, 4),
+                              [torch.Generator().manual_seed(s) for s in (1, 2)], device=dev)
+        batched = optimise_batched(lambda: (runs.coefficients(Vd) - td).pow(2).sum((-2, -1)),
+                                   runs.parameters(), "adam", steps=70, lr=0.01, grad_tol=0.0)
+        one = SoftmaxICL(SoftmaxConfig(3, 6, 3, 2), generator=torch.Generator().manual_seed(1),
+                         device=dev)
+        single = optimise(lambda: (one.coefficients(Vd) - td).pow(2).sum(), one.parameters(),
+                          "adam", steps=70, lr=0.01, grad_tol=0.0)
+        out[dev] = [r.losses for r in batched] + [single.losses]
+    for a, b in zip(out["cpu"], out[device]):
+        assert len(a) == len(b) == 70
+        assert torch.allclose(torch.tensor(a), torch.tensor(b), rtol=1e-9)
