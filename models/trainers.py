@@ -361,21 +361,27 @@ class _StepRecord:
         rows = torch.stack([losses.to(torch.float64), _finite(losses, g).to(torch.float64),
                             *(t.to(torch.float64) for t, _ in tests)]).tolist()
         values, ok, tested = rows[0], rows[1], list(zip(*rows[2:])) or [()] * len(self.live)
-        for b, r in enumerate(self.results):
-            if not self.live[b]:
-                continue
-            r.steps = step
-            if not ok[b]:
-                r.status = "diverged"
-                r.reason = f"loss or gradient became non-finite at step {step}"
-                self.live[b] = False
-                continue
-            r.losses.append(values[b])
-            hit = next((why for why, on in zip(reasons, tested[b]) if on), None)
-            if hit is not None:
-                r.status, r.reason = "converged", hit
-                self.live[b] = False
+        for b in range(len(self.results)):
+            if self.live[b]:
+                hit = next((why for why, on in zip(reasons, tested[b]) if on), None)
+                self._take(b, step, values[b], bool(ok[b]), hit)
         self.active = torch.tensor(self.live, dtype=torch.bool, device=self.active.device)
+
+    def _take(self, b: int, step: int, value: float, finite: bool, hit: str | None) -> bool:
+        """Problem b's step: diverged where loss or gradient is not finite, else its loss is
+        recorded and a stopping test that holds (``hit``) stops it as converged.  Returns
+        whether it runs on."""
+        r = self.results[b]
+        r.steps = step
+        if not finite:
+            r.status, r.reason = "diverged", f"loss or gradient became non-finite at step {step}"
+        else:
+            r.losses.append(value)
+            if hit is None:
+                return True
+            r.status, r.reason = "converged", hit
+        self.live[b] = False
+        return False
 
     def read_window(self, done: int, losses: torch.Tensor, gsq: torch.Tensor,
                     grad_tol: float) -> torch.Tensor:
@@ -389,18 +395,10 @@ class _StepRecord:
                 keep.append(False)
                 continue
             for i, (row, row2) in enumerate(zip(values, norms2)):
-                step, value = done + i + 1, row[b]
                 gnorm = math.sqrt(row2[b]) if row2[b] >= 0 else math.nan  # nan stays nan
-                r.steps = step
-                if not math.isfinite(value) or not math.isfinite(gnorm):
-                    r.status = "diverged"
-                    r.reason = f"loss or gradient became non-finite at step {step}"
-                    self.live[b] = False
-                    break
-                r.losses.append(value)
-                if gnorm <= grad_tol:
-                    r.status, r.reason = "converged", self.REASONS[0]
-                    self.live[b] = False
+                finite = math.isfinite(row[b]) and math.isfinite(gnorm)
+                if not self._take(b, done + i + 1, row[b], finite,
+                                  self.REASONS[0] if gnorm <= grad_tol else None):
                     break
             keep.append(r.status != "diverged")
         self.active = torch.tensor(self.live, dtype=torch.bool, device=self.active.device)

@@ -126,9 +126,9 @@ def lifted_gradient(inst: Instance, b, A, magnitude: bool | str = False) -> np.n
     return out
 
 
-def _sym(T: np.ndarray) -> np.ndarray:
-    """C is symmetric: only sym_kl(T) is identifiable."""
-    return (T + T.transpose(1, 0, 2)) / 2
+def _sym(T):
+    """C is symmetric: only sym_kl(T) is identifiable (numpy or torch, leading batch axes)."""
+    return (T + T.swapaxes(-3, -2)) / 2
 
 
 def numeric_tier(spec: LayerOptimum, ctx: Context) -> TierResult:
@@ -257,9 +257,10 @@ def _risk_float64(spec, ctx, inst, b, A) -> Finding:
 
 
 # ---------------------------------------------------------------------------------- train
-def lifted(b: np.ndarray, A: np.ndarray) -> np.ndarray:
-    """sym(b (x) A): the identifiable parametrisation."""
-    return _sym(np.einsum("k,lj->klj", b, A))
+def lifted(b, A):
+    """sym(b (x) A): the identifiable parametrisation (numpy, or torch with a batch axis)."""
+    einsum = torch.einsum if isinstance(b, torch.Tensor) else np.einsum
+    return _sym(einsum("...k,...lj->...klj", b, A))
 
 
 @lru_cache(maxsize=None)
@@ -349,8 +350,7 @@ def _exact_loss_training(spec, ctx, inst, rt, b_star, A_star, f_star, loss_tol,
 
         def track(step, losses):
             with torch.no_grad():
-                T = torch.einsum("bk,blj->bklj", P[:, d, :], Q[:, :, :d])
-                T = (T + T.transpose(1, 2)) / 2                       # lifted(), batched
+                T = lifted(P[:, d, :], Q[:, :, :d])
                 on_device.append(torch.linalg.vector_norm((T - T_dev).reshape(B, -1), dim=1))
             show(step, losses)
 
