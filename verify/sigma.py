@@ -33,17 +33,21 @@ EVERY_SIGMA = "every covariance"
 
 
 class SigmaReads(SigmaSpec):
-    """A tier's view of ``--sigma`` that records whether the tier looked at it (``read``): a
-    tier that never reads the covariance the user asked for checked its own, and cannot decide
-    the claim at the asked one (the runner skips its result).  ``is None`` tests do not read."""
+    """A tier's view of ``--sigma`` that records whether the tier used it (``read``): a tier
+    that never reads the covariance the user asked for checked its own, and cannot decide the
+    claim at the asked one (the runner skips its result).  ``is None`` tests do not read, and
+    neither does looking at ``kind`` alone: a tier that branches on the kind and then checks a
+    covariance of its own has not checked the asked one; building an instance reads its
+    ``values`` or ``describe()``."""
 
     def __init__(self, spec: SigmaSpec) -> None:
         object.__setattr__(self, "_spec", spec)
         object.__setattr__(self, "read", False)
 
     def __getattribute__(self, name: str):
-        if name in ("kind", "values", "describe"):
+        if name in ("values", "describe"):
             object.__setattr__(self, "read", True)
+        if name in ("kind", "values", "describe"):
             return getattr(object.__getattribute__(self, "_spec"), name)
         return object.__getattribute__(self, name)
 

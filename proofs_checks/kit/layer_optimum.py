@@ -40,6 +40,7 @@ from verify.evidence import Finding, combine, step
 from verify.formulas import formula_value
 
 from .linear_icl import Instance, LinearICLSetting, SigmaSpec, make_instance, symbolic_prompt
+from .pointwise import Unevaluable
 
 n_sym = sympy.Symbol("n", positive=True, integer=True)
 d_sym = sympy.Symbol("d", positive=True, integer=True)
@@ -55,8 +56,9 @@ class PointValues:
 
     def __init__(self, formulas: Mapping[str, sympy.Basic], inst: Instance, n: Any):
         self.formulas, self.d, self.n = formulas, inst.d, n
-        self._values = {"U": inst.U_exact, "Lambda": sympy.diag(*inst.eigs_exact),
-                        "Sigma": inst.sigma_exact, "n": n, "d": inst.d}
+        U, eigs = inst.spectral()
+        self._values = {"U": U, "Lambda": sympy.diag(*eigs), "Sigma": inst.sigma_exact,
+                        "n": n, "d": inst.d}
 
     def __call__(self, name: str) -> Any:
         return formula_value(self.formulas[name], self._values)
@@ -179,13 +181,21 @@ def letters(b: sympy.Matrix, A: sympy.Matrix) -> dict:
 
 def exact_point(point: Point, formulas, inst: Instance, n: Any) -> tuple[sympy.Matrix,
                                                                           sympy.Matrix]:
-    """The claim's (b, A) at an instance, exactly, shapes checked: (d+1) x 1 and (d+1) x d."""
-    b, A = point(PointValues(formulas, inst, n))
-    b, A = sympy.Matrix(b), sympy.Matrix(A)
+    """The claim's (b, A) at an instance, exactly, shapes checked: (d+1) x 1 and (d+1) x d.
+
+    Only the formulas' failures are ``Unevaluable`` (the stated point does not exist there: a
+    failed check); the instance's values are built first, so that an error of the engine is a
+    crash, which the runner reports, never a refutation."""
+    values = PointValues(formulas, inst, n)
+    try:
+        b, A = point(values)
+        b, A = sympy.Matrix(b), sympy.Matrix(A)
+    except (ValueError, TypeError, ZeroDivisionError, sympy.ShapeError) as exc:
+        raise Unevaluable(str(exc)) from exc
     d = inst.d
     if b.shape != (d + 1, 1) or A.shape != (d + 1, d):
-        raise ValueError(f"the point has b of shape {b.shape} and A of shape {A.shape}; "
-                         f"expected {(d + 1, 1)} and {(d + 1, d)}")
+        raise Unevaluable(f"the point has b of shape {b.shape} and A of shape {A.shape}; "
+                          f"expected {(d + 1, 1)} and {(d + 1, d)}")
     return b, A
 
 
@@ -216,7 +226,7 @@ def symbolic_tier(spec: LayerOptimum, ctx: Context) -> TierResult:
     insts = exact_instances(ctx)
     try:
         points = [(inst, exact_point(spec.point, F, inst, n_sym)) for inst in insts]
-    except (ValueError, TypeError, sympy.ShapeError) as exc:
+    except Unevaluable as exc:
         return combine([Finding("point", False, {}, {"error": str(exc)},
                                 f"{spec.what} cannot be formed: {exc}")])
     findings = [_reduction(parts)]
@@ -237,7 +247,7 @@ def symbolic_tier(spec: LayerOptimum, ctx: Context) -> TierResult:
         fixed = [make_instance(N_SHOWN, d, SigmaSpec(case.sigma), rng) for d in SPECIAL_DIMS]
         try:
             pts = [(inst, exact_point(case.point, F, inst, n_sym)) for inst in fixed]
-        except (ValueError, TypeError, sympy.ShapeError) as exc:
+        except Unevaluable as exc:
             findings.append(Finding(f"{case.label}_case", False, {}, {"error": str(exc)},
                                     f"the {case.label} point cannot be formed: {exc}"))
             continue

@@ -29,6 +29,7 @@ from verify.evidence import Finding, combine, settle_le
 
 from .layer_optimum import LayerOptimum, PointValues, exact_point, layer_loss
 from .linear_icl import Instance, prompt_law, sampled_adam
+from .pointwise import Unevaluable
 from .rounding import EPS64, magnitude, rounding_factor
 
 OVERFLOW = ("float64 cannot hold these numbers (the moments of this Sigma overflow or "
@@ -49,7 +50,10 @@ def sampled_budget(ctx: Context) -> tuple[int, int]:
 def float_point(spec: LayerOptimum, formulas, inst: Instance) -> tuple[np.ndarray, np.ndarray]:
     """The stated (b, A) at an instance in float64: b in R^{d+1}, A in R^{(d+1) x d}."""
     b, A = exact_point(spec.point, formulas, inst, inst.n)
-    return (np.array(b.evalf(), dtype=float).ravel(), np.array(A.evalf(), dtype=float))
+    try:
+        return (np.array(b.evalf(), dtype=float).ravel(), np.array(A.evalf(), dtype=float))
+    except (TypeError, ValueError) as exc:  # a symbol left free, or a complex entry
+        raise Unevaluable(f"the point is not real at {inst.spec}: {exc}") from exc
 
 
 def _env(b, A, d: int) -> tuple[dict, dict]:
@@ -135,7 +139,7 @@ def numeric_tier(spec: LayerOptimum, ctx: Context) -> TierResult:
     inst = spec.setting.instance(ctx.budget.name, ctx.sizes, ctx.sigma, ctx.rng("instance"))
     try:
         b, A = float_point(spec, ctx.formulas, inst)
-    except (ValueError, TypeError, sympy.ShapeError) as exc:
+    except Unevaluable as exc:
         return combine([Finding("point", False, {}, {"error": str(exc)},
                                 f"{spec.what} cannot be formed: {exc}")])
     rng = ctx.rng("numeric-point")
@@ -310,7 +314,7 @@ def train_tier(spec: LayerOptimum, ctx: Context) -> TierResult:
     rt = runtime(ctx.device)
     try:
         b_star, A_star = float_point(spec, ctx.formulas, inst)
-    except (ValueError, TypeError, sympy.ShapeError) as exc:
+    except Unevaluable as exc:
         return combine([Finding("point", False, {}, {"error": str(exc)},
                                 f"{spec.what} cannot be formed: {exc}")])
     f_star = loss_at(b_star, A_star, inst)

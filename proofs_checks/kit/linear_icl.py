@@ -94,6 +94,22 @@ class Instance:
     def sigma(self) -> np.ndarray:
         return np.array(self.sigma_exact.tolist(), dtype=float)
 
+    def spectral(self, digits: int = 40) -> tuple[sympy.ImmutableMatrix, tuple]:
+        """(U, eigenvalues) with Sigma = U diag(eigenvalues) U^T: the exact ones where the spec
+        gives them, else (a ``--sigma`` matrix, whose eigenvalues are algebraic) ``digits``-digit
+        floats from mpmath's symmetric eigensolver, for the float tiers."""
+        if self.U_exact is not None:
+            return self.U_exact, tuple(self.eigs_exact)
+        import mpmath
+
+        with mpmath.workdps(digits + 10):
+            vals, vecs = mpmath.eigsy(mpmath.matrix([[mpmath.mpf(sympy.Rational(v).p) /
+                                                      sympy.Rational(v).q for v in row]
+                                                     for row in self.sigma_exact.tolist()]))
+            U = sympy.ImmutableMatrix(self.d, self.d, lambda i, j: sympy.Float(vecs[i, j], digits))
+            eigs = tuple(sympy.Float(vals[i], digits) for i in range(self.d))
+        return U, eigs
+
     @property
     def eig(self) -> tuple[np.ndarray, np.ndarray]:
         """(eigenvalues, U) in float64, from the exact ones when they are known."""

@@ -286,9 +286,13 @@ def layer_count(spec: StationarySet, ctx: Context) -> tuple[int, int]:
 
 
 def spectrum(spec: StationarySet, ctx: Context) -> tuple:
-    """The instance's eigenvalues: the spec's, or the user's diagonal/rotated --sigma."""
+    """The instance's eigenvalues: the spec's, or the user's identity/diagonal/rotated --sigma
+    (a --sigma matrix is not read here: its eigenvalues are not rational in general)."""
     if ctx.sigma is not None and ctx.sigma.kind in ("diag", "rotated"):
         return tuple(sympy.Rational(v.numerator, v.denominator) for v in ctx.sigma.values)
+    if ctx.sigma is not None and ctx.sigma.kind == "identity":
+        ctx.sigma.describe()  # read: the asked covariance is the one checked
+        return (sympy.Integer(1),) * len(spec.spectrum)
     return tuple(sympy.Rational(v) for v in spec.spectrum)
 
 

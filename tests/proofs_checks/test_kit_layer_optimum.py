@@ -70,3 +70,36 @@ def test_a_point_that_is_not_the_optimum_is_refuted_with_its_risk():
     assert v.verdict == "refuted"
     assert v.counterexample["check"] in ("derived_optimum", "global_optimality")
 
+
+
+def test_an_instance_the_engine_cannot_build_is_a_crash_never_a_refutation():
+    """Only the formulas' failures are the point's: a broken instance (here one with no
+    spectrum) raises out of ``exact_point`` as itself, which the runner reports as an error."""
+    import numpy as np
+
+    from proofs_checks.kit.layer_optimum import exact_point
+    from proofs_checks.kit.linear_icl import make_instance
+    from proofs_checks.kit.pointwise import Unevaluable
+
+    inst = make_instance(6, 2, None, np.random.default_rng(0))
+    broken = type(inst)(inst.n, inst.d, inst.sigma_exact, inst.U_exact, None, inst.spec)
+    F = {f.name: f.parse() for f in FORMULAS}
+    exact_point(point, F, inst, 6)
+    with pytest.raises(TypeError):
+        exact_point(point, F, broken, 6)
+    with pytest.raises(Unevaluable):
+        exact_point(lambda v: point(v)[::-1], F, inst, 6)
+
+
+def test_a_sigma_matrix_gets_its_spectrum_to_forty_digits():
+    import numpy as np
+
+    from proofs_checks.kit.linear_icl import make_instance
+    from verify.sigma import parse_sigma
+
+    inst = make_instance(6, 3, parse_sigma("[[3,1,0],[1,3,1/3],[0,1/3,1]]"),
+                         np.random.default_rng(0))
+    U, eigs = inst.spectral()
+    residual = U * sympy.diag(*eigs) * U.T - inst.sigma_exact
+    assert max(abs(x) for x in residual) < 1e-35
+    assert max(abs(x) for x in U.T * U - sympy.eye(3)) < 1e-35
