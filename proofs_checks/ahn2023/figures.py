@@ -92,7 +92,8 @@ def restricted_star(n: int, d: int, layers: int, model: str) -> dict:
     starts = [np.full(m, -0.5)] + [rng.standard_normal(m) * 0.7 for _ in range(15)]
     runs = sparse.numeric_optimum(n, d, layers, model, starts)
     best = min(runs, key=lambda r: r["loss"])
-    cp = sparse.newton_mp(layers, model, n, d, best["end"], digits=20)
+    cp = sparse.symmetric_order(sparse.newton_mp(layers, model, n, d, best["end"], digits=20),
+                                model)
     return {"g_star": float(cp.value), "point": cp.floats().tolist(),
             "hessian_eigenvalues": [float(e) for e in cp.hessian_eigenvalues],
             "restart_losses": sorted(r["loss"] for r in runs)}

@@ -9,6 +9,7 @@ kernel: ``moments.wick.expectation`` (Isserlis) for full matrices A_i, B_i, and 
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 
 import numpy as np
@@ -209,6 +210,15 @@ def restricted_value(params, layers: int, model: str, n: int, d: int, convert=fl
 # ------------------------------------------------------------------------------------------------
 # Critical points of g (the minimiser and Newton refinement are the kit's: kit.stationary)
 # ------------------------------------------------------------------------------------------------
+def symmetric_order(cp: CriticalPoint, model: str) -> CriticalPoint:
+    """The minimiser on S as a set for (9): there s(u) = prod_i (1 + a_i u) (``s_coefficients``
+    without b), so g is symmetric in the a_i (Lemma 8) and every ordering of a critical point is
+    one, with the same value, gradient norm and Hessian spectrum; sorted, the reported point
+    does not follow the order the restarts' rounding happened to reach.  (13) is returned as
+    it is: its b_i tie the layers to their places."""
+    return replace(cp, point=tuple(sorted(cp.point))) if model == "eq9" else cp
+
+
 def restricted_optimum(n: int, d: int, layers: int, model: str = "eq9",
                        seed: int = 0, starts: int = 8) -> CriticalPoint:
     """The best critical point (a*, and b* for eq. (13)) of g at sizes (n, d): multi-start
@@ -219,7 +229,7 @@ def restricted_optimum(n: int, d: int, layers: int, model: str = "eq9",
     x0 = [np.full(m, -0.5)] + [rng.standard_normal(m) * 0.7 for _ in range(starts - 1)]
     runs = numeric_optimum(n, d, layers, model, x0)
     best = min(runs, key=lambda r: r["loss"])
-    return newton_mp(layers, model, n, d, best["end"], digits=20)
+    return symmetric_order(newton_mp(layers, model, n, d, best["end"], digits=20), model)
 
 
 def restricted_value_torch(P, layers: int, model: str, n: int, d: int):

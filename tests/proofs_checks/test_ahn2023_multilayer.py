@@ -91,3 +91,24 @@ def test_thm4_a_scaled_set_is_the_same_set_in_both_tiers(override):
     assert v.verdict == "verified", (v.tiers["numeric"].reason, v.tiers["symbolic"].reason)
     ev = v.tiers["numeric"].evidence["exact_full_gradient_float64"]
     assert "restricted to the named set" in ev.get("point_from", "")
+
+
+def test_the_minimiser_of_9_on_S_is_reported_in_one_order():
+    """g of (9) is symmetric in the a_i: whatever order Newton ends in, the reported point is
+    sorted, with the same value; (13)'s (a, b) keep their places."""
+    import mpmath
+
+    from proofs_checks.kit.stationary import CriticalPoint
+
+    n, d = 20, 5
+    cp = sparse.newton_mp(3, "eq9", n, d, [-0.4, -1.7, -0.7], digits=20)
+    swapped = sparse.newton_mp(3, "eq9", n, d, [-1.7, -0.7, -0.4], digits=20)
+    ordered = sparse.symmetric_order(cp, "eq9")
+    assert list(ordered.point) == sorted(cp.point)
+    assert ordered.point == sparse.symmetric_order(swapped, "eq9").point
+    with mpmath.workdps(60):  # g cancels terms ~1e11 against ~0.1: value it at 60 digits
+        value = sparse.restricted_value(list(ordered.point), 3, "eq9", n, d,
+                                        convert=lambda q: mpmath.mpf(q.numerator) / q.denominator)
+        assert mpmath.almosteq(value, cp.value, 1e-30)
+    other = CriticalPoint((3, 1, 2), 0, 0, (), 20)
+    assert sparse.symmetric_order(other, "eq13") is other
