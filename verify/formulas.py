@@ -498,6 +498,10 @@ def compile_formula(expr: sympy.Basic, sizes: Mapping[str, int]):
     import numpy as np
 
     e = expr.subs({size_symbol(k): v for k, v in sizes.items()})
+    if isinstance(e, MatrixExpr):
+        # a size set to 1 leaves a unit coefficient, MatMul(1, X, ...), which numpy's printer
+        # writes as (1).dot(X); doit() drops it
+        e = e.doit()
     args = sorted(_free(e), key=lambda s: s.name)
     fn = sympy.lambdify(args, e, "numpy")
     names = [s.name for s in args]
