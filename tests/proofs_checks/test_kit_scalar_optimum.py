@@ -97,3 +97,27 @@ def test_the_threshold_and_the_value_at_the_optimum():
         assert abs(gap - mpmath.mpf(3) / 13) < 1e-150 and abs(loss - mpmath.mpf(6) / 13) < 1e-150
     assert TOY.exact.values({"n": 10, "d": 2, "L": 7}) is None  # past OPT_EXACT_MAX_L
     assert li.certified_minimiser(looped_loss(10, 2, 1)) - sympy.Rational(10, 13) < 1e-120
+
+
+def test_beating_the_optimum_is_decided_exactly_not_by_a_float_tolerance():
+    """A near-singular Sigma* made the float64 loss of a converged run 8e-9 (relative) below
+    f(a* Sigma*^{-1}): rounding, and once a refutation.  The exact loss decides: the optimum
+    itself does not beat f(a*), a point that does is found against a family raised by 1."""
+    import dataclasses
+
+    import numpy as np
+
+    from proofs_checks.kit.linear_icl import make_instance
+    from proofs_checks.kit.scalar_optimum import _beats_optimum, minimiser
+    from verify.sigma import parse_sigma
+
+    inst = make_instance(20, 2, parse_sigma("[[1,0.999999],[0.999999,1]]"),
+                         np.random.default_rng(0))
+    spec, L = SPEC, 2
+    poly = li.derived_loss(L, with_u=True)
+    a = float(minimiser(spec.loss, inst.n, inst.d, L))
+    A = a * np.linalg.inv(inst.sigma)
+    u = np.zeros(2)
+    assert not _beats_optimum(spec, poly, A, u, inst, L)
+    raised = dataclasses.replace(spec, loss=lambda n, d, L: looped_loss(n, d, L) + 1)
+    assert _beats_optimum(raised, poly, A, u, inst, L)
