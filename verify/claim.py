@@ -190,6 +190,10 @@ class Claim:
     # conditions on the sizes under which the paper states the claim (Lemma 4.2's 1 <= k <= 2L):
     # part of its domain, never mutated
     ranges: tuple[str, ...] = ()
+    # relations between sizes the claim's assumptions need (yang2024's H >= N, Assumption 2)
+    # that its formulas do not name: the engine refuses --size outside them (and outside the
+    # ``ranges`` in sizes) before any work, since a theorem is not refuted outside its hypothesis
+    size_ranges: tuple[str, ...] = ()
     # closed forms the claim's derivation writes back in the paper's notation, {formula: text}
     # (gatmiry2024's losses from the forward pass's bilinear error): what a correction falls
     # back to where no single change to the printed formula is proved (verify/corrections.py)

@@ -102,10 +102,43 @@ def validate(claim: Claim, sizes: Mapping[str, int], sigma, budget: str,
         raise UsageError(f"{claim.id} takes no --sigma: {fixed}")
     if hasattr(claim.setting, "validate"):
         claim.setting.validate(dict(sizes), sigma)
+    _within_ranges(claim, sizes, budget)
     kind = getattr(sigma, "kind", None)
     dimension = len(sigma.values) if kind not in (None, "random", "identity") else None
     refuse_work(claim.setting, sizes, dimension, budget,
                 tuple(t for t in tiers if t in claim.checks))
+
+
+def _within_ranges(claim: Claim, sizes: Mapping[str, int], budget: str) -> None:
+    """--size keeps the sizes the claim will run at (its setting's at the budget, with the
+    overrides) within every stated relation between sizes (``ranges``, ``size_ranges``) that
+    they touch: a claim checked outside its hypothesis would decide a statement the paper does
+    not make (UsageError otherwise).  A relation the setting's own sizes do not meet is left to
+    the claim's checks (they then do not run at those sizes: gatmiry2024's n >= 16 L^2 d^2 is
+    checked symbolically in n)."""
+    from .formulas import parse_in, size_symbol
+
+    table = getattr(claim.setting, "sizes", None)
+    at = table.get(budget) if isinstance(table, Mapping) else None
+    if not sizes or not isinstance(at, Mapping):
+        return
+    full = {**at, **sizes}
+    for text in (*claim.ranges, *claim.size_ranges):
+        try:
+            rel = parse_in(text, {k: size_symbol(k) for k in full}, what=f"range {text!r}")
+        except UsageError:
+            continue  # a range in scalars that are not sizes: the domain's, not --size's
+        names = {x.name for x in rel.free_symbols}
+
+        def holds(values: Mapping[str, int]) -> bool:
+            return bool(rel.subs({size_symbol(k): int(values[k]) for k in names}))
+
+        if names & set(sizes) and holds(at) and not holds(full):
+            given = ", ".join(f"{k} = {full[k]}" for k in sorted(names))
+            asked = " with --size " + " ".join(f"{k}={v}" for k, v in sizes.items()) \
+                if sizes else ""
+            raise UsageError(f"{claim.id} assumes {text}; at --budget {budget}{asked} the sizes "
+                             f"are {given}")
 
 
 def check_claim(claim: Claim, tiers: Sequence[str] = TIERS, budget: str = "quick",

@@ -21,7 +21,8 @@ from verify.evidence import Finding, combine, settle_le, step, worse
 from verify.formulas import FormulaSymbol, NamedFormula
 
 from ..kit.ratio_probe import probed, proof_margin, ratio_at_least_one, worst_margin
-from .setting import BUDGET_TAU, PAPER, SETTING, SIZE, make_instance, small_threads
+from .setting import (BUDGET_TAU, HEADS_COVER_PROMPT, PAPER, SETTING, SIZE, make_instance,
+                      small_threads)
 from .common import _K, _in_symbols_of
 from .convergence import THM1_FORMULAS, _D0, _thm1_constants, _z0
 from .gradient_bounds import _Zbn, _chain_findings, _exc, _extreme_points, _gam, _random_points, lemma8_chain
@@ -327,6 +328,7 @@ EQ43A = Claim(
     formulas=EQ43A_FORMULAS,
     checks={"symbolic": eq43a_symbolic, "numeric": small_threads(eq43a_numeric)},
     setting=SETTING,
+    size_ranges=HEADS_COVER_PROMPT,
 )
 
 
@@ -454,6 +456,7 @@ EQ43B = Claim(
     formulas=EQ43B_FORMULAS,
     checks={"symbolic": eq43b_symbolic, "numeric": small_threads(eq43b_numeric)},
     setting=SETTING,
+    size_ranges=HEADS_COVER_PROMPT,
     correction=Correction(
         description="after (48): for all x in R^N, ||x^T B_k^(t)||_2 >= sqrt(zeta_0/2) ||x||_2",
         reason="B_k is N x H, so x^T B_k needs x in R^N (not R^K), and the bound must scale with ||x||: "
@@ -567,6 +570,7 @@ EQ49 = Claim(
     formulas=EQ49_FORMULAS,
     checks={"symbolic": eq49_symbolic, "numeric": small_threads(eq49_numeric)},
     setting=SETTING,
+    size_ranges=HEADS_COVER_PROMPT,
 )
 
 
@@ -652,4 +656,5 @@ EQ64 = Claim(
     formulas=EQ64_FORMULAS,
     checks={"symbolic": eq64_symbolic, "numeric": small_threads(eq64_numeric)},
     setting=SETTING,
+    size_ranges=HEADS_COVER_PROMPT,
 )

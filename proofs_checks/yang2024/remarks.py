@@ -19,8 +19,8 @@ from verify.formulas import NamedFormula
 
 from ..kit.trend import Indexed, monotone
 from ..kit.ratio_probe import worst_margin
-from .setting import (BUDGET_TAU, Instance, PAPER, SETTING, SIZE, TAU_SYM, exact_instances, exact_quadratic,
-                      float_quadratic, make_instance)
+from .setting import (BUDGET_TAU, HEADS_COVER_PROMPT, Instance, PAPER, SETTING, SIZE, TAU_SYM,
+                      exact_instances, exact_quadratic, float_quadratic, make_instance)
 from .common import _H, _K, _N, _m
 from .convergence import THM1_FORMULAS
 from .gradient_bounds import L61_TEXT, _An, _Zbn, _alp, _fbar, _gam
@@ -161,6 +161,7 @@ EQ17_FOOTNOTE = Claim(
     formulas=FN_FORMULAS,
     checks={"symbolic": footnote_symbolic, "numeric": footnote_numeric},
     setting=SETTING,
+    size_ranges=HEADS_COVER_PROMPT,
 )
 
 
@@ -222,6 +223,7 @@ THM1_RATE_TREND = Claim(
     formulas=TREND_FORMULAS,
     checks={"numeric": trend_numeric},
     setting=SETTING,
+    size_ranges=HEADS_COVER_PROMPT,
 )
 
 

@@ -36,6 +36,9 @@ BUDGET_SIZES = {
     "paper": {"K": 200, "d": 100, "m": 20, "N": 30, "H": 64},
 }
 BUDGET_TAU = {"quick": 0.25, "default": 0.1, "paper": 0.01}
+# Assumption 2 (B_k B_k^T >= zeta_0 > 0) needs B_k = Zbar C_k (N x H) of full row rank: H >= N
+# (Prop. 1); the claims under Thm. 1's assumptions refuse --size outside it
+HEADS_COVER_PROMPT = ("H >= N",)
 
 
 @dataclass(frozen=True)

@@ -342,3 +342,16 @@ def test_figures_trained_below_the_papers_sizes_are_stand_ins():
         _fig_stand_in(small, "Fig. 2", H=64)
     assert _fig_stand_in(paper, "Fig. 2", H=64) == ""
     assert _fig_stand_in(paper, "Fig. 5", extra=", d_model = 16") != ""
+
+
+def test_thm2s_chain_is_not_decided_by_rounding_at_the_optimum():
+    """At N = 1 GD reaches L* to 1e-32 within 80 steps: y Ahat - yhat* and L - L* are then both
+    float64 rounding, and their ratio (1.8) once refuted (70).  The chain allows for rounding on
+    both sides and only then compares; far from L* the ratio is unchanged (0.40 at quick)."""
+    from proofs_checks.yang2024.training import _thm2_chain
+
+    ctx = Context("yang2024.thm2", {}, {}, BUDGETS["quick"], "cpu", 0, {"N": 1})
+    inst = make_instance(ctx)
+    worst, where = _thm2_chain(inst.seed, tuple(sorted(inst.sizes.items())), inst.tau,
+                               ctx.seed_for("thm2-init"), ctx.seed_for("thm2-prompts"))
+    assert worst <= 1 and where["spectral_bound_70_holds"] is True
