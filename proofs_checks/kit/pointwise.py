@@ -123,6 +123,7 @@ ALLOWANCE_K = 1e4  # float64: a few hundred flops per entry at condition numbers
 
 def float_compare(spec: Pointwise, ctx: Context, F) -> TierResult:
     worst: dict[str, list] = {}
+    bounds: set[str] = set()  # the comparisons that are inequalities lhs <= rhs
     undecided: list[str] = []
     for p in spec.float_points(ctx, F):
         try:
@@ -140,6 +141,7 @@ def float_compare(spec: Pointwise, ctx: Context, F) -> TierResult:
                 worst.setdefault(name, []).append((np.inf, 1.0, p.label, a.shape, b.shape))
                 continue
             if op and op[0] == "<=":
+                bounds.add(name)
                 gap = float(np.max(a - b)) if a.size else 0.0
             else:
                 gap = float(np.max(np.abs(a - b))) if a.size else 0.0
@@ -168,7 +170,9 @@ def float_compare(spec: Pointwise, ctx: Context, F) -> TierResult:
             None if ok is not False else {"point": rows[k][2], "gap": float(gaps[k]),
                                           "allowance": float(allow[k]), "seed": ctx.seed},
             why if ok is None else "" if ok else f"the sides differ by {gaps[k]:.3g}",
-            summary=(f"float64 within {largest:.1e} at {len(rows)} Gaussian points"
+            summary=(f"float64 lhs - rhs <= {largest:.2g} at {len(rows)} Gaussian points"
+                     if ok is not None and largest is not None and name in bounds else
+                     f"float64 within {largest:.1e} at {len(rows)} Gaussian points"
                      if ok is not None and largest is not None else
                      f"not decided at {len(rows)} Gaussian points")))
     if undecided:
