@@ -267,16 +267,16 @@ def _chain_rounding(inst: Instance, dyn) -> dict:
     D = inst.dictionary.to(dtype=torch.float64)
     Mreg = inst.m * inst.tau * torch.eye(inst.m, dtype=torch.float64) + D.Z @ D.Z.T
     kappa = float(torch.linalg.cond(Mreg))
-    G_norm = float(torch.linalg.matrix_norm(dyn.G, 2))
-    A_norm = float(torch.linalg.matrix_norm(dyn.A))
+    G_norm = float(torch.linalg.svdvals(dyn.G)[0])
+    A_norm = float(torch.linalg.vector_norm(dyn.A))
 
     def prediction(y, Ah, ridge):
-        return c * eps * (torch.linalg.vector_norm(y, dim=-1) * torch.linalg.matrix_norm(Ah, 2)
+        return c * eps * (torch.linalg.vector_norm(y, dim=-1) * torch.linalg.svdvals(Ah)[0]
                           + kappa * torch.linalg.vector_norm(ridge, dim=-1))
 
     def excess(Ah):
-        delta = c * eps * (float(torch.linalg.matrix_norm(Ah)) + A_norm)
-        R = float(torch.linalg.matrix_norm(Ah - dyn.A))
+        delta = c * eps * (float(torch.linalg.vector_norm(Ah)) + A_norm)
+        R = float(torch.linalg.vector_norm(Ah - dyn.A))
         return G_norm * (2 * R * delta + delta ** 2) / (2 * inst.K)
 
     return {"prediction": prediction, "excess": excess, "roundings": c, "kappa": kappa}
