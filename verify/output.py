@@ -189,6 +189,11 @@ def check_table(verdicts: list[Verdict], quiet: bool = False) -> str:
             closest = closest_over_tiers(v.correction_tiers or {})
             if closest:
                 out.append(f"  the correction's {describe_approach(closest)}")
+            if v.verdict == "refuted":  # why the correction did not make it 'corrected'
+                out += [f"  not confirmed: the correction's {t} tier "
+                        f"{'fails' if r.status == 'fail' else 'is undecided'}: {r.reason}"
+                        for t, r in (v.correction_tiers or {}).items()
+                        if r.status in ("fail", "error")]
     out.append("\n(--json prints every tier's evidence)")
     return "\n".join(out)
 
