@@ -326,6 +326,9 @@ def correction_view(claim: Claim, verdict: Verdict) -> dict | None:
             "reason": prose_tex(c["reason"], cell=True),
             "command": f"icl-verify check {claim.id} --json",
             "source": c["source"],
+            # refuted with a correction: its tiers did not all pass, so it is proposed, not shown
+            # as correct
+            "label": "Correct" if verdict.verdict == "corrected" else "Proposed, not confirmed",
             "formulas": [formula_view(claim, name, text) for name, text in c["formulas"].items()],
             "side_by_side": [_side_by_side(claim, name, text)
                              for name, text in c["formulas"].items()],

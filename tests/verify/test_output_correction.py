@@ -22,3 +22,14 @@ def test_an_unconfirmed_correction_says_which_tier_did_not_confirm_it():
             "more restarts would decide") in text
     assert "not confirmed: the correction's numeric tier fails: the sides differ by 2" in text
     assert "not confirmed" not in check_table([_refuted({"symbolic": TierResult("pass")})])
+
+
+def test_the_report_labels_an_unconfirmed_correction_proposed():
+    from verify.registry import find
+    from verify.report import correction_view
+
+    claim = find("ahn2023.thm1")
+    for verdict, label in (("refuted", "Proposed, not confirmed"), ("corrected", "Correct")):
+        v = _refuted({"train": TierResult("error", reason="undecided")})
+        v.verdict, v.correction = verdict, {**v.correction, "reason": "r", "formulas": {}}
+        assert correction_view(claim, v)["label"] == label
