@@ -349,7 +349,7 @@ def _tail_exact(F) -> Finding:
 
     syms = sorted(F.free_symbols, key=str)
     f = sympy.lambdify(syms, F, "mpmath")
-    worst, bad = 0.0, None
+    worst, bad, nonreal = 0.0, None, None
     with mpmath.workdps(30):
         for N in TAIL_GRID["N"]:
             for dl in TAIL_GRID["delta"]:
@@ -362,6 +362,8 @@ def _tail_exact(F) -> Finding:
                             t = None
                         if t is None or not isinstance(t, mpmath.mpf):
                             prob = None                     # not a real number: a failure
+                            nonreal = nonreal or {"N": N, "delta": dl, "tau": tau, "lam_sq": lsq,
+                                                  "threshold": None if t is None else str(t)}
                         elif mpmath.isnan(t) or t == mpmath.inf:
                             prob = mpmath.nan               # NaN or +inf: decides nothing
                         else:
@@ -373,6 +375,10 @@ def _tail_exact(F) -> Finding:
                             bad = {"N": N, "delta": dl, "tau": tau, "lam_sq": lsq,
                                    "threshold": None if t is None else str(t),
                                    "probability": None if prob is None else mpmath.nstr(prob, 12)}
+    if nonreal is not None:  # decided: a threshold that is no real number bounds nothing
+        return Finding("tail_68_exact", False, {"not_real_at": nonreal,
+                                                "grid": {k: list(v) for k, v in TAIL_GRID.items()}},
+                       nonreal, "(68) is not a real number on the grid")
     ok, undecided = settle_le(worst, 1.0)
     return Finding("tail_68_exact", ok, {"worst_probability_over_delta": worst, "at": bad,
                                          "grid": {k: list(v) for k, v in TAIL_GRID.items()}},

@@ -235,3 +235,18 @@ def test_thm2_a_tail_that_is_not_a_real_number_is_refuted_not_an_error():
     v = check_claim(find("yang2024.thm2"), tiers=("numeric",), budget="quick", seed=0, overrides={
         "tail": "2*sqrt(N)*lam_sq*tau*sqrt(log(1/N)) + N*lam_sq*tau + 2*lam_sq*tau*log(1/delta)"})
     assert v.verdict == "refuted" and "not a real number" in v.tiers["numeric"].reason, v.reason
+
+
+def test_a_tail_that_is_not_real_on_part_of_the_grid_is_a_decided_failure():
+    """sqrt(log(1/tau)) is not real for tau > 1: the mutant of (68) with delta -> tau survived
+    as 'not finite' (undecided); a threshold that is no real number bounds nothing."""
+    import sympy
+    from proofs_checks.yang2024 import training
+    N, tau, lam_sq, delta = sympy.symbols("N tau lam_sq delta", positive=True)
+    bad = (2 * sympy.sqrt(N) * lam_sq * tau * sympy.sqrt(sympy.log(1 / tau)) + N * lam_sq * tau
+           + 2 * lam_sq * tau * sympy.log(1 / delta))
+    found = training._tail_exact(bad)
+    assert found.ok is False and found.evidence["not_real_at"]["tau"] > 1
+    good = N * lam_sq * tau + 2 * sympy.sqrt(N * sympy.log(1 / delta)) * lam_sq * tau \
+        + 2 * lam_sq * tau * sympy.log(1 / delta)
+    assert training._tail_exact(good).ok is True
