@@ -161,8 +161,9 @@ def check_table(verdicts: list[Verdict], quiet: bool = False) -> str:
         return out[0]
     for v in verdicts:
         gap = [f for f in v.proof.get("findings", []) if f["ok"] is False]
+        at = f" (at {v.asked()})" if v.asked() else ""  # the verdict holds there only
         if v.verdict == "verified":
-            out.append(f"\n{v.claim}: verified")
+            out.append(f"\n{v.claim}: verified{at}")
             out += tier_lines(v)
             closest = closest_over_tiers(v.tiers)
             if closest:
@@ -174,7 +175,7 @@ def check_table(verdicts: list[Verdict], quiet: bool = False) -> str:
                     if s["value"] != s["printed"]]
             out += _vacuity_lines(v)
             continue
-        out.append(f"\n{v.claim}: {v.verdict}: {v.reason}")
+        out.append(f"\n{v.claim}: {v.verdict}{at}: {v.reason}")
         out += tier_lines(v)
         if v.counterexample:
             out += counterexample_block(v.counterexample)

@@ -187,7 +187,8 @@ def check_claim(claim: Claim, tiers: Sequence[str] = TIERS, budget: str = "quick
     verdict = decide(results, names)
     out = Verdict(claim.id, claim.title, claim.paper, verdict, results, seed, budget, device,
                   counterexample=first_counterexample(results), formulas=texts,
-                  overridden=names, proof=proof_of(results))
+                  overridden=names, proof=proof_of(results), sizes=dict(sizes or {}),
+                  sigma=sigma.describe() if sigma is not None else None)
     if fixed_results:
         fixed_names = sorted(fix.formulas)
         fixed_results = unread(fixed_results, fixed_names)

@@ -121,6 +121,14 @@ class Verdict:
     sharp: dict = field(default_factory=dict)  # {formula: {value, printed}}: derived least bounds
     # verify.vacuity: whether the conclusion is informative where the hypothesis admits sizes
     vacuous: dict = field(default_factory=lambda: {"status": "not checked", "where": ""})
+    # what the user asked beyond the budget (--size, --sigma): a verdict holds at these only
+    sizes: dict = field(default_factory=dict)
+    sigma: str | None = None
+
+    def asked(self) -> str:
+        """``--size n=1 --sigma diag:2,1`` as asked, or '' at the budget's own sizes."""
+        return " ".join([*(f"--size {k}={v}" for k, v in self.sizes.items()),
+                         *([f"--sigma {self.sigma}"] if self.sigma else [])])
 
     def as_dict(self) -> dict:
         return {
@@ -142,6 +150,8 @@ class Verdict:
             "seed": self.seed,
             "budget": self.budget,
             "device": self.device,
+            "sizes": self.sizes,
+            "sigma": self.sigma,
         }
 
     @property

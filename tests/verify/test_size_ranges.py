@@ -45,3 +45,18 @@ def test_yang2024_under_assumption_2_refuses_fewer_heads_than_prompts(capsys, cl
     _, err = capsys.readouterr()
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert f"{claim_id} assumes H >= N" in err
+
+
+def test_a_verdict_says_the_sizes_and_covariance_it_was_asked_at():
+    """A claim verified at --size n=1 is verified there only (ahn2023 eq. (17)'s dropped 1/n is
+    right at n = 1): the terminal and the JSON say what was asked."""
+    from verify.output import check_table
+    from verify.sigma import parse_sigma
+
+    v = check_claim(_claim(), sizes={"n": 1}, sigma=parse_sigma("diag:2,1/2"))
+    assert v.as_dict()["sizes"] == {"n": 1} and v.as_dict()["sigma"] == "diag:2,1/2"
+    assert "kit0000.thm1: " in check_table([v]) and \
+        "(at --size n=1 --sigma diag:2,1/2)" in check_table([v])
+    plain = check_claim(_claim())
+    assert plain.as_dict()["sizes"] == {} and plain.as_dict()["sigma"] is None
+    assert "(at " not in check_table([plain])
