@@ -108,8 +108,8 @@ def lemma8_symbolic(ctx: Context) -> TierResult:
         starts = [np.full(layers, -0.5)] + [rng.standard_normal(layers) * 0.7 for _ in range(7)]
         runs = sparse.numeric_optimum(n, d, layers, "eq9", starts)
         best = min(runs, key=lambda r: r["loss"])
-        cp = sparse.symmetric_order(sparse.newton_mp(layers, "eq9", n, d, best["end"], digits=20),
-                              "eq9")
+        cp = sparse.symmetric_order(
+            sparse.newton_mp(layers, "eq9", n, d, best["end"], digits=20), "eq9")
         pts = {tuple(round(float(v), 8) for v in p)
                for p in itertools.permutations(cp.point)}
         sym = sparse.newton_mp(layers, "eq9", n, d, [-0.7] * layers, digits=20)

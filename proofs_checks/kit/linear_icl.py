@@ -103,8 +103,8 @@ class Instance:
         import mpmath
 
         with mpmath.workdps(digits + 10):
-            vals, vecs = mpmath.eigsy(mpmath.matrix([[mpmath.mpf(sympy.Rational(v).p) /
-                                                      sympy.Rational(v).q for v in row]
+            exact = lambda v: mpmath.mpf(v.p) / v.q  # noqa: E731 - a rational entry
+            vals, vecs = mpmath.eigsy(mpmath.matrix([[exact(sympy.Rational(v)) for v in row]
                                                      for row in self.sigma_exact.tolist()]))
             U = sympy.ImmutableMatrix(self.d, self.d, lambda i, j: sympy.Float(vecs[i, j], digits))
             eigs = tuple(sympy.Float(vals[i], digits) for i in range(self.d))

@@ -486,7 +486,7 @@ def _beats_optimum(spec: ScalarOptimum, poly, A: np.ndarray, u: np.ndarray, inst
            "u": sympy.Matrix(d, 1, lambda i, _: rat(u.ravel()[i])), "Sigma": S,
            "Sigma_inv": S.inv()}
     f = poly.evaluate(env, {"n": n, "d": d}, exact=True)
-    f = sympy.nsimplify(f[0, 0] if isinstance(f, sympy.MatrixBase) else f)
+    f = f[0, 0] if isinstance(f, sympy.MatrixBase) else f
     f_star = spec.loss(n, d, L).eval(minimiser(spec.loss, n, d, L))
     return bool(f < f_star - abs(f_star) * sympy.Rational(1, 10**60))
 

@@ -21,8 +21,8 @@ from verify.evidence import Finding, combine, settle_le, step, worse
 from verify.formulas import FormulaSymbol, NamedFormula
 
 from ..kit.ratio_probe import worst_margin
-from .setting import (HEADS_COVER_PROMPT, Instance, LEVEL, PAPER, SETTING, SIZE, SIZE_NAMES, TAU_SYM, float_quadratic,
-                      make_instance, small_threads)
+from .setting import (HEADS_COVER_PROMPT, Instance, LEVEL, PAPER, SETTING, SIZE, SIZE_NAMES, TAU_SYM,
+                      float_quadratic, make_instance, small_threads)
 from .common import _K, _N, _m, _tau, float_value
 from .regression import _ridge_minimiser
 from .reparametrisation import _etaw, _grads, dynamics, init_Q
@@ -254,10 +254,10 @@ def thm2_symbolic(ctx: Context) -> TierResult:
     return combine(findings, steps=steps)
 
 
-def _chain_rounding(inst: Instance, dyn) -> dict:
-    """Bounds on the float64 rounding of the two sides of (70), with a generous count of
-    roundings c = 8 (N + K + m) (Higham, Sec. 3.1: an inner product of length k is off by at
-    most k eps of its absolute sum):
+def _chain_rounding(inst: Instance, dyn) -> tuple[Callable, Callable]:
+    """Bounds (prediction, excess) on the float64 rounding of the two sides of (70), with a
+    generous count of roundings c = 8 (N + K + m) (Higham, Sec. 3.1: an inner product of
+    length k is off by at most k eps of its absolute sum):
     - the prediction gap ||y Ahat - yhat*||: c eps (||y|| ||Ahat||_2 + kappa ||yhat*||), kappa
       the condition number of m tau I + Z Z^T (the ridge's solve);
     - the excess (1/2K) tr(R^T G R), R = Ahat - A: R's entries are off by
@@ -279,7 +279,7 @@ def _chain_rounding(inst: Instance, dyn) -> dict:
         R = float(torch.linalg.vector_norm(Ah - dyn.A))
         return G_norm * (2 * R * delta + delta ** 2) / (2 * inst.K)
 
-    return {"prediction": prediction, "excess": excess, "roundings": c, "kappa": kappa}
+    return prediction, excess
 
 
 @lru_cache(maxsize=8)
@@ -298,7 +298,7 @@ def _thm2_chain(seed: int, sizes: tuple, tau: float, seed_init: int, seed_prompt
     worst, where = 0.0, None
     spectral, spectral_fails = True, None  # (70)'s bound over every checkpoint, kept apart
     eta = 0.5 / _hessian_top(dyn, Q)
-    allowance = _chain_rounding(inst, dyn)
+    e_prediction, e_excess = _chain_rounding(inst, dyn)
     for t in range(0, 201):
         if t % 40 == 0:
             with torch.no_grad():
@@ -312,14 +312,14 @@ def _thm2_chain(seed: int, sizes: tuple, tau: float, seed_init: int, seed_prompt
                     spectral_fails = {"step": t, "excess": ex, "spectral_gap": gap}
                 spectral = False if spec_ok is False or spectral is False else \
                     None if spec_ok is None or spectral is None else True
-                e_ex = allowance["excess"](Ah)
+                e_ex = e_excess(Ah)
                 for name, y in sets.items():
                     ridge = ridge_prediction(inst, y, inst.m * inst.tau)
                     gap_y = torch.linalg.vector_norm(y @ Ah - ridge, dim=-1)
                     # float64 rounding is allowed for on both sides: near L*, y Ahat - yhat* and
                     # L - L* are both at the rounding floor (1e-32 at N = 1), and their ratio
                     # is noise; a prompt fails (70) only beyond what rounding can explain
-                    e_y = allowance["prediction"](y, Ah, ridge)
+                    e_y = e_prediction(y, Ah, ridge)
                     lhs = (gap_y - e_y).clamp(min=0) ** 2 / (2 * inst.K)
                     rhs = (ex + e_ex) * (y ** 2).sum(-1) / (inst.m * inst.tau)
                     r = float((lhs / rhs).max())            # torch's max keeps a NaN
