@@ -25,6 +25,7 @@ import sympy
 import torch
 
 from .device import randint, randn
+from .padding import head_mask
 
 # ----------------------------------------------------------------------------- array helpers
 
@@ -220,17 +221,26 @@ class SoftmaxConfig:
 class SoftmaxICL(torch.nn.Module):
     """Trainable {Q_h, w_h} of eq. (7); ``forward(V_all, y)`` returns yhat (eq. (8)).
 
-    Initialisation as in Section 3 / Prop. 1: Q_h entries i.i.d. N(0, beta^2), w_h = 0.
+    Initialisation as in Section 3 / Prop. 1: Q_h entries i.i.d. N(0, beta^2), w_h = 0; or
+    given ``weights`` (Q (H, d, d), w (H, K)), copied, with nothing drawn.
     """
 
     def __init__(self, config: SoftmaxConfig, beta: float = 1.0, generator=None,
-                 dtype=torch.float64, device="cpu") -> None:
+                 dtype=torch.float64, device="cpu",
+                 weights: tuple[torch.Tensor, torch.Tensor] | None = None) -> None:
         super().__init__()
         c = config
         self.config = c
-        Q = beta * randn(c.H, c.d, c.d, generator=generator, dtype=dtype, device=device)
+        if weights is None:
+            Q = beta * randn(c.H, c.d, c.d, generator=generator, dtype=dtype, device=device)
+            w = torch.zeros(c.H, c.K, dtype=dtype, device=device)
+        else:
+            Q, w = (t.detach().to(dtype=dtype, device=device, copy=True) for t in weights)
+            if Q.shape != (c.H, c.d, c.d) or w.shape != (c.H, c.K):
+                raise ValueError(f"weights of shapes {tuple(Q.shape)}, {tuple(w.shape)} for "
+                                 f"H = {c.H}, d = {c.d}, K = {c.K}")
         self.Q = torch.nn.Parameter(Q)
-        self.w = torch.nn.Parameter(torch.zeros(c.H, c.K, dtype=dtype, device=device))
+        self.w = torch.nn.Parameter(w)
 
     def weights(self, V_all: torch.Tensor) -> torch.Tensor:
         """S (H, N, K): the attention weights s_k^h (eq. (28))."""
@@ -267,8 +277,7 @@ class SoftmaxICLRuns(torch.nn.Module):
             Q[r, :H] = beta * randn(H, c.d, c.d, generator=g, dtype=dtype, device=device)
         self.Q = torch.nn.Parameter(Q)
         self.w = torch.nn.Parameter(torch.zeros(len(heads), Hmax, c.K, dtype=dtype, device=device))
-        mask = torch.arange(Hmax, device=device)[None, :] < torch.tensor(self.heads, device=device)[:, None]
-        self.register_buffer("mask", mask.to(dtype)[..., None])
+        self.register_buffer("mask", head_mask(self.heads, Hmax, dtype=dtype, device=device)[..., None])
 
     def coefficients(self, V_all: torch.Tensor) -> torch.Tensor:
         """Ahat(theta_r) (R, N, K) of eq. (35)."""
@@ -279,12 +288,8 @@ class SoftmaxICLRuns(torch.nn.Module):
         """Run r as a ``SoftmaxICL`` of H_r heads (a copy of its weights)."""
         H = self.heads[r]
         c = self.config
-        one = SoftmaxICL(SoftmaxConfig(c.d, c.K, c.N, H), dtype=self.Q.dtype, device=self.Q.device,
-                         generator=torch.Generator().manual_seed(0))
-        with torch.no_grad():
-            one.Q.copy_(self.Q[r, :H])
-            one.w.copy_(self.w[r, :H])
-        return one
+        return SoftmaxICL(SoftmaxConfig(c.d, c.K, c.N, H), dtype=self.Q.dtype, device=self.Q.device,
+                          weights=(self.Q[r, :H], self.w[r, :H]))
 
 
 # ----------------------------------------------------------------------------- the task law

@@ -275,7 +275,7 @@ def train_population(At: torch.Tensor, Bt: torch.Tensor, n: int, stages: int, st
     below that over the quarter before by more than 3 standard errors or 0.5% (or, without a
     polish, when the last L-BFGS stage stopped before its budget); diverged in any phase is
     kept."""
-    from models.trainers import optimise_batched
+    from models.trainers import first_order_optimiser, optimise_batched
 
     K, _, d, _ = At.shape
     per = max(1, steps // stages)
@@ -308,7 +308,7 @@ def train_population(At: torch.Tensor, Bt: torch.Tensor, n: int, stages: int, st
     if polish:
         T = polish["steps"]
         losses = torch.zeros(T, K, dtype=At.dtype, device=At.device)
-        opt = torch.optim.Adam([At, Bt], lr=polish["lr"])
+        opt = first_order_optimiser([At, Bt], "adam", polish["lr"])
         for t in range(T):
             for group in opt.param_groups:
                 group["lr"] = lr_at(t, T, polish["lr"], polish["lr_final"])

@@ -25,8 +25,8 @@ from .setting import (BETA, C_SYM, D_SYM, PAPER_C, PAPER_D, SETTING, Instance, f
                       symbolic_prompt, w_star_letter)
 from .stationary_claims import train_yq_exact
 from .structured import leading_text, value_at
-from .training import (budget_steps, head_sweep, loss_tol, restarts_for, train_exact,
-                       train_yq_sampled, training_finding)
+from .training import (ExactProblem, budget_steps, head_sweep, loss_tol, restarts_for,
+                       train_exact_problems, train_yq_sampled, training_finding)
 from .translate import to_mat
 
 PAPER = "xie2025"
@@ -234,11 +234,14 @@ def fig3_train(ctx: Context) -> TierResult:
     R_gd = as_float(gd_risk_star(d, inst.C))
     sweep = head_sweep(d, inst.C, inst.w_entry, ctx.budget.name, restarts_for(ctx.budget),
                        ctx.seed_for("head-sweep"), ctx.device)
-    for c in sorted({0, 1, inst.w_entry}):
+    others = [c for c in (0, 1) if c != inst.w_entry]
+    trained = dict(zip(others, train_exact_problems(
+        [ExactProblem.of(inst, d + 1, ctx.seed_for("fig3-train", c), w_star=np.full(d, float(c)))
+         for c in others], restarts_for(ctx.budget), steps, ctx.device)))
+    trained[inst.w_entry] = sweep[d + 1]
+    for c in sorted(trained):
         R = as_float(sat.optimum(d, inst.C, tuple([c] * d)).R_star)
-        res = sweep[d + 1] if c == inst.w_entry else train_exact(
-            inst, d + 1, restarts_for(ctx.budget), steps, ctx.seed_for("fig3-train", c),
-            ctx.device, w_star=np.full(d, float(c)))
+        res = trained[c]
         rows.append({"w_entry": c, "s": d * c * c, "trained_risk": res.best, "R_star": R,
                      "trained_gap_to_GD": res.best - R_gd, "relative_gap_to_R*": (res.best - R) / R,
                      "curve": res.runs[0]["curve"] if res.runs else []})
@@ -409,12 +412,15 @@ def fig4_train(ctx: Context) -> TierResult:
     d = inst.d
     steps = budget_steps(ctx.budget.name)["lbfgs"]
     rows = []
-    for label, (guess, g, beta) in {"g=(1..1)": ("linear", [1.0] * d, 0.0),
-                                    "beta=1": ("affine", [0.0] * d, 1.0)}.items():
+    offsets = {"g=(1..1)": ("linear", [1.0] * d, 0.0), "beta=1": ("affine", [0.0] * d, 1.0)}
+    # both offsets in one run, under the affine guess: y_q = g^T x_q is y_q = v^T x_q + beta at
+    # v = g, beta = 0
+    trained = train_exact_problems(
+        [ExactProblem.of(inst, d + 1, ctx.seed_for("fig4-train", label), w_star=np.zeros(d),
+                         v=np.array(g), beta=beta) for label, (_, g, beta) in offsets.items()],
+        restarts_for(ctx.budget), steps, ctx.device, guess="affine")
+    for (label, (guess, g, beta)), res in zip(offsets.items(), trained):
         R = as_float(_offset_optimum(d, inst.C, guess, [int(x) for x in g], int(beta)).R_star)
-        res = train_exact(inst, d + 1, restarts_for(ctx.budget), steps,
-                          ctx.seed_for("fig4-train", label), ctx.device, guess=guess,
-                          v=np.array(g), beta=beta, w_star=np.zeros(d))
         rows.append({"offset": label, "trained_risk": res.best, "R_star": R,
                      "relative_gap_to_R*": (res.best - R) / R,
                      "curve": res.runs[0]["curve"] if res.runs else []})

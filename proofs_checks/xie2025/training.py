@@ -11,12 +11,13 @@ import torch
 
 from models.device import runtime, randn
 from models.exact import ExactLoss
+from models.padding import head_mask
 from models.multihead import MultiHeadLSA, YqLSA, sample_tasks
 from models.progress import Progress
 from models.trainers import optimise, optimise_batched
 from verify.evidence import Finding
 
-from .common import HeadsLoss, heads_risk
+from .common import HeadsLoss, StackedHeadsLoss, heads_risk
 from .setting import Instance
 
 INIT_SCALE = 0.1
@@ -42,15 +43,32 @@ class ExactRuns:
     diverged: int = 0
 
 
-def _heads_loss(inst: Instance, rt, guess: str = "zero", v: np.ndarray | None = None,
-                beta: float = 0.0, w_star: np.ndarray | None = None) -> HeadsLoss:
-    d = inst.d
-    ws = inst.w_star if w_star is None else w_star
-    fixed = {"w_star": torch.tensor(ws, dtype=rt.dtype, device=rt.device).reshape(d, 1)}
-    if guess != "zero":
-        vv = np.zeros(d) if v is None else v
-        fixed["v"] = torch.tensor(vv, dtype=rt.dtype, device=rt.device).reshape(d, 1)
-    return HeadsLoss(guess, d, inst.C, fixed, beta)
+@dataclass(frozen=True)
+class ExactProblem:
+    """One exact-risk training problem: ``heads`` heads at context size C and task w*, the query
+    guess y_q = v^T x_q + beta (v, beta unused at the guess ``zero``), restarts drawn from ``seed``."""
+
+    heads: int
+    seed: int
+    C: int
+    w_star: tuple[float, ...]
+    v: tuple[float, ...] | None = None
+    beta: float = 0.0
+
+    @classmethod
+    def of(cls, inst: Instance, heads: int, seed: int, w_star: np.ndarray | None = None,
+           v: np.ndarray | None = None, beta: float = 0.0) -> "ExactProblem":
+        ws = inst.w_star if w_star is None else w_star
+        return cls(int(heads), int(seed), inst.C, tuple(float(x) for x in ws),
+                   None if v is None else tuple(float(x) for x in v), float(beta))
+
+    def loss(self, guess: str, rt) -> HeadsLoss:
+        d = len(self.w_star)
+        fixed = {"w_star": torch.tensor(self.w_star, dtype=rt.dtype, device=rt.device).reshape(d, 1)}
+        if guess != "zero":
+            v = self.v if self.v is not None else (0.0,) * d
+            fixed["v"] = torch.tensor(v, dtype=rt.dtype, device=rt.device).reshape(d, 1)
+        return HeadsLoss(guess, d, self.C, fixed, self.beta)
 
 
 def _starts(heads: int, restarts: int, d: int, seed: int, rt) -> tuple[torch.Tensor, torch.Tensor]:
@@ -76,56 +94,63 @@ def _exact_runs(heads: int, P: torch.Tensor, Q: torch.Tensor, final: np.ndarray,
                      Q[b].detach().cpu().double().numpy(), runs, restarts - len(ok))
 
 
+def train_exact_problems(problems: Sequence[ExactProblem], restarts: int, steps: int,
+                         device: str = "auto", guess: str = "zero",
+                         progress: bool = False) -> list[ExactRuns]:
+    """L-BFGS on the derived risk of every problem, ``restarts`` each, in one batched run (on a
+    GPU: the launches and read-backs of one run).  Problems of fewer heads are padded to the
+    most with heads held at P = Q = 0 by a mask (a head enters the risk through the products of
+    its P and Q, so a zero head adds nothing, and the mask makes its gradient 0: L-BFGS leaves it
+    at 0); problems of other w*, v or beta (one C) are rows of a ``StackedHeadsLoss``.  Each restart
+    starts where the problem trained alone starts it (its seed's draws) and stops on its own;
+    its final risk is that of its own heads under its own risk."""
+    rt = runtime(device)
+    parts = [p.loss(guess, rt) for p in problems]
+    Hs = [p.heads for p in problems]
+    top, R, d = max(Hs), restarts, len(problems[0].w_star)
+    shape = (len(Hs) * R, top, d + 1, d + 1)
+    P, Q = (torch.zeros(shape, dtype=rt.dtype, device=rt.device) for _ in range(2))
+    for i, p in enumerate(problems):
+        P[i * R:(i + 1) * R, :p.heads], Q[i * R:(i + 1) * R, :p.heads] = _starts(p.heads, R, d,
+                                                                                  p.seed, rt)
+    P.requires_grad_()
+    Q.requires_grad_()
+    loss = parts[0] if len(parts) == 1 else StackedHeadsLoss(parts, R)
+    if min(Hs) == top:
+        exact = ExactLoss(loss, lambda: ({"P": P, "Q": Q}, {}))
+    else:
+        mask = head_mask(Hs, top, R, rt.dtype, rt.device)[..., None, None]
+        exact = ExactLoss(loss, lambda: ({"P": P * mask, "Q": Q * mask}, {}))
+    label = f"H={Hs[0]}" if len(Hs) == 1 else f"{len(Hs)} problems"
+    with Progress(steps, f"xie2025 exact-risk L-BFGS, {label}", progress) as bar:
+        results = optimise_batched(exact, [P, Q], method="lbfgs", steps=steps,
+                                   progress=bar.callback())
+    out = []
+    with torch.no_grad():
+        for i, (p, part) in enumerate(zip(problems, parts)):
+            rows = slice(i * R, (i + 1) * R)
+            Ph, Qh = P[rows, :p.heads], Q[rows, :p.heads]
+            final = part({"P": Ph, "Q": Qh}, {}).detach().cpu().double().numpy()
+            out.append(_exact_runs(p.heads, Ph, Qh, final, results[rows]))
+    return out
+
+
 def train_exact(inst: Instance, heads: int, restarts: int, steps: int, seed: int,
                 device: str = "auto", guess: str = "zero", v: np.ndarray | None = None,
                 beta: float = 0.0, w_star: np.ndarray | None = None,
                 progress: bool = False) -> ExactRuns:
     """L-BFGS on the derived risk of ``heads`` heads (P_h, Q_h free), ``restarts`` at once."""
-    rt = runtime(device)
-    loss = _heads_loss(inst, rt, guess, v, beta, w_star)
-    P, Q = (t.requires_grad_() for t in _starts(heads, restarts, inst.d, seed, rt))
-    exact = ExactLoss(loss, lambda: ({"P": P, "Q": Q}, {}))
-    with Progress(steps, f"xie2025 exact-risk L-BFGS, H={heads}", progress) as bar:
-        results = optimise_batched(exact, [P, Q], method="lbfgs", steps=steps,
-                                   progress=bar.callback())
-    with torch.no_grad():
-        final = exact().detach().cpu().double().numpy()
-    return _exact_runs(heads, P, Q, final, results)
+    problem = ExactProblem.of(inst, heads, seed, w_star, v, beta)
+    return train_exact_problems([problem], restarts, steps, device, guess, progress)[0]
 
 
 def train_exact_heads(inst: Instance, heads: Sequence[int], restarts: int, steps: int,
                       seeds: Sequence[int], device: str = "auto",
                       progress: bool = False) -> dict[int, ExactRuns]:
-    """``train_exact`` (y_q = 0) for every head count H in ``heads`` (seed per H) in one batched
-    L-BFGS run: the restarts of H heads are padded to max(heads) with heads held at P = Q = 0
-    by a mask (a head enters the risk through the products of its P and Q, so a zero head adds
-    nothing, and the mask makes its gradient 0: L-BFGS leaves it at 0).  Each restart starts
-    where ``train_exact(inst, H, restarts, steps, seed_H)`` does and stops on its own; its final
-    risk is that of its H heads under the H-head risk.  On a GPU: the launches of one run."""
-    rt = runtime(device)
-    loss = _heads_loss(inst, rt)
-    Hs = [int(H) for H in heads]
-    top, R, d = max(Hs), restarts, inst.d
-    shape = (len(Hs) * R, top, d + 1, d + 1)
-    P, Q = (torch.zeros(shape, dtype=rt.dtype, device=rt.device) for _ in range(2))
-    for i, (H, seed) in enumerate(zip(Hs, seeds)):
-        P[i * R:(i + 1) * R, :H], Q[i * R:(i + 1) * R, :H] = _starts(H, R, d, seed, rt)
-    mask = (torch.arange(top, device=rt.device)[None, :] <
-            torch.tensor(Hs, device=rt.device).repeat_interleave(R)[:, None]).to(rt.dtype)[..., None, None]
-    P.requires_grad_()
-    Q.requires_grad_()
-    exact = ExactLoss(loss, lambda: ({"P": P * mask, "Q": Q * mask}, {}))
-    with Progress(steps, f"xie2025 exact-risk L-BFGS, H={Hs[0]}..{Hs[-1]}", progress) as bar:
-        results = optimise_batched(exact, [P, Q], method="lbfgs", steps=steps,
-                                   progress=bar.callback())
-    out = {}
-    with torch.no_grad():
-        for i, H in enumerate(Hs):
-            rows = slice(i * R, (i + 1) * R)
-            Ph, Qh = P[rows, :H], Q[rows, :H]
-            final = loss({"P": Ph, "Q": Qh}, {}).detach().cpu().double().numpy()
-            out[H] = _exact_runs(H, Ph, Qh, final, results[rows])
-    return out
+    """``train_exact`` (y_q = 0) for every head count H in ``heads`` (seed per H), in one run."""
+    problems = [ExactProblem.of(inst, H, seed) for H, seed in zip(heads, seeds)]
+    runs = train_exact_problems(problems, restarts, steps, device, progress=progress)
+    return {p.heads: r for p, r in zip(problems, runs)}
 
 
 @lru_cache(maxsize=None)

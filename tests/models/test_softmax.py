@@ -160,3 +160,19 @@ def test_runs_start_and_predict_as_the_separate_models():
         assert np.allclose(batched[r].losses, single.losses, rtol=1e-10)
         assert torch.allclose(runs.run(r).Q, one.Q, atol=1e-10)
     assert not runs.Q[0, 2:].any() and not runs.w[0, 2:].any()  # the padding stays at zero
+
+
+def test_a_model_from_given_weights_copies_them_and_draws_nothing():
+    """SoftmaxICL(weights=...) (what SoftmaxICLRuns.run builds): the weights are copied, not
+    shared, no generator is read, and weights of the wrong shape are refused."""
+    cfg = SoftmaxConfig(d=3, K=5, N=2, H=2)
+    Q = torch.randn(2, 3, 3, dtype=torch.float64)
+    w = torch.randn(2, 5, dtype=torch.float64)
+    state = torch.random.get_rng_state()
+    one = SoftmaxICL(cfg, weights=(Q, w))
+    assert torch.equal(torch.random.get_rng_state(), state)
+    assert torch.equal(one.Q, Q) and torch.equal(one.w, w)
+    Q.zero_()
+    assert one.Q.abs().sum() > 0
+    with pytest.raises(ValueError, match="weights of shapes"):
+        SoftmaxICL(cfg, weights=(torch.zeros(3, 3, 3), w))

@@ -78,3 +78,28 @@ def test_the_squared_gradient_norm_by_one_multi_tensor_kernel_is_the_sum_of_squa
     assert torch.allclose(_squared_norm(grads, multi_tensor=True), plain, rtol=1e-14)
     assert torch.isclose(plain, sum((x ** 2).sum() for x in grads))
     assert _squared_norm([]) == 0
+
+
+def test_the_fused_adam_kernel_takes_the_default_path_s_steps():
+    """first_order_optimiser takes torch's fused Adam on cuda; the cpu has the kernel too, and
+    there 60 steps of it follow the default multi-tensor path to rounding, and the default
+    (fused=None) on cpu tensors is not fused."""
+    from models.trainers import first_order_optimiser
+
+    def run(fused):
+        g = torch.Generator().manual_seed(4)
+        x = torch.randn(5, dtype=torch.float64, generator=g).requires_grad_()
+        y = torch.randn(3, 2, dtype=torch.float64, generator=g).requires_grad_()
+        opt = first_order_optimiser([x, y], "adam", 0.05, fused=fused)
+        for _ in range(60):
+            opt.zero_grad()
+            (((x - 1) ** 2).sum() + (y ** 4).sum() + (x[:2] * y[0]).sum()).backward()
+            opt.step()
+        return opt, torch.cat([x.detach(), y.detach().reshape(-1)])
+
+    default, a = run(None)
+    fused, b = run(True)
+    assert not default.defaults["fused"] and fused.defaults["fused"]
+    assert torch.allclose(a, b, rtol=1e-12, atol=1e-14) and not torch.equal(a, torch.zeros_like(a))
+    assert isinstance(first_order_optimiser([torch.zeros(1, requires_grad=True)], "gd", 0.1),
+                      torch.optim.SGD)
