@@ -79,6 +79,13 @@ def sparse_model(inst, layers: int, model: str, W: dict) -> LinearTransformer:
     return m
 
 
+def error_degree(layers: int) -> int:
+    """deg p of E[e^2 | X] = tr p(X X^T) (whitened) on the sets: a layer of (9) or (13) is cubic
+    in Z and the prediction is linear in x_q, so e has degree 3^L - 1 in X, e^2 2 (3^L - 1), and
+    that is 3^L - 1 in W = X X^T."""
+    return 3 ** layers - 1
+
+
 THM4_CHECK = StationarySet(
     THM4_SETTING, directions=lambda L: sparse_directions(L, "eq9"),
     loss=lambda L: sparse.full_loss(L, "eq9"),
@@ -86,14 +93,15 @@ THM4_CHECK = StationarySet(
     optimum=lambda inst, L, x0: sparse_optimum(inst, L, "eq9", x0),
     model=lambda inst, L, W: sparse_model(inst, L, "eq9", W),
     spectrum=tuple(str(sympy.Rational(v) ** 2) for v in D_EXPERIMENT),
-    forward="eq. (9) (models.lsa.lsa_forward)")
+    forward="eq. (9) (models.lsa.lsa_forward)", error_degree=error_degree)
 THM5_CHECK = StationarySet(
     THM5_SETTING, directions=lambda L: sparse_directions(L, "eq13"),
     loss=lambda L: sparse.full_loss(L, "eq13"),
     loss_on_set=lambda L, m: sparse.loss_and_gradients_on_set(L, "eq13", m["S_A"], m["S_B"]),
     optimum=lambda inst, L, x0: sparse_optimum(inst, L, "eq13", x0),
     model=lambda inst, L, W: sparse_model(inst, L, "eq13", W),
-    spectrum=THM4_CHECK.spectrum, forward="eq. (13) (models.lsa.lsa_forward)")
+    spectrum=THM4_CHECK.spectrum, forward="eq. (13) (models.lsa.lsa_forward)",
+    error_degree=error_degree)
 
 THM4 = Claim(
     id="ahn2023.thm4",

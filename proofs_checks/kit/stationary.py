@@ -75,6 +75,10 @@ class StationarySet:
     loss_on_set: Callable[[int, Mapping[str, tuple]], tuple[Poly, Mapping]] | None = None
     spectrum: tuple[str, ...] = ("1", "1", "1/2", "1/4", "1")  # eigenvalues, unless --sigma
     forward: str = ""  # the model, e.g. "eq. (9)", in the derivation
+    # deg p of E[e^2 | X] = tr p(W) (whitened W = X X^T) at a point of the set, by layers: the
+    # loss is then integrated exactly from the forward pass (``kit.spectral_mean``); None:
+    # Monte Carlo
+    error_degree: Callable[[int], int] | None = None
 
 
 def stationary_set(spec: StationarySet) -> dict[str, Check]:

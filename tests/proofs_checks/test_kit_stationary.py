@@ -3,6 +3,8 @@ y_hat = w*^T (X X^T / n) A x_q with w* ~ N(0, Sigma^{-1}); the set S = {A = a Si
 the global minimum (whitening: on S the loss is E tr (a W/n - I)^2, W ~ Wishart(n, I)), so
 inf_S ||grad_A f||_F^2 = 0; the set {a I} does not (the gradient there is 2(a Sigma - I)-like).
 Plus the soundness rules of its float comparisons (non-finite or underflowed: undecided)."""
+import dataclasses
+
 import numpy as np
 import pytest
 import sympy
@@ -153,3 +155,52 @@ def test_a_scaled_direction_is_judged_the_same_set_and_another_is_not():
     assert judge("S_A", f.parse("-3*Inverse(Sigma)"))[0] == "true"
     for other in ("Sigma", "Identity(d)", "0*Sigma", "d*Inverse(Sigma)"):
         assert judge("S_A", f.parse(other))[0] == "undecided", other
+
+
+# --- the loss integrated exactly from the forward pass (kit.spectral_mean) ---
+EXACT_SPEC = dataclasses.replace(SPEC, error_degree=lambda L: 2)  # E tr (a W/n - I)^2
+EXACT_TOY = dataclasses.replace(TOY, checks=stationary_set(EXACT_SPEC))
+
+
+def _toy_point():
+    from proofs_checks.kit.stationary_float import stationary_instance
+    from verify.claim import BUDGETS, Context
+
+    ctx = Context(TOY.id, {f.name: f.parse() for f in TOY.formulas}, {}, BUDGETS["quick"])
+    inst = stationary_instance(EXACT_SPEC, ctx)
+    a = 10 / 14  # a* = n / (n + d + 1), g(a*) = d (d + 1) / (n + d + 1)
+    model = ToyModel(a * np.linalg.inv(inst.sigma))
+    return inst, model, 3 * 4 / 14
+
+
+def test_the_forward_pass_loss_is_integrated_exactly_where_it_is_a_spectral_trace():
+    v = check_claim(EXACT_TOY, tiers=("numeric",), budget="quick", seed=0)
+    assert v.verdict == "verified", v.reason
+    ev = v.tiers["numeric"].evidence["derived_loss_vs_forward_pass"]
+    assert ev["ok"] is True and ev["relative_gap"] < 1e-13 and ev["nodes"] == 2
+    assert "derived_loss_vs_monte_carlo" not in v.tiers["numeric"].evidence
+
+
+def test_a_derived_loss_off_the_forward_pass_decides_nothing():
+    from proofs_checks.kit.stationary_float import forward_pass_loss_finding
+
+    inst, model, g = _toy_point()
+    assert forward_pass_loss_finding(g, model, inst, "sigma_inverse", 2, 0).ok is True
+    off = forward_pass_loss_finding(g * (1 + 1e-6), model, inst, "sigma_inverse", 2, 0)
+    assert off.ok is None and "disagree" in off.reason
+
+
+def test_a_loss_of_higher_degree_or_no_spectral_trace_falls_back_to_monte_carlo():
+    """Degree 1 stated for a loss of degree 2: the 1- and 2-point rules disagree; a model that
+    reads one entry of X is not a function of W's eigenvalues: the random X show it."""
+    from proofs_checks.kit.stationary_float import forward_pass_loss_finding
+
+    inst, model, g = _toy_point()
+    assert forward_pass_loss_finding(g, model, inst, "sigma_inverse", 1, 0) is None
+
+    class Lopsided(ToyModel):
+        def predict(self, Z):
+            return super().predict(Z) * (1 + 0.1 * Z[:, 0, 0])
+
+    assert forward_pass_loss_finding(g, Lopsided(model.A.detach().numpy()), inst,
+                                     "sigma_inverse", 2, 0) is None
