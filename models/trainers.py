@@ -230,8 +230,9 @@ def optimise_batched(loss_fn: Callable[[], torch.Tensor], params: Sequence[torch
     search per problem), so restarts do not share curvature information or step sizes as they
     would if their summed loss were passed to ``torch.optim.LBFGS``.
 
-    An L-BFGS step reads back to the host once (``_StepRecord``: losses, finiteness and the
-    stopping tests of every problem in one tensor), plus once per line-search trial; on a GPU
+    An L-BFGS step reads back to the host once per line-search trial, its record
+    (``_StepRecord``: losses, finiteness and the stopping tests of every problem) in the same
+    transfer as the next step's first trial, the stops applied on the device meanwhile; on a GPU
     every read-back waits for the queued kernels.  Adam and GD read back once per
     ``sync_every`` steps, as ``optimise`` does (every step on cpu, every 64 on a GPU).
     """
@@ -264,7 +265,10 @@ def optimise_batched(loss_fn: Callable[[], torch.Tensor], params: Sequence[torch
     if method == "lbfgs":
         x = flat([p.detach() for p in params])
         f, g = value_and_grad()
-        rec.read(0, f, g)
+        # each step's record is read back with the next step's first line-search trial (one
+        # transfer); a step that finds every problem stopped before it moves nothing and ends
+        # the run (its problems are inactive: t = 0, and x stays x)
+        rec.advance(0, f, g)
         pairs = []
         for step in range(1, steps + 1):
             if not rec.any_live():
@@ -287,9 +291,17 @@ def optimise_batched(loss_fn: Callable[[], torch.Tensor], params: Sequence[torch
                 x_new = torch.where(ok[:, None], trial, x_new)
                 f_new, g_new = torch.where(ok, ft, f_new), torch.where(ok[:, None], gt, g_new)
                 accepted = accepted | ok
-                if bool(accepted.all()):
+                if rec.pending is not None:
+                    all_accepted = rec.flush(accepted.all())[0] > 0
+                    if not rec.any_live():
+                        break
+                else:
+                    all_accepted = bool(accepted.all())
+                if all_accepted:
                     break
                 t = torch.where(accepted, t, t * 0.5)
+            if not rec.any_live():
+                break
             stuck = ~accepted
             s_k, y_k = x_new - x, g_new - g
             pairs.append(_Pair(s_k, y_k))
@@ -298,9 +310,10 @@ def optimise_batched(loss_fn: Callable[[], torch.Tensor], params: Sequence[torch
             rel = (f - f_new).abs() / f_new.abs().clamp_min(1.0)
             x, f, g = x_new, f_new, g_new
             assign(x)
-            rec.read(step, f, g, stuck=stuck, rel=rel <= rel_tol, grad_tol=grad_tol)
+            rec.advance(step, f, g, stuck=stuck, rel=rel <= rel_tol, grad_tol=grad_tol)
             if progress:
                 progress(step, f)
+        rec.flush()
         assign(x)
     else:
         _first_order_batched(loss_fn, params, method, steps, lr, grad_tol, progress, rec,
@@ -361,25 +374,53 @@ class _StepRecord:
         self.results = results
         self.live = [True] * len(results)
         self.active = torch.ones(len(results), dtype=torch.bool, device=device)
+        self.pending: tuple | None = None
 
     def any_live(self) -> bool:
+        """Whether a problem runs on, as of the last step the host has read."""
         return any(self.live)
 
     def read(self, step: int, losses: torch.Tensor, g: torch.Tensor,
              stuck: torch.Tensor | None = None, rel: torch.Tensor | None = None,
              grad_tol: float | None = None) -> None:
+        self.advance(step, losses, g, stuck, rel, grad_tol)
+        self.flush()
+
+    def advance(self, step: int, losses: torch.Tensor, g: torch.Tensor,
+                stuck: torch.Tensor | None = None, rel: torch.Tensor | None = None,
+                grad_tol: float | None = None) -> None:
+        """``read`` without the transfer: the step's rows stay on the device until the next
+        ``flush``, and ``active`` is updated there by the same rules (running on where loss and
+        gradient are finite and no stopping test holds), so the next step can start before the
+        host has read this one."""
         tests = [(t, why) for t, why in zip(
             (None if grad_tol is None else g.norm(dim=1) <= grad_tol, stuck, rel), self.REASONS)
             if t is not None]
-        reasons = [why for _, why in tests]
         rows = torch.stack([losses.to(torch.float64), _finite(losses, g).to(torch.float64),
-                            *(t.to(torch.float64) for t, _ in tests)]).tolist()
-        values, ok, tested = rows[0], rows[1], list(zip(*rows[2:])) or [()] * len(self.live)
+                            *(t.to(torch.float64) for t, _ in tests)])
+        # finite (1) and no test holding (0 each): 1 - 0 > 1/2; otherwise <= 0
+        runs_on = (rows[1] - rows[2:].sum(0) if tests else rows[1]) > 0.5
+        self.active = self.active & runs_on
+        self.pending = (step, rows, [why for _, why in tests])
+
+    def flush(self, *extra: torch.Tensor) -> list[float]:
+        """Read the pending step (if any) and the 0-d tensors ``extra`` back in one transfer, take
+        the step on the host; returns the values of ``extra``."""
+        if self.pending is None:
+            return torch.stack([e.to(torch.float64) for e in extra]).tolist() if extra else []
+        step, rows, reasons = self.pending
+        self.pending = None
+        B = rows.shape[1]
+        flat = torch.cat([rows.reshape(-1), *(e.to(torch.float64).reshape(1) for e in extra)])
+        values = flat.tolist()
+        table = [values[i * B:(i + 1) * B] for i in range(rows.shape[0])]
+        losses, ok, tested = table[0], table[1], list(zip(*table[2:])) or [()] * B
         for b in range(len(self.results)):
             if self.live[b]:
                 hit = next((why for why, on in zip(reasons, tested[b]) if on), None)
-                self._take(b, step, values[b], bool(ok[b]), hit)
+                self._take(b, step, losses[b], bool(ok[b]), hit)
         self.active = torch.tensor(self.live, dtype=torch.bool, device=self.active.device)
+        return values[rows.numel():]
 
     def _take(self, b: int, step: int, value: float, finite: bool, hit: str | None) -> bool:
         """Problem b's step: diverged where loss or gradient is not finite, else its loss is

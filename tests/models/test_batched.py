@@ -33,6 +33,23 @@ def test_batched_lbfgs_matches_independent_runs():
         assert torch.allclose(xb.detach(), x[b].detach(), atol=1e-6)
 
 
+def test_each_batched_lbfgs_problem_takes_the_steps_it_takes_alone():
+    """Problems that stop at other steps (a step's record is read back with the next step's
+    first trial, the stops applied on the device first): each one's curve, steps, status and
+    weights are those of the problem alone, bit for bit."""
+    M, target = _problems(4)
+    x = torch.zeros(4, 4, dtype=torch.float64, requires_grad=True)
+    res = optimise_batched(lambda: _loss(x, M, target), [x], "lbfgs", steps=300)
+    assert len({r.steps for r in res}) > 1
+    for b in range(4):
+        xb = torch.zeros(1, 4, dtype=torch.float64, requires_grad=True)
+        alone = optimise_batched(lambda: _loss(xb, M[b:b + 1], target[b:b + 1]), [xb], "lbfgs",
+                                 steps=300)[0]
+        assert (alone.losses, alone.steps, alone.status, alone.reason) == \
+            (res[b].losses, res[b].steps, res[b].status, res[b].reason)
+        assert torch.equal(xb[0], x[b])
+
+
 def test_batched_divergence_is_per_problem():
     y = torch.ones(3, 2, dtype=torch.float64, requires_grad=True)
     scale = torch.tensor([1.0, 1e6, 1.0], dtype=torch.float64)
@@ -84,19 +101,22 @@ def _read_backs(run) -> dict[str, int]:
     return out
 
 
-def test_a_batched_step_reads_back_once_besides_its_line_search_trials():
-    """On a GPU each read-back stalls the device: a batched L-BFGS step reads back once (losses,
-    finiteness and stopping tests of every problem together) plus once per line-search trial,
-    and an Adam step once."""
+def test_a_batched_step_reads_back_once_per_line_search_trial():
+    """On a GPU each read-back stalls the device: a batched L-BFGS step reads back once per
+    line-search trial, its record (losses, finiteness and stopping tests of every problem) in
+    the same transfer as the next step's first trial; and an Adam step once."""
     M, target = _problems(4)
     x = torch.zeros(4, 4, dtype=torch.float64, requires_grad=True)
     out = {}
     sites = _read_backs(lambda: out.setdefault("r", optimise_batched(
         lambda: _loss(x, M, target), [x], "lbfgs", steps=300)))
     steps = max(r.steps for r in out["r"])
-    trials = sum(n for line, n in sites.items() if "accepted.all()" in line)
-    assert steps > 5 and steps <= trials <= 30 * steps
-    assert sum(sites.values()) - trials == steps + 1  # one per step and the start's
+    first = sum(n for line, n in sites.items() if "flat.tolist()" in line)
+    more = sum(n for line, n in sites.items() if "accepted.all()" in line)
+    # every step's first trial with the record before it, and the last record (read by the
+    # step after the last, which finds every problem stopped)
+    assert steps > 5 and first == steps + 1
+    assert sum(sites.values()) == first + more and more <= 29 * steps
     y = torch.zeros(4, 4, dtype=torch.float64, requires_grad=True)
     sites = _read_backs(lambda: optimise_batched(lambda: _loss(y, M, target), [y], "adam",
                                                  steps=25, lr=0.01))
