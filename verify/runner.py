@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Mapping, Sequence
 
 import sympy
+import torch
 
 from models.device import DeviceUnavailable, cpu_threads, gpu_monitor
 
@@ -19,11 +20,45 @@ from .sigma import EVERY_SIGMA, SigmaReads
 from .verdict import Verdict, decide, first_counterexample, proof_of, unread, why_undecided
 
 
+# torch modules whose first import warns (DeprecationWarnings of torch.jit.script, 18 of them in
+# torch 2.13): imported lazily by the first forward-mode derivative, so whichever tier came first
+# in a process would carry warnings that are not its own
+_IMPORTS_THAT_WARN = ("torch._decomp.decompositions_for_jvp",)
+
+
+def _import_quietly() -> None:
+    """Import ``_IMPORTS_THAT_WARN`` with their warnings discarded (once; later imports are
+    no-ops), so that a tier's warnings do not depend on the tiers before it in its process."""
+    import importlib
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in _IMPORTS_THAT_WARN:
+            try:
+                importlib.import_module(name)
+            except ImportError:  # another torch version: nothing to import
+                pass
+
+
+class _EveryWarning:
+    """torch warns some things once per process (TORCH_WARN_ONCE: a requires_grad tensor read
+    as a number, say); inside a tier it warns every time, so a tier reports what it did whatever
+    ran before it in the same process (``--jobs N`` gives the JSON of ``--jobs 1``)."""
+
+    def __enter__(self) -> None:
+        self.before = torch.is_warn_always_enabled()
+        torch.set_warn_always(True)
+
+    def __exit__(self, *exc) -> None:
+        torch.set_warn_always(self.before)
+
+
 def run_tiers(claim: Claim, ctx: Context, tiers: Sequence[str],
               results: dict | None = None) -> dict[str, TierResult]:
     """Each tier on its own view of the formulas, which records what it read (``reads``);
     the results go into ``results`` as each tier ends (a time limit keeps the finished ones)."""
     results = {} if results is None else results
+    _import_quietly()
     for tier in tiers:
         check = claim.checks.get(tier)
         if check is None:
@@ -36,7 +71,7 @@ def run_tiers(claim: Claim, ctx: Context, tiers: Sequence[str],
         caught: list = []
         monitor = gpu_monitor(ctx.device)
         try:
-            with warnings.catch_warnings(record=True) as caught, monitor:
+            with warnings.catch_warnings(record=True) as caught, monitor, _EveryWarning():
                 warnings.simplefilter("always")
                 if ctx.budget.name == "paper":  # paper sizes: large batches use every thread
                     result = check(tier_ctx)

@@ -138,3 +138,29 @@ def test_a_timeout_stops_the_claim_and_keeps_the_finished_tiers(tmp_path):
     assert v.tiers["symbolic"].status == "pass"
     assert v.tiers["numeric"].status == "error" and "timed out" in v.tiers["numeric"].reason
     assert v.tiers["train"].status == "skipped"
+
+
+# ----------------------------------------------------- a tier's warnings are its own, in any order
+def _warning_claim() -> Claim:
+    def numeric(ctx):
+        x = torch.ones(2, dtype=torch.float64, requires_grad=True)
+        float(x.sum())  # torch warns once per process (TORCH_WARN_ONCE) by default
+        torch.func.jvp(torch.sin, (x.detach(),), (torch.ones(2, dtype=torch.float64),))
+        return TierResult("pass")
+
+    return Claim(id="demo2026.thm2", title="t", paper="demo2026", statement="s", assumptions=(),
+                 formulas=(), checks={"numeric": numeric})
+
+
+def test_a_tier_reports_the_same_warnings_whatever_ran_before_it_in_its_process():
+    """A tier that reads a requires_grad tensor as a number gets torch's warning every time it
+    runs, not only the first time in its process, and a forward-mode derivative does not bring
+    the warnings of torch's lazily imported modules with it: with --jobs N, which claims a worker
+    ran first must not change the JSON."""
+    claim = _warning_claim()
+    runs = [check_claim(claim, tiers=("numeric",), budget="quick", device="cpu")
+            .tiers["numeric"].evidence.get("warnings") for _ in range(2)]
+    assert runs[0] == runs[1]
+    assert any("requires_grad=True to a scalar" in w for w in runs[0])
+    assert not any("jit" in w for w in runs[0])
+    assert not torch.is_warn_always_enabled()  # restored
