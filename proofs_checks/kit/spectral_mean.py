@@ -17,8 +17,8 @@ along other random v, u, so rotation invariance is tested too), and the degree, 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -42,6 +42,8 @@ class SpectralMean:
     nodes: int
     degree: int
     largest_node: float
+    # ``value`` as a tensor, differentiable where F is (autograd through the forward passes)
+    tensor: Any = field(default=None, compare=False, repr=False)
 
     @property
     def degree_gap(self) -> float:
@@ -69,7 +71,8 @@ def _unit(v: torch.Tensor) -> torch.Tensor:
 
 def spectral_mean(F: Callable[[torch.Tensor], torch.Tensor], n: int, d: int, degree: int,
                   generator: torch.Generator, trials: int = 3) -> SpectralMean:
-    """E F(X~) for F(X~) = tr p(X~ X~^T), deg p <= ``degree`` (F maps a batch (B, d, n) to (B,))."""
+    """E F(X~) for F(X~) = tr p(X~ X~^T), deg p <= ``degree`` (F maps a batch (B, d, n) to (B,));
+    one batch of forward passes, differentiable through ``SpectralMean.tensor``."""
     K = (degree + 2) // 2  # 2K - 1 >= degree
     rules = [wishart_rule(n, d, K), wishart_rule(n, d, K + 1)]
     kw = {"generator": generator, "dtype": torch.float64}
@@ -85,7 +88,8 @@ def spectral_mean(F: Callable[[torch.Tensor], torch.Tensor], n: int, d: int, deg
     nodes = [torch.tensor([float(w) for w in r.nodes], dtype=torch.float64) for r in rules]
     batch = torch.cat([torch.zeros(1, d, n, dtype=torch.float64), Xs, rank_one(mus.reshape(-1), v, u)]
                       + [rank_one(w, e1, f1) for w in nodes])
-    values = F(batch).detach().to("cpu", torch.float64).numpy()
+    out = F(batch)
+    values = out.detach().to("cpu", torch.float64).numpy()
     F0, FX = values[0], values[1:1 + trials]
     pmu = values[1 + trials:1 + trials + trials * d].reshape(trials, d) - (d - 1) * F0 / d
     rest = values[1 + trials + trials * d:]
@@ -96,5 +100,8 @@ def spectral_mean(F: Callable[[torch.Tensor], torch.Tensor], n: int, d: int, deg
         omega = np.array([float(x) for x in r.weights])
         means.append(float(omega @ p))
         scale = max(scale, float(omega @ np.abs(p)))
+    first = 1 + trials + trials * d
+    omega = torch.tensor([float(x) for x in rules[0].weights], dtype=out.dtype, device=out.device)
+    tensor = (omega * (out[first:first + K] - (d - 1) * out[0] / d)).sum()
     return SpectralMean(means[0], means[1], scale, float(gaps.max()), K, degree,
-                        float(nodes[0][-1]))
+                        float(nodes[0][-1]), tensor)

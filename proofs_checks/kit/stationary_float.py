@@ -32,7 +32,7 @@ from verify.sigma import SigmaSpec
 
 from .linear_icl import Instance, prompt_law
 from .rounding import EPS64, magnitude, rounding_factor
-from .spectral_mean import RELATIVE, spectral_mean
+from .spectral_mean import RELATIVE, SpectralMean, spectral_mean
 from .stationary import (Direction, StationarySet, at_eigenvalues, direction_functions,
                          free_variables, minimise, monomial, on_set, spectrum)
 
@@ -133,19 +133,21 @@ def loss_finding(derived: float, mc: dict) -> Finding:
                        f"gradient decides)"))
 
 
-def forward_pass_loss_finding(derived: float, model, inst: Instance, w_prior: str, degree: int,
-                              seed: int) -> Finding | None:
-    """g(x*) against the real forward pass's population loss at the named point, integrated
-    exactly (``kit.spectral_mean``): equal within ``RELATIVE`` of the magnitudes confirms;
-    unequal leaves it undecided (the derivation and the model disagree: neither the claim nor
-    its negation follows).  None where the loss is not a spectral trace of the degree at this
-    instance (the caller then falls back to Monte Carlo)."""
+def forward_pass_mean(model, inst: Instance, w_prior: str, degree: int,
+                      seed: int) -> SpectralMean | None:
+    """The real forward pass's population loss at the model's weights, integrated exactly
+    (``kit.spectral_mean``, differentiable in the model's parameters); None where the loss is
+    not a spectral trace of that degree at this instance."""
     Lx, Lw = law_factors(inst, w_prior)
-    with torch.no_grad():
-        sm = spectral_mean(lambda Xt: conditional_loss(model, Lx @ Xt, Lx, Lw), inst.n, inst.d,
-                           degree, torch.Generator().manual_seed(seed))
-    if not sm.holds():
-        return None
+    sm = spectral_mean(lambda Xt: conditional_loss(model, Lx @ Xt, Lx, Lw), inst.n, inst.d,
+                       degree, torch.Generator().manual_seed(seed))
+    return sm if sm.holds() else None
+
+
+def forward_pass_loss_finding(derived: float, sm: SpectralMean) -> Finding:
+    """g(x*) against ``forward_pass_mean``: equal within ``RELATIVE`` of the magnitudes
+    confirms; unequal leaves it undecided (the derivation and the model disagree: neither the
+    claim nor its negation follows)."""
     gap = abs(sm.value - derived) / max(sm.scale, abs(derived))
     ok = True if gap <= RELATIVE else None
     return Finding("derived_loss_vs_forward_pass", ok,
@@ -161,6 +163,25 @@ def forward_pass_loss_finding(derived: float, model, inst: Instance, w_prior: st
                        f"nothing"),
                    summary=f"the forward pass's exact population loss equals g(a*) to "
                            f"{gap:.1e} relative ({sm.nodes}-point Gauss rule)" if ok else "")
+
+
+def forward_pass_set_gradient(sm: SpectralMean, model, moved: Mapping[str, object]) -> dict:
+    """d/dx of the forward pass's exact population loss along the set, for each free scalar x:
+    autograd through ``sm.tensor`` to the model's parameters, contracted with the parameter
+    change of ``moved[x]`` (the model with x one larger; the set is linear in x).  Evidence:
+    zero at a critical point of g, where the Monte Carlo gradient's heavy tail says little."""
+    params = list(model.parameters())
+    grads = torch.autograd.grad(sm.tensor, params, allow_unused=True)
+    out = {}
+    for name, other in moved.items():
+        out[name] = float(sum((g * (q.detach() - p.detach())).sum() for g, p, q in
+                              zip(grads, params, other.parameters()) if g is not None))
+    largest = max((abs(v) for v in out.values()), default=0.0)
+    return {"derivatives": out, "largest_relative": largest / sm.scale,
+            "relative_to": sm.scale, "method": "autograd through the Gauss-rule forward passes",
+            "note": "the real model's exact loss restricted to the set, differentiated at the "
+                    "critical point of the derived g: evidence; the derived full gradient "
+                    "decides"}
 
 
 def gradient_z(exact, mean, se, level: float = LEVEL) -> dict:
@@ -249,11 +270,11 @@ def _numeric_tier(spec: StationarySet, ctx: Context) -> TierResult:
     net = spec.model(inst, layers, weights)
     mc = mc_loss_and_gradient(net, inst, ctx.budget.mc_samples, ctx.seed_for("mc"),
                               spec.setting.w_prior)
-    exact_loss = None if spec.error_degree is None else forward_pass_loss_finding(
-        float(cp.value), net, inst, spec.setting.w_prior, spec.error_degree(layers),
-        ctx.seed_for("spectral-mean"))
+    sm = None if spec.error_degree is None else forward_pass_mean(
+        net, inst, spec.setting.w_prior, spec.error_degree(layers), ctx.seed_for("spectral-mean"))
     findings = [
-        exact_loss or loss_finding(float(cp.value), mc),
+        forward_pass_loss_finding(float(cp.value), sm) if sm is not None else
+        loss_finding(float(cp.value), mc),
         Finding("exact_full_gradient_float64", ok_grad, exact,
                 None if ok_grad is not False else {
                     "instance": inst.as_dict(), "point": x.tolist(),
@@ -265,6 +286,11 @@ def _numeric_tier(spec: StationarySet, ctx: Context) -> TierResult:
              "restarts": runs,
              "hessian_eigenvalues_of_g": [float(e) for e in cp.hessian_eigenvalues],
              "monte_carlo_gradient": zero_gradient_z(mc)}
+    if sm is not None:
+        moved = {name: spec.model(inst, layers, set_point(F, inst, directions,
+                                                          {**scalars, name: scalars[name] + 1}))
+                 for name in (s.name for s in free_variables(directions))}
+        extra["forward_pass_gradient_on_the_set"] = forward_pass_set_gradient(sm, net, moved)
     return combine(findings, extra)
 
 

@@ -162,45 +162,62 @@ EXACT_SPEC = dataclasses.replace(SPEC, error_degree=lambda L: 2)  # E tr (a W/n 
 EXACT_TOY = dataclasses.replace(TOY, checks=stationary_set(EXACT_SPEC))
 
 
-def _toy_point():
+def _toy_point(a=10 / 14):
+    """The toy's instance and model at A = a Sigma^{-1} (a* = n / (n + d + 1)), and
+    g(a*) = d (d + 1) / (n + d + 1)."""
     from proofs_checks.kit.stationary_float import stationary_instance
     from verify.claim import BUDGETS, Context
 
     ctx = Context(TOY.id, {f.name: f.parse() for f in TOY.formulas}, {}, BUDGETS["quick"])
     inst = stationary_instance(EXACT_SPEC, ctx)
-    a = 10 / 14  # a* = n / (n + d + 1), g(a*) = d (d + 1) / (n + d + 1)
-    model = ToyModel(a * np.linalg.inv(inst.sigma))
-    return inst, model, 3 * 4 / 14
+    return inst, ToyModel(a * np.linalg.inv(inst.sigma)), 3 * 4 / 14
 
 
 def test_the_forward_pass_loss_is_integrated_exactly_where_it_is_a_spectral_trace():
     v = check_claim(EXACT_TOY, tiers=("numeric",), budget="quick", seed=0)
     assert v.verdict == "verified", v.reason
-    ev = v.tiers["numeric"].evidence["derived_loss_vs_forward_pass"]
-    assert ev["ok"] is True and ev["relative_gap"] < 1e-13 and ev["nodes"] == 2
-    assert "derived_loss_vs_monte_carlo" not in v.tiers["numeric"].evidence
+    ev = v.tiers["numeric"].evidence
+    assert ev["derived_loss_vs_forward_pass"]["ok"] is True
+    assert ev["derived_loss_vs_forward_pass"]["relative_gap"] < 1e-13
+    assert ev["derived_loss_vs_forward_pass"]["nodes"] == 2
+    assert "derived_loss_vs_monte_carlo" not in ev
+    assert ev["forward_pass_gradient_on_the_set"]["largest_relative"] < 1e-13
 
 
 def test_a_derived_loss_off_the_forward_pass_decides_nothing():
-    from proofs_checks.kit.stationary_float import forward_pass_loss_finding
+    from proofs_checks.kit.stationary_float import forward_pass_loss_finding, forward_pass_mean
 
     inst, model, g = _toy_point()
-    assert forward_pass_loss_finding(g, model, inst, "sigma_inverse", 2, 0).ok is True
-    off = forward_pass_loss_finding(g * (1 + 1e-6), model, inst, "sigma_inverse", 2, 0)
+    sm = forward_pass_mean(model, inst, "sigma_inverse", 2, 0)
+    assert forward_pass_loss_finding(g, sm).ok is True
+    off = forward_pass_loss_finding(g * (1 + 1e-6), sm)
     assert off.ok is None and "disagree" in off.reason
+
+
+def test_the_forward_pass_gradient_on_the_set_is_the_derived_one_away_from_the_optimum():
+    """At a = 1/2: g(a) = a^2 d (n + d + 1)/n - 2 a d + d, so g'(a) = 2 a d (n + d + 1)/n - 2 d =
+    3 (14/10 - 2) = -1.8, from the forward passes by autograd."""
+    from proofs_checks.kit.stationary_float import forward_pass_mean, forward_pass_set_gradient
+
+    inst, model, _ = _toy_point(0.5)
+    sm = forward_pass_mean(model, inst, "sigma_inverse", 2, 0)
+    assert sm.value == pytest.approx(0.25 * 3 * 14 / 10 - 3 + 3, rel=1e-12)
+    moved = {"a_0": _toy_point(1.5)[1]}
+    grad = forward_pass_set_gradient(sm, model, moved)["derivatives"]["a_0"]
+    assert grad == pytest.approx(-1.8, rel=1e-12)
 
 
 def test_a_loss_of_higher_degree_or_no_spectral_trace_falls_back_to_monte_carlo():
     """Degree 1 stated for a loss of degree 2: the 1- and 2-point rules disagree; a model that
     reads one entry of X is not a function of W's eigenvalues: the random X show it."""
-    from proofs_checks.kit.stationary_float import forward_pass_loss_finding
+    from proofs_checks.kit.stationary_float import forward_pass_mean
 
     inst, model, g = _toy_point()
-    assert forward_pass_loss_finding(g, model, inst, "sigma_inverse", 1, 0) is None
+    assert forward_pass_mean(model, inst, "sigma_inverse", 1, 0) is None
 
     class Lopsided(ToyModel):
         def predict(self, Z):
             return super().predict(Z) * (1 + 0.1 * Z[:, 0, 0])
 
-    assert forward_pass_loss_finding(g, Lopsided(model.A.detach().numpy()), inst,
-                                     "sigma_inverse", 2, 0) is None
+    assert forward_pass_mean(Lopsided(model.A.detach().numpy()), inst, "sigma_inverse", 2,
+                             0) is None
