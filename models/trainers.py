@@ -364,9 +364,10 @@ class _StepRecord:
     """The host's record of B batched problems: which are still running (``active``, on the
     device, and its host copy), and each one's loss curve and status.
 
-    ``read`` takes one step's losses and gradients and reads back, in one transfer, what the
-    host needs of every problem: its loss, whether loss and gradient are finite, and the stopping
-    tests (gradient below ``grad_tol``, no descent step found, loss stopped changing)."""
+    ``advance`` takes one step's losses and gradients, ``flush`` reads back, in one transfer
+    (with whatever the caller needs read at the same time), what the host needs of every
+    problem: its loss, whether loss and gradient are finite, and the stopping tests (gradient
+    below ``grad_tol``, no descent step found, loss stopped changing)."""
 
     REASONS = ("gradient below tolerance", "no descent step found", "loss stopped changing")
 
@@ -380,19 +381,13 @@ class _StepRecord:
         """Whether a problem runs on, as of the last step the host has read."""
         return any(self.live)
 
-    def read(self, step: int, losses: torch.Tensor, g: torch.Tensor,
-             stuck: torch.Tensor | None = None, rel: torch.Tensor | None = None,
-             grad_tol: float | None = None) -> None:
-        self.advance(step, losses, g, stuck, rel, grad_tol)
-        self.flush()
-
     def advance(self, step: int, losses: torch.Tensor, g: torch.Tensor,
                 stuck: torch.Tensor | None = None, rel: torch.Tensor | None = None,
                 grad_tol: float | None = None) -> None:
-        """``read`` without the transfer: the step's rows stay on the device until the next
-        ``flush``, and ``active`` is updated there by the same rules (running on where loss and
-        gradient are finite and no stopping test holds), so the next step can start before the
-        host has read this one."""
+        """Take one step's losses and gradients: its rows stay on the device until the next
+        ``flush``, and ``active`` is updated there by the rules ``flush`` applies on the host
+        (running on where loss and gradient are finite and no stopping test holds), so the next
+        step can start before the host has read this one."""
         tests = [(t, why) for t, why in zip(
             (None if grad_tol is None else g.norm(dim=1) <= grad_tol, stuck, rel), self.REASONS)
             if t is not None]

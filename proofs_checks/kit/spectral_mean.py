@@ -58,7 +58,7 @@ class SpectralMean:
                     and self.structure_gap <= RELATIVE and self.degree_gap <= RELATIVE)
 
     def as_dict(self) -> dict:
-        return {"mean": self.value, "mean_with_one_more_node": self.check, "nodes": self.nodes,
+        return {"mean_with_one_more_node": self.check, "nodes": self.nodes,
                 "exact_up_to_degree": 2 * self.nodes - 1, "degree_of_p": self.degree,
                 "largest_node": self.largest_node, "rule_magnitude": self.scale,
                 "structure_gap": self.structure_gap, "degree_gap": self.degree_gap,
