@@ -37,8 +37,8 @@ COPIES = {"tolist", "cpu"}
 OWN = tuple(os.path.join(ROOT, p) + os.sep for p in ("models", "proofs_checks", "verify"))
 
 
-# torch's Adam and SGD keep their step counters on the host (not capturable, not fused), so
-# reading one back does not wait for the device
+# torch's Adam and SGD keep their step counters on the host where they are not fused (on the
+# cpu; on cuda Adam is fused and keeps it on the device), so reading one back does not wait
 HOST_COUNTERS = tuple(os.path.join("torch", "optim", f) for f in ("adam.py", "sgd.py",
                                                                    "optimizer.py"))
 
