@@ -25,6 +25,7 @@ import torch
 
 from models.device import randn
 from moments.quadrature import wishart_rule
+from moments.wishart import MAX_DEGREE
 
 # float64 forward passes at these sizes agree with the exact means to ~1e-14 relative (ahn2023
 # Thms. 4-5); a wrong loss, set or degree moves them by 1e-2 or more
@@ -65,6 +66,18 @@ class SpectralMean:
                 "relative_tolerance": RELATIVE}
 
 
+def rule_size(degree: int) -> int:
+    """K, the fewest Gauss nodes exact for degree ``degree`` (2K - 1 >= degree)."""
+    return (degree + 2) // 2
+
+
+def integrable(degree: int) -> bool:
+    """Whether the moments the K- and (K+1)-point rules need (E tr W^k, k <= 2K + 1) are within
+    the exact moment engine's reach (``moments.wishart.MAX_DEGREE``; ahn2023's four layers,
+    degree 80, are not)."""
+    return 2 * rule_size(degree) + 1 <= MAX_DEGREE
+
+
 def _unit(v: torch.Tensor) -> torch.Tensor:
     return v / v.norm()
 
@@ -73,7 +86,7 @@ def spectral_mean(F: Callable[[torch.Tensor], torch.Tensor], n: int, d: int, deg
                   generator: torch.Generator, trials: int = 3) -> SpectralMean:
     """E F(X~) for F(X~) = tr p(X~ X~^T), deg p <= ``degree`` (F maps a batch (B, d, n) to (B,));
     one batch of forward passes, differentiable through ``SpectralMean.tensor``."""
-    K = (degree + 2) // 2  # 2K - 1 >= degree
+    K = rule_size(degree)
     rules = [wishart_rule(n, d, K), wishart_rule(n, d, K + 1)]
     kw = {"generator": generator, "dtype": torch.float64}
     e1, f1 = torch.zeros(d, dtype=torch.float64), torch.zeros(n, dtype=torch.float64)

@@ -32,7 +32,7 @@ from verify.sigma import SigmaSpec
 
 from .linear_icl import Instance, prompt_law
 from .rounding import EPS64, magnitude, rounding_factor
-from .spectral_mean import RELATIVE, SpectralMean, spectral_mean
+from .spectral_mean import RELATIVE, SpectralMean, integrable, spectral_mean
 from .stationary import (Direction, StationarySet, at_eigenvalues, direction_functions,
                          free_variables, minimise, monomial, on_set, spectrum)
 
@@ -137,7 +137,10 @@ def forward_pass_mean(model, inst: Instance, w_prior: str, degree: int,
                       seed: int) -> SpectralMean | None:
     """The real forward pass's population loss at the model's weights, integrated exactly
     (``kit.spectral_mean``, differentiable in the model's parameters); None where the loss is
-    not a spectral trace of that degree at this instance."""
+    not a spectral trace of that degree at this instance, or the rule needs moments beyond
+    the exact engine's reach."""
+    if not integrable(degree):
+        return None
     Lx, Lw = law_factors(inst, w_prior)
     sm = spectral_mean(lambda Xt: conditional_loss(model, Lx @ Xt, Lx, Lw), inst.n, inst.d,
                        degree, torch.Generator().manual_seed(seed))

@@ -221,3 +221,5 @@ def test_a_loss_of_higher_degree_or_no_spectral_trace_falls_back_to_monte_carlo(
 
     assert forward_pass_mean(Lopsided(model.A.detach().numpy()), inst, "sigma_inverse", 2,
                              0) is None
+    # degree 80 (four layers of ahn2023 (13)) needs E tr W^k to k = 83: beyond the exact engine
+    assert forward_pass_mean(model, inst, "sigma_inverse", 80, 0) is None
