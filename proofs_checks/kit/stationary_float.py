@@ -11,7 +11,8 @@ x* of the restricted loss g, at an instance Sigma = U^T D^2 U (exact rational ro
   disagreement means the derivation and the model differ: undecided; the Monte Carlo of a
   high-degree polynomial in X has a heavy right tail besides);
 - the Monte Carlo gradient of the sampled loss (autograd through the forward pass), z-tested
-  for zero over every component with Bonferroni, reported as evidence.
+  for zero over every component with Bonferroni, and, where the loss is integrated exactly, that
+  loss's gradient along the set (autograd through the rule): both evidence only.
 """
 from __future__ import annotations
 

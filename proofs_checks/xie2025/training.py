@@ -11,8 +11,8 @@ import torch
 
 from models.device import runtime, randn
 from models.exact import ExactLoss
-from models.padding import head_mask
 from models.multihead import MultiHeadLSA, YqLSA, sample_tasks
+from models.padding import head_mask
 from models.progress import Progress
 from models.trainers import optimise, optimise_batched
 from verify.evidence import Finding
