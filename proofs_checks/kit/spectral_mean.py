@@ -58,6 +58,20 @@ class SpectralMean:
                     and self.scale > np.finfo(np.float64).tiny
                     and self.structure_gap <= RELATIVE and self.degree_gap <= RELATIVE)
 
+    def why_not(self) -> str:
+        """Why ``holds`` is false, in one line ("" where it holds)."""
+        if self.holds():
+            return ""
+        if not np.isfinite([self.value, self.check, self.scale, self.structure_gap]).all():
+            return "the forward passes are not finite in float64"
+        if not self.scale > np.finfo(np.float64).tiny:
+            return "the forward passes' losses underflow float64"
+        if self.structure_gap > RELATIVE:
+            return (f"the loss is not a sum over W's eigenvalues here (relative gap "
+                    f"{self.structure_gap:.2g} at random X)")
+        return (f"the {self.nodes}- and {self.nodes + 1}-point rules disagree (relative "
+                f"{self.degree_gap:.2g}): p has a higher degree than {self.degree}")
+
     def as_dict(self) -> dict:
         return {"mean_with_one_more_node": self.check, "nodes": self.nodes,
                 "exact_up_to_degree": 2 * self.nodes - 1, "degree_of_p": self.degree,

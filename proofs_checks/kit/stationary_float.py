@@ -135,17 +135,18 @@ def loss_finding(derived: float, mc: dict) -> Finding:
 
 
 def forward_pass_mean(model, inst: Instance, w_prior: str, degree: int,
-                      seed: int) -> SpectralMean | None:
+                      seed: int) -> tuple[SpectralMean | None, str]:
     """The real forward pass's population loss at the model's weights, integrated exactly
-    (``kit.spectral_mean``, differentiable in the model's parameters); None where the loss is
-    not a spectral trace of that degree at this instance, or the rule needs moments beyond
-    the exact engine's reach."""
+    (``kit.spectral_mean``, differentiable in the model's parameters), and ""; or None and why
+    not: the loss is not a spectral trace of that degree at this instance, or the rule needs
+    moments beyond the exact engine's reach."""
     if not integrable(degree):
-        return None
+        return None, (f"a loss of degree {degree} in W needs E tr W^k past the exact moment "
+                      f"engine's degree")
     Lx, Lw = law_factors(inst, w_prior)
     sm = spectral_mean(lambda Xt: conditional_loss(model, Lx @ Xt, Lx, Lw), inst.n, inst.d,
                        degree, torch.Generator().manual_seed(seed))
-    return sm if sm.holds() else None
+    return (sm, "") if sm.holds() else (None, sm.why_not())
 
 
 def forward_pass_loss_finding(derived: float, sm: SpectralMean) -> Finding:
@@ -274,7 +275,7 @@ def _numeric_tier(spec: StationarySet, ctx: Context) -> TierResult:
     net = spec.model(inst, layers, weights)
     mc = mc_loss_and_gradient(net, inst, ctx.budget.mc_samples, ctx.seed_for("mc"),
                               spec.setting.w_prior)
-    sm = None if spec.error_degree is None else forward_pass_mean(
+    sm, why_mc = (None, "") if spec.error_degree is None else forward_pass_mean(
         net, inst, spec.setting.w_prior, spec.error_degree(layers), ctx.seed_for("spectral-mean"))
     findings = [
         forward_pass_loss_finding(float(cp.value), sm) if sm is not None else
@@ -290,6 +291,8 @@ def _numeric_tier(spec: StationarySet, ctx: Context) -> TierResult:
              "restarts": runs,
              "hessian_eigenvalues_of_g": [float(e) for e in cp.hessian_eigenvalues],
              "monte_carlo_gradient": zero_gradient_z(mc)}
+    if why_mc:
+        extra["loss_by_monte_carlo_because"] = why_mc
     if sm is not None:
         moved = {name: spec.model(inst, layers, set_point(F, inst, directions,
                                                           {**scalars, name: scalars[name] + 1}))

@@ -188,8 +188,8 @@ def test_a_derived_loss_off_the_forward_pass_decides_nothing():
     from proofs_checks.kit.stationary_float import forward_pass_loss_finding, forward_pass_mean
 
     inst, model, g = _toy_point()
-    sm = forward_pass_mean(model, inst, "sigma_inverse", 2, 0)
-    assert forward_pass_loss_finding(g, sm).ok is True
+    sm, why = forward_pass_mean(model, inst, "sigma_inverse", 2, 0)
+    assert why == "" and forward_pass_loss_finding(g, sm).ok is True
     off = forward_pass_loss_finding(g * (1 + 1e-6), sm)
     assert off.ok is None and "disagree" in off.reason
 
@@ -200,7 +200,7 @@ def test_the_forward_pass_gradient_on_the_set_is_the_derived_one_away_from_the_o
     from proofs_checks.kit.stationary_float import forward_pass_mean, forward_pass_set_gradient
 
     inst, model, _ = _toy_point(0.5)
-    sm = forward_pass_mean(model, inst, "sigma_inverse", 2, 0)
+    sm, _ = forward_pass_mean(model, inst, "sigma_inverse", 2, 0)
     assert sm.value == pytest.approx(0.25 * 3 * 14 / 10 - 3 + 3, rel=1e-12)
     moved = {"a_0": _toy_point(1.5)[1]}
     grad = forward_pass_set_gradient(sm, model, moved)["derivatives"]["a_0"]
@@ -213,13 +213,15 @@ def test_a_loss_of_higher_degree_or_no_spectral_trace_falls_back_to_monte_carlo(
     from proofs_checks.kit.stationary_float import forward_pass_mean
 
     inst, model, g = _toy_point()
-    assert forward_pass_mean(model, inst, "sigma_inverse", 1, 0) is None
+    sm, why = forward_pass_mean(model, inst, "sigma_inverse", 1, 0)
+    assert sm is None and "rules disagree" in why
 
     class Lopsided(ToyModel):
         def predict(self, Z):
             return super().predict(Z) * (1 + 0.1 * Z[:, 0, 0])
 
-    assert forward_pass_mean(Lopsided(model.A.detach().numpy()), inst, "sigma_inverse", 2,
-                             0) is None
+    sm, why = forward_pass_mean(Lopsided(model.A.detach().numpy()), inst, "sigma_inverse", 2, 0)
+    assert sm is None and "not a sum over W's eigenvalues" in why
     # degree 80 (four layers of ahn2023 (13)) needs E tr W^k to k = 83: beyond the exact engine
-    assert forward_pass_mean(model, inst, "sigma_inverse", 80, 0) is None
+    sm, why = forward_pass_mean(model, inst, "sigma_inverse", 80, 0)
+    assert sm is None and "past the exact moment engine" in why
