@@ -15,7 +15,7 @@ import sympy
 import torch
 
 from models.progress import Progress
-from models.sampler import PromptLaw, sample_prompts
+from models.sampler import PromptLaw, Prompts, sample_prompts
 from models.trainers import optimise
 from moments.blocks import BlockMat
 from moments.tensor import (Mat, gaussian_matrix, gaussian_vector, identity, matrix, zeros)
@@ -237,3 +237,31 @@ def sampled_adam(ctx, model, law: PromptLaw, steps: int, batch: int, rt, data_se
     with Progress(steps, f"{ctx.claim_id} sampled-prompt Adam", ctx.progress) as bar:
         return optimise(sampled, model.parameters(), method="adam", steps=steps, lr=0.01,
                         progress=bar.callback())
+
+
+def conditional_loss(model, X: torch.Tensor, Lx: torch.Tensor, Lw: torch.Tensor) -> torch.Tensor:
+    """E[e^2 | X] for each sampled X (B, d, n), through the real forward pass ``model.predict``.
+
+    Given the in-context covariates X the error e is bilinear in (w*, x_q) (the masked query
+    column never feeds back), so E[e^2 | X] = sum_{j,k} e(w* = Lw e_j, x_q = Lx e_k)^2 with
+    Cov w* = Lw Lw^T, Cov x_q = Lx Lx^T: d^2 forward passes per X instead of sampled w*, x_q
+    (Rao-Blackwellisation; the high-degree error otherwise has a heavy right tail)."""
+    B, d, n = X.shape
+    Xr = X.repeat_interleave(d * d, 0)
+    idx = torch.arange(d * d)
+    w = Lw.T[idx // d].repeat(B, 1)
+    xq = Lx.T[idx % d].repeat(B, 1)
+    y = torch.einsum("bdn,bd->bn", Xr, w)
+    yq = torch.einsum("bd,bd->b", xq, w)
+    pr = Prompts(Xr, xq, w, y, yq)
+    e2 = (model.predict(pr.Z()) - yq) ** 2
+    return e2.reshape(B, d * d).sum(1)
+
+
+def law_factors(inst: Instance, w_prior: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """(L_x, L_w): Cov x = L_x L_x^T, Cov w* = L_w L_w^T (Cholesky)."""
+    law = prompt_law(inst, w_prior)
+    Lx = torch.linalg.cholesky(law.sigma)
+    Lw = torch.linalg.cholesky(law.w_cov) if law.w_cov is not None else torch.eye(
+        inst.d, dtype=torch.float64)
+    return Lx, Lw

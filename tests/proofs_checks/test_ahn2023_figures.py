@@ -126,7 +126,7 @@ def test_a_two_layer_run_neither_verifies_nor_refutes_the_three_layer_figure():
 # decision at --budget default and paper
 # ------------------------------------------------------------------------------------------------
 from proofs_checks.ahn2023 import eq13_population as eqp  # noqa: E402
-from proofs_checks.kit.stationary_float import conditional_loss  # noqa: E402
+from proofs_checks.kit.linear_icl import conditional_loss  # noqa: E402
 from models.lsa import LSAConfig, LinearTransformer  # noqa: E402
 from models.device import cpu_threads  # noqa: E402
 
