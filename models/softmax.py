@@ -277,7 +277,8 @@ class SoftmaxICLRuns(torch.nn.Module):
             Q[r, :H] = beta * randn(H, c.d, c.d, generator=g, dtype=dtype, device=device)
         self.Q = torch.nn.Parameter(Q)
         self.w = torch.nn.Parameter(torch.zeros(len(heads), Hmax, c.K, dtype=dtype, device=device))
-        self.register_buffer("mask", head_mask(self.heads, Hmax, dtype=dtype, device=device)[..., None])
+        mask = head_mask(self.heads, Hmax, dtype=dtype, device=device)
+        self.register_buffer("mask", mask[..., None])
 
     def coefficients(self, V_all: torch.Tensor) -> torch.Tensor:
         """Ahat(theta_r) (R, N, K) of eq. (35)."""

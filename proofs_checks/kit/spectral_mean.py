@@ -113,8 +113,8 @@ def spectral_mean(F: Callable[[torch.Tensor], torch.Tensor], n: int, d: int, deg
         return w.sqrt()[:, None, None] * torch.outer(a, b)[None]
 
     nodes = [torch.tensor([float(w) for w in r.nodes], dtype=torch.float64) for r in rules]
-    batch = torch.cat([torch.zeros(1, d, n, dtype=torch.float64), Xs, rank_one(mus.reshape(-1), v, u)]
-                      + [rank_one(w, e1, f1) for w in nodes])
+    batch = torch.cat([torch.zeros(1, d, n, dtype=torch.float64), Xs,
+                       rank_one(mus.reshape(-1), v, u)] + [rank_one(w, e1, f1) for w in nodes])
     out = F(batch)
     values = out.detach().to("cpu", torch.float64).numpy()
     F0, FX = values[0], values[1:1 + trials]

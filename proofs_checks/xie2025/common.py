@@ -81,7 +81,8 @@ def _spread(values: dict, n: int) -> dict:
             for k, v in values.items()}
 
 
-def _risk(R1, X, d: int, P: torch.Tensor, Q: torch.Tensor, fixed: dict, sc: dict, base) -> torch.Tensor:
+def _risk(R1, X, d: int, P: torch.Tensor, Q: torch.Tensor, fixed: dict, sc: dict,
+          base) -> torch.Tensor:
     """R_0 + sum_h (R(b_h, A_h) - R_0) + sum_{h<h'} cross(h, h') of each of S problems (S,), the
     single-head terms on the S*H heads and the cross terms on the S*H(H-1)/2 pairs in one batch
     each; ``fixed``, ``sc`` and ``base`` (R_0) shared, or row-wise (``_spread``)."""

@@ -46,7 +46,8 @@ class ExactRuns:
 @dataclass(frozen=True)
 class ExactProblem:
     """One exact-risk training problem: ``heads`` heads at context size C and task w*, the query
-    guess y_q = v^T x_q + beta (v, beta unused at the guess ``zero``), restarts drawn from ``seed``."""
+    guess y_q = v^T x_q + beta (v, beta unused at the guess ``zero``), restarts drawn from
+    ``seed``."""
 
     heads: int
     seed: int
@@ -64,7 +65,8 @@ class ExactProblem:
 
     def loss(self, guess: str, rt) -> HeadsLoss:
         d = len(self.w_star)
-        fixed = {"w_star": torch.tensor(self.w_star, dtype=rt.dtype, device=rt.device).reshape(d, 1)}
+        fixed = {"w_star": torch.tensor(self.w_star, dtype=rt.dtype,
+                                        device=rt.device).reshape(d, 1)}
         if guess != "zero":
             v = self.v if self.v is not None else (0.0,) * d
             fixed["v"] = torch.tensor(v, dtype=rt.dtype, device=rt.device).reshape(d, 1)
