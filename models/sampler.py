@@ -30,6 +30,13 @@ class PromptLaw:
     def d(self) -> int:
         return self.sigma.shape[0]
 
+    def factors(self, dtype=torch.float64, device: str | torch.device = "cpu",
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(L_x, L_w) with Cov x = L_x L_x^T and Cov w* = L_w L_w^T (the identity where the law
+        has no w* covariance)."""
+        like = torch.empty(0, dtype=dtype, device=device)
+        return _sqrt_factor(self.sigma, self.d, like), _sqrt_factor(self.w_cov, self.d, like)
+
 
 @dataclass(frozen=True)
 class Prompts:
@@ -59,9 +66,7 @@ def sample_prompts(law: PromptLaw, batch: int, generator: torch.Generator,
     if batch <= 0:
         raise ValueError("batch must be positive")
     d, n = law.d, law.n
-    probe = torch.empty(0, dtype=dtype, device=device)
-    Ls = _sqrt_factor(law.sigma, d, probe)
-    Lw = _sqrt_factor(law.w_cov, d, probe)
+    Ls, Lw = law.factors(dtype, device)
     g = randn(batch, d, n + 1, generator=generator, dtype=dtype, device=device)
     xs = Ls @ g
     X, xq = xs[..., :n], xs[..., n]

@@ -291,13 +291,9 @@ def optimise_batched(loss_fn: Callable[[], torch.Tensor], params: Sequence[torch
                 x_new = torch.where(ok[:, None], trial, x_new)
                 f_new, g_new = torch.where(ok, ft, f_new), torch.where(ok[:, None], gt, g_new)
                 accepted = accepted | ok
-                if rec.pending is not None:
-                    all_accepted = rec.flush(accepted.all())[0] > 0
-                    if not rec.any_live():
-                        break
-                else:
-                    all_accepted = bool(accepted.all())
-                if all_accepted:
+                # the first trial also reads the step before's record (``flush``)
+                all_accepted = rec.flush(accepted.all())[0] > 0
+                if all_accepted or not rec.any_live():
                     break
                 t = torch.where(accepted, t, t * 0.5)
             if not rec.any_live():
@@ -402,7 +398,7 @@ class _StepRecord:
         """Read the pending step (if any) and the 0-d tensors ``extra`` back in one transfer, take
         the step on the host; returns the values of ``extra``."""
         if self.pending is None:
-            return torch.stack([e.to(torch.float64) for e in extra]).tolist() if extra else []
+            return [float(e) for e in extra]
         step, rows, reasons = self.pending
         self.pending = None
         B = rows.shape[1]

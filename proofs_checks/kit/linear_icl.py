@@ -259,9 +259,5 @@ def conditional_loss(model, X: torch.Tensor, Lx: torch.Tensor, Lw: torch.Tensor)
 
 
 def law_factors(inst: Instance, w_prior: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """(L_x, L_w): Cov x = L_x L_x^T, Cov w* = L_w L_w^T (Cholesky)."""
-    law = prompt_law(inst, w_prior)
-    Lx = torch.linalg.cholesky(law.sigma)
-    Lw = torch.linalg.cholesky(law.w_cov) if law.w_cov is not None else torch.eye(
-        inst.d, dtype=torch.float64)
-    return Lx, Lw
+    """(L_x, L_w): Cov x = L_x L_x^T, Cov w* = L_w L_w^T (Cholesky) of the instance's law."""
+    return prompt_law(inst, w_prior).factors()

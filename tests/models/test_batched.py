@@ -112,7 +112,7 @@ def test_a_batched_step_reads_back_once_per_line_search_trial():
         lambda: _loss(x, M, target), [x], "lbfgs", steps=300)))
     steps = max(r.steps for r in out["r"])
     first = sum(n for line, n in sites.items() if "flat.tolist()" in line)
-    more = sum(n for line, n in sites.items() if "accepted.all()" in line)
+    more = sum(n for line, n in sites.items() if "float(e) for e in extra" in line)
     # every step's first trial with the record before it, and the last record (read by the
     # step after the last, which finds every problem stopped)
     assert steps > 5 and first == steps + 1
