@@ -54,6 +54,9 @@ class TierResult:
     support: str = "checked"
     # the proof findings the tier made (step, finding, ok, what): they never decide its status
     proof: list = field(default_factory=list)
+    # a failure that rests only on tests of Monte Carlo samples (``Finding.sampled``): it
+    # refutes only if an independent redraw rejects too (``verify.runner``)
+    sampled: bool = False
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -118,6 +121,11 @@ class Context:
     sizes: Mapping[str, int] = field(default_factory=dict)
     sigma: Any = None
     progress: bool = False
+    # 0: the first Monte Carlo sample; k > 0: the k-th independent redraw of every sample drawn
+    # through ``mc_seed``/``mc_rng`` (the runner redraws before a rejection refutes)
+    replicate: int = 0
+    # records the Monte Carlo streams the tier drew (the runner's; None outside it)
+    samples: "SampleLog | None" = None
 
     def rng(self, *tags: int | str) -> np.random.Generator:
         """A numpy generator determined by the seed and the tags (stable across runs)."""
@@ -126,6 +134,35 @@ class Context:
 
     def seed_for(self, *tags: int | str) -> int:
         return int(self.rng(*tags).integers(0, 2**31 - 1))
+
+    def mc_rng(self, *tags: int | str) -> np.random.Generator:
+        """The generator of a Monte Carlo sample: ``rng(*tags)`` in the first sample, an
+        independent stream in each replicate.  A test whose failure rests on such a sample
+        (``Finding.sampled``) refutes only if a redraw rejects too (``verify.runner``)."""
+        return self.rng(*self._sample_tags(tags))
+
+    def mc_seed(self, *tags: int | str) -> int:
+        """The seed of a Monte Carlo sample (``seed_for(*tags)`` in the first sample; see
+        ``mc_rng``)."""
+        return self.seed_for(*self._sample_tags(tags))
+
+    def _sample_tags(self, tags: tuple) -> tuple:
+        if self.samples is not None:
+            self.samples.drew(tags)
+        return tags if self.replicate == 0 else ("replicate", self.replicate, *tags)
+
+
+class SampleLog:
+    """The Monte Carlo streams a tier drew through ``Context.mc_seed``/``mc_rng``: a failure
+    of a sampled test can be redrawn only where its sample came from one of them."""
+
+    def __init__(self) -> None:
+        self.streams: list[str] = []
+
+    def drew(self, tags: tuple) -> None:
+        name = "/".join(str(t) for t in tags)
+        if name not in self.streams:
+            self.streams.append(name)
 
 
 def _tag(t: int | str) -> int:

@@ -105,6 +105,10 @@ class Finding:
     # the comparison in one phrase, with the numbers it decided on ("eq. (8) = the derived
     # optimum exactly at 2 rational Sigma, n symbolic"): the terminal prints it under the claim
     summary: str = ""
+    # a test of a Monte Carlo sample drawn through ``Context.mc_seed``/``mc_rng`` at a stated
+    # level: its failure is a rejection a true statement meets once in 1/(1 - level) samples,
+    # so it refutes only if an independent redraw rejects too (the runner redraws)
+    sampled: bool = False
 
     def __post_init__(self) -> None:
         if self.ok is False and self.tested is False:  # a counterexample is a comparison
@@ -271,6 +275,8 @@ def _entries(findings: list) -> dict:
             entry["proof_step"] = f.proof_step
         if f.summary:
             entry["summary"] = f.summary
+        if f.sampled:
+            entry["sampled_test"] = True
         out[f.name] = entry
     return out
 
@@ -284,7 +290,8 @@ def _combine(findings: list, extra: dict | None) -> TierResult:
         f = failed[0]
         ce = jsonable(f.counterexample or {})
         ce.setdefault("check", f.name)
-        return TierResult("fail", evidence, ce, reason=f"{f.name}: {f.reason or 'comparison failed'}")
+        return TierResult("fail", evidence, ce, reason=f"{f.name}: {f.reason or 'comparison failed'}",
+                          sampled=all(x.sampled for x in failed))
     if undecided:
         why = "; ".join(f"{f.name}: {f.reason or 'undecided'}" for f in undecided)
         if len(undecided) == len(findings):

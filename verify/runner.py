@@ -12,7 +12,7 @@ import torch
 
 from models.device import DeviceUnavailable, cpu_threads, gpu_monitor
 
-from .claim import BUDGETS, TIERS, Claim, Context, FormulaReads, TierResult
+from .claim import BUDGETS, TIERS, Claim, Context, FormulaReads, SampleLog, TierResult
 from .corrections import chosen
 from .errors import UsageError
 from .limits import TimedOut, refuse_work, time_limit
@@ -56,7 +56,9 @@ class _EveryWarning:
 def run_tiers(claim: Claim, ctx: Context, tiers: Sequence[str],
               results: dict | None = None) -> dict[str, TierResult]:
     """Each tier on its own view of the formulas, which records what it read (``reads``);
-    the results go into ``results`` as each tier ends (a time limit keeps the finished ones)."""
+    the results go into ``results`` as each tier ends (a time limit keeps the finished ones).
+    A failure that rests only on Monte Carlo tests is redrawn before it refutes
+    (``_redrawn``)."""
     results = {} if results is None else results
     _import_quietly()
     for tier in tiers:
@@ -66,37 +68,75 @@ def run_tiers(claim: Claim, ctx: Context, tiers: Sequence[str],
             continue
         start = time.perf_counter()
         reads = FormulaReads(ctx.formulas)
-        sigma = SigmaReads(ctx.sigma) if ctx.sigma is not None else None
-        tier_ctx = replace(ctx, formulas=reads, sigma=sigma)
-        caught: list = []
-        monitor = gpu_monitor(ctx.device)
-        try:
-            with warnings.catch_warnings(record=True) as caught, monitor, _EveryWarning():
-                warnings.simplefilter("always")
-                if ctx.budget.name == "paper":  # paper sizes: large batches use every thread
-                    result = check(tier_ctx)
-                else:
-                    with cpu_threads(ctx.device):
-                        result = check(tier_ctx)
-        except (UsageError, DeviceUnavailable):
-            raise
-        except Exception as exc:  # a crash in a check is reported, never a wrong verdict
-            tb = traceback.extract_tb(exc.__traceback__)[-1]
-            result = TierResult("error", evidence={
-                "exception": f"{type(exc).__name__}: {exc}",
-                "where": f"{tb.filename.rsplit('/', 1)[-1]}:{tb.lineno}",
-            }, reason=f"the {tier} tier raised {type(exc).__name__}: {_first_line(exc)}")
-        if sigma is not None and not sigma.read and result.status in ("pass", "fail") and \
-                result.evidence.get("sigma_scope") != EVERY_SIGMA:
-            result = _sigma_not_read(result, ctx.sigma)
+        log = SampleLog()
+        result = _run_tier(check, replace(ctx, formulas=reads, samples=log), tier)
+        if result.status == "fail" and result.sampled:
+            again = FormulaReads(ctx.formulas)
+            result = _redrawn(result, log, lambda: _run_tier(
+                check, replace(ctx, formulas=again, replicate=1), tier))
+            reads.read |= again.read
         result.seconds = time.perf_counter() - start
         result.reads = tuple(sorted(reads.read))
-        if caught:  # evidence, not noise on stderr: numpy's overflow warnings say where
-            result.evidence = {**result.evidence, "warnings": _warning_lines(caught)}
-        if monitor.active:  # how busy the GPU was while the tier ran
-            result.evidence = {**result.evidence, "gpu_use": monitor.summary()}
         results[tier] = result
     return results
+
+
+def _run_tier(check, ctx: Context, tier: str) -> TierResult:
+    """One tier's check on ``ctx``, with its warnings, the GPU's use and a crash in its
+    evidence; a tier that never read ``--sigma`` is skipped (``_sigma_not_read``)."""
+    sigma = SigmaReads(ctx.sigma) if ctx.sigma is not None else None
+    caught: list = []
+    monitor = gpu_monitor(ctx.device)
+    try:
+        with warnings.catch_warnings(record=True) as caught, monitor, _EveryWarning():
+            warnings.simplefilter("always")
+            if ctx.budget.name == "paper":  # paper sizes: large batches use every thread
+                result = check(replace(ctx, sigma=sigma))
+            else:
+                with cpu_threads(ctx.device):
+                    result = check(replace(ctx, sigma=sigma))
+    except (UsageError, DeviceUnavailable):
+        raise
+    except Exception as exc:  # a crash in a check is reported, never a wrong verdict
+        tb = traceback.extract_tb(exc.__traceback__)[-1]
+        result = TierResult("error", evidence={
+            "exception": f"{type(exc).__name__}: {exc}",
+            "where": f"{tb.filename.rsplit('/', 1)[-1]}:{tb.lineno}",
+        }, reason=f"the {tier} tier raised {type(exc).__name__}: {_first_line(exc)}")
+    if sigma is not None and not sigma.read and result.status in ("pass", "fail") and \
+            result.evidence.get("sigma_scope") != EVERY_SIGMA:
+        result = _sigma_not_read(result, ctx.sigma)
+    if caught:  # evidence, not noise on stderr: numpy's overflow warnings say where
+        result.evidence = {**result.evidence, "warnings": _warning_lines(caught)}
+    if monitor.active:  # how busy the GPU was while the tier ran
+        result.evidence = {**result.evidence, "gpu_use": monitor.summary()}
+    return result
+
+
+def _redrawn(first: TierResult, log: SampleLog, redraw) -> TierResult:
+    """A failure that rests only on tests of Monte Carlo samples (``TierResult.sampled``)
+    refutes only if the tier run again on independent samples (``redraw``: the context's
+    replicate 1) fails too: a true statement's test rejects at level 0.999 once in 1,000 draws,
+    twice in a row once in 10^6.  Otherwise the tier is undecided (status error), and so is a
+    sampled failure whose samples were not drawn through ``Context.mc_seed``/``mc_rng`` (no
+    independent redraw exists)."""
+    if not log.streams:
+        return replace(first, status="error", counterexample=None, sampled=False, reason=(
+            f"{first.reason}: a Monte Carlo test rejected, but its sample was not drawn "
+            f"through the context's mc_seed, so no independent sample can repeat it: "
+            f"undecided"), evidence={**first.evidence, "redraw": {
+                "status": "not possible", "streams": []}})
+    second = redraw()
+    entry = {"status": second.status, "streams": log.streams, "replicate": 1,
+             **({"reason": second.reason} if second.reason else {})}
+    if second.status == "fail":
+        return replace(first, evidence={**first.evidence, "redraw": entry}, reason=(
+            f"{first.reason} (an independent redraw of its Monte Carlo samples rejects too)"))
+    return replace(first, status="error", counterexample=None, sampled=False, reason=(
+        f"{first.reason}; an independent redraw of its Monte Carlo samples did not reject "
+        f"({second.status}), so this decides nothing (a true statement's test rejects at level "
+        f"0.999 once in 1,000 samples): another --seed would"),
+        evidence={**first.evidence, "redraw": entry, "first_counterexample": first.counterexample})
 
 
 def _sigma_not_read(result: TierResult, sigma) -> TierResult:
