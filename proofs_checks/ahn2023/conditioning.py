@@ -230,16 +230,17 @@ def compare(lc: np.ndarray, j: int, k: int, comparisons: int) -> dict:
 
 
 @lru_cache(maxsize=None)
-def _table(budget: str, seed: int, a: tuple, b: tuple) -> list:
-    """Per covariance (Sigma = I, then Sec. 6.1's U^T D^2 U), every ordered pair (j, k) of
-    X_0..X_{L-1}: ``compare``."""
+def _table(budget: str, seed: int, a: tuple, b: tuple, prompt_seeds: tuple) -> list:
+    """Per covariance (Sigma = I, then Sec. 6.1's U^T D^2 U, drawn from ``seed``), every
+    ordered pair (j, k) of X_0..X_{L-1}: ``compare`` on prompts drawn from ``prompt_seeds``
+    (one per covariance)."""
     mc = MC_BUDGETS[budget]
     covs = [("Sigma = I", np.eye(D))] + [(f"Sigma = U^T D^2 U (draw {i})", S) for i, S in
                                          enumerate(sigmas(seed + 7, mc["sigmas"], D))]
     pairs = list(permutations(range(len(a)), 2))
     rows = []
     for c, (name, S) in enumerate(covs):
-        lc = log_conditions(S, list(a), list(b), mc["prompts"], seed * 1000 + 17 + c)
+        lc = log_conditions(S, list(a), list(b), mc["prompts"], prompt_seeds[c])
         rows.append({"sigma": name, "sigma_matrix": np.round(S, 6).tolist(),
                      "pairs": {(j, k): compare(lc, j, k, len(covs) * len(pairs))
                                for j, k in pairs}})
@@ -248,7 +249,9 @@ def _table(budget: str, seed: int, a: tuple, b: tuple) -> list:
 
 def conditioning_table(ctx: Context) -> tuple[dict, list]:
     p = minimiser_for(ctx)
-    return p, _table(ctx.budget.name, ctx.seed, tuple(p["a"]), tuple(p["b"]))
+    prompts = tuple(ctx.mc_seed("conditioning-prompts", c)
+                    for c in range(1 + MC_BUDGETS[ctx.budget.name]["sigmas"]))
+    return p, _table(ctx.budget.name, ctx.seed, tuple(p["a"]), tuple(p["b"]), prompts)
 
 
 @lru_cache(maxsize=None)
@@ -362,7 +365,7 @@ def each_iteration_numeric(ctx: Context) -> TierResult:
             "the statement says no B_i improves")
     if wrong:
         finding = Finding("each_iteration", False, ev, {"stated_improving_layers": m, **table},
-                          "; ".join(wrong) + f"; {said}")
+                          "; ".join(wrong) + f"; {said}", sampled=True)
     elif undecided:
         finding = Finding("each_iteration", None, ev, reason=(
             f"undecided at {rows[0]['pairs'][(1, 0)]['prompts']} prompts: "
@@ -455,7 +458,7 @@ def pair_numeric(ctx: Context) -> TierResult:
         finding = Finding("pair", False, ev, {"X": [j, k], **table},
                           f"X_{j} is worse conditioned than X_{k} at the minimiser of f on S "
                           f"(fraction of prompts with cond(X_{j} M X_{j}^T) < cond(X_{k} M "
-                          f"X_{k}^T), mean log-cond gap): " + "; ".join(worse))
+                          f"X_{k}^T), mean log-cond gap): " + "; ".join(worse), sampled=True)
     elif undecided:
         finding = Finding("pair", None, ev, reason=f"undecided at {', '.join(undecided)}; "
                                                    f"--budget default draws more prompts")

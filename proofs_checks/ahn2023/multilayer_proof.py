@@ -280,7 +280,7 @@ def loss_form_numeric(spec: LossForm, ctx: Context, sizes: Mapping) -> TierResul
     rng = ctx.rng("loss-form")
     p = float_point(rng, n, d, spec.layers, on_set=False)
     H = np.eye(d) if spec.isotropic else p.H
-    gen = torch.Generator().manual_seed(ctx.seed_for("loss-form-mc"))
+    gen = torch.Generator().manual_seed(ctx.mc_seed("loss-form-mc"))
     count = ctx.budget.mc_samples
     X0, w = sample_prompts(gen, count, n, d, H, spec.w_prior)
     As = [_t(a) * 0.25 for a in p.A]  # small weights: the sampled polynomial's tails stay light
@@ -300,7 +300,8 @@ def loss_form_numeric(spec: LossForm, ctx: Context, sizes: Mapping) -> TierResul
     findings = [Finding("derived_loss_vs_forward_pass", abs(model.mean - exact) <= z * model.se,
                         {"sampled": model.as_dict(), "derived": exact},
                         {"n": n, "d": d, "seed": ctx.seed, "sampled": model.mean,
-                         "derived": exact}, "the derived loss disagrees with the forward pass")]
+                         "derived": exact}, "the derived loss disagrees with the forward pass",
+                        sampled=True)]
     for name in spec.integrands:
         try:
             extra = spec.build_float(F, vals, As, sizes_)
@@ -318,7 +319,7 @@ def loss_form_numeric(spec: LossForm, ctx: Context, sizes: Mapping) -> TierResul
                                     "n": n, "d": d, "seed": ctx.seed,
                                     "A": [a.tolist() for a in As], "E[integrand]": est.mean,
                                     "se": est.se, "f": exact},
-                                "" if ok else f"E[{name}] differs from the loss f",
+                                "" if ok else f"E[{name}] differs from the loss f", sampled=True,
                                 summary=f"Monte Carlo over {count} prompts: E[{name}] = "
                                         f"{est.mean:.4g} +- {z * est.se:.2g}, f = {exact:.4g}"))
     return combine(findings, {"what": spec.what})

@@ -417,7 +417,7 @@ def haar_finding(ctx: Context, F: Mapping, name_c: str, name_t: str, sym: str,
                             "formula": str(want.tolist())}, f"E_U[{name_c}] differs from {name_t}")
         return Finding("E_U_direction", True, {"points": 1, "exact": True},
                        summary="E_U exact (signed permutations, a 3-design of O(d))")
-    rng = ctx.rng("haar-mc")
+    rng = ctx.mc_rng("haar-mc")  # the point and the sample: a redraw tests another point
     p = set_point(rng, s["n"], s["d"], 1, False)
     D = p.R if sym == "R_j" else p.S
     count = max(2000, ctx.budget.mc_samples // 10)
@@ -441,7 +441,7 @@ def haar_finding(ctx: Context, F: Mapping, name_c: str, name_t: str, sym: str,
                    None if ok else {"mean": mean.tolist(), "formula": want.tolist(),
                                     "se": se.tolist(), "seed": ctx.seed},
                    "" if ok else f"the Haar average of {name_c} differs from {name_t}",
-                   summary=f"Monte Carlo over {count} Haar U within {z:.1f} se")
+                   sampled=True, summary=f"Monte Carlo over {count} Haar U within {z:.1f} se")
 
 
 def mc_finding(ctx: Context, model: str, kind: str) -> Finding:
@@ -449,7 +449,7 @@ def mc_finding(ctx: Context, model: str, kind: str) -> Finding:
     from moments.montecarlo import z_critical
 
     s = sizes_of(ctx, DERIV_SIZES)
-    rng = ctx.rng("directional-mc")
+    rng = ctx.mc_rng("directional-mc")  # the point and the sample, as in ``haar_finding``
     p = set_point(rng, s["n"], s["d"], s["layers"], False)
     D = p.R if kind == "A" else p.S
     j = 0
@@ -461,7 +461,7 @@ def mc_finding(ctx: Context, model: str, kind: str) -> Finding:
                    {"sampled": est.as_dict(), "derived": derived},
                    None if ok else {"sampled": est.mean, "derived": derived, "seed": ctx.seed},
                    "" if ok else "the derived d/dt f disagrees with the sampled forward pass",
-                   summary=f"d/dt f: kernel {derived:.4g}, Monte Carlo {est.mean:.4g} +- "
+                   sampled=True, summary=f"d/dt f: kernel {derived:.4g}, Monte Carlo {est.mean:.4g} +- "
                            f"{z * est.se:.2g}")
 
 

@@ -72,13 +72,16 @@ def _exact_rows(F, cases, kernel: dict, instance) -> Finding:
 
 
 def _mc_finding(pairs: list) -> Finding:
-    """pairs: (label, samples (N, ...) array, named value): |mean - named| <= z se + 1e-12."""
-    bad, undecided, worst = None, [], 0.0
+    """pairs: (label, samples (N, ...) array, named value): |mean - named| <= z se + 1e-12 (a
+    test of samples drawn through ``Context.mc_rng``; a named value of the wrong shape fails
+    outright)."""
+    bad, undecided, worst, shaped = None, [], 0.0, True
     for label, samples, named in pairs:
         named = np.asarray(named, dtype=float)
         mean = samples.mean(axis=0)
         if mean.shape != named.shape:
             bad = bad or {**label, "mean_shape": mean.shape, "named_shape": named.shape}
+            shaped = False
             continue
         se = samples.std(axis=0, ddof=1) / np.sqrt(len(samples))
         allowance = _Z * se + 1e-12 * (1 + np.abs(mean))
@@ -94,7 +97,7 @@ def _mc_finding(pairs: list) -> Finding:
                                        "z": _Z}, bad,
                    (undecided[0] if undecided else "nothing compared") if ok is None else
                    "" if bad is None else "the Monte Carlo mean is outside its interval around "
-                   "the named value")
+                   "the named value", sampled=shaped)
 
 
 # ----- eq. (17) ---------------------------------------------------------------------------------
@@ -125,7 +128,7 @@ def _eq17_symbolic(ctx: Context) -> TierResult:
 
 def _eq17_numeric(ctx: Context) -> TierResult:
     F = ctx.formulas
-    rng = ctx.rng("eq17-mc")
+    rng = ctx.mc_rng("eq17-mc")
     N = li.by_budget(ctx, 20000, 200000)
     pairs = []
     d = 3
@@ -188,7 +191,7 @@ def _a3_symbolic(ctx: Context) -> TierResult:
 
 def _a3_numeric(ctx: Context) -> TierResult:
     F = ctx.formulas
-    rng = ctx.rng("a3-mc")
+    rng = ctx.mc_rng("a3-mc")
     N = li.by_budget(ctx, 20000, 200000)
     pairs = []
     for d in (2, 3):

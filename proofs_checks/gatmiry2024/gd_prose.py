@@ -461,7 +461,7 @@ def _concentration_numeric(ctx: Context) -> TierResult:
     Sigma*) (random Sigma*, d = 3), at n = 50, 500, 5000: it concentrates if the upper 99.99%
     bound of the mean D(5000) is below 0.1 and below the lower bound of the mean D(50)."""
     F = ctx.formulas
-    rng = ctx.rng("inverse-concentration")
+    rng = ctx.mc_rng("inverse-concentration")  # Sigma* and the sample
     samples = li.by_budget(ctx, 200, 1000)
     d = 3
     Q, _r = np.linalg.qr(rng.standard_normal((d, d)))
@@ -485,7 +485,8 @@ def _concentration_numeric(ctx: Context) -> TierResult:
                                                 "seed": ctx.seed, "d": d}, None if ok is not False
                             else {"rows": rows},
                             "" if ok is not False else "Sigma^{-1} does not concentrate around the "
-                            "named limit (distance at n = 5000 not small, or not below n = 50)")])
+                            "named limit (distance at n = 5000 not small, or not below n = 50)",
+                            sampled=True)])
 
 
 EQ_INVERSE_CONCENTRATION = Claim(

@@ -172,7 +172,7 @@ def _landscape_numeric(ctx: Context) -> TierResult:
     n, d = 20, 2  # n >= n_0 for L = 2 (5) and L = 3 (12)
     loops = li.loops(ctx)
     z = z_critical(0.999, 2 * len(loops))
-    seed = int(ctx.rng("landscape-mc").integers(2 ** 31))
+    seed = int(ctx.mc_rng("landscape-mc").integers(2 ** 31))
     law = PromptLaw(torch.eye(d, dtype=torch.float64), n)
     pr = sample_prompts(law, li.by_budget(ctx, 40_000, 200_000),
                         torch.Generator().manual_seed(seed))
@@ -208,9 +208,9 @@ def _landscape_numeric(ctx: Context) -> TierResult:
     return combine([
         Finding("derived_gap", agree_bad is None, {"rows": rows}, agree_bad,
                 "" if agree_bad is None else "the exact midpoint gap lies outside the Monte "
-                "Carlo interval of the forward pass"),
+                "Carlo interval of the forward pass", sampled=True),
         Finding("midpoint_convexity_mc", ok, {"rows": rows, "unconfirmed": unconfirmed},
-                scope_bad, "" if scope_bad is None else scope_bad["why"])])
+                scope_bad, "" if scope_bad is None else scope_bad["why"], sampled=True)])
 
 
 THM3_3_NONCONVEX = Claim(

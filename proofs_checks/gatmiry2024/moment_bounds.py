@@ -287,7 +287,7 @@ def _moment_numeric(ctx: Context, k_max: int = 4) -> TierResult:
     U = np.array(cayley_orthogonal(d, rng).tolist(), dtype=float)
     S = U @ np.diag([float(v) for v in eigs]) @ U.T
     samples = ctx.budget.mc_samples
-    gen = np.random.default_rng(ctx.seed_for("moment-mc-draws"))
+    gen = np.random.default_rng(ctx.mc_seed("moment-mc-draws"))
     rows, ok = [], True
     comps = k_max * d
     sums = np.zeros((k_max, d))
@@ -318,7 +318,8 @@ def _moment_numeric(ctx: Context, k_max: int = 4) -> TierResult:
     return combine([Finding("moments_vs_monte_carlo", bool(ok), {
         "n": n, "d": d, "eigenvalues": [str(v) for v in eigs], "samples": samples,
         "comparisons": comps, "rows": rows}, None if ok else {"rows": rows, "seed": ctx.seed},
-        "" if ok else "an exact moment eigenvalue is outside its Monte Carlo interval")])
+        "" if ok else "an exact moment eigenvalue is outside its Monte Carlo interval",
+        sampled=True)])
 
 
 LEMMA4_2 = Claim(

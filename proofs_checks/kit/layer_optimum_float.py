@@ -162,7 +162,7 @@ def _loss_vs_monte_carlo(ctx, inst, rng, points) -> Finding:
     k_loss = rounding_factor(layer_loss().loss, inst.d)
     for label, (bb, AA) in points:
         P, Q = full_weights(bb, AA, rng)
-        mean, se = _mc_forward(P, Q, inst, ctx.budget.mc_samples, ctx.seed_for("mc", label))
+        mean, se = _mc_forward(P, Q, inst, ctx.budget.mc_samples, ctx.mc_seed("mc", label))
         est = Estimate(float(mean[0]), float(se[0]), ctx.budget.mc_samples)
         exact = loss_at(bb, AA, inst)
         rounding = k_loss * EPS64 * loss_at(bb, AA, inst, magnitude=True)
@@ -177,7 +177,7 @@ def _loss_vs_monte_carlo(ctx, inst, rng, points) -> Finding:
     worst = max((abs(r["z"]) for r in rows if isinstance(r["z"], float)), default=0.0)
     return Finding("derived_loss_vs_monte_carlo", ok, {"comparisons": rows},
                    None if ok is not False else {"instance": inst.as_dict(), "rows": rows,
-                                                 "seed": ctx.seed}, reason,
+                                                 "seed": ctx.seed}, reason, sampled=True,
                    summary=f"derived loss = Monte Carlo of the forward pass at {len(rows)} "
                            f"points (|z| <= {worst:.2g}, {ctx.budget.mc_samples:,} prompts each)")
 
@@ -225,7 +225,7 @@ def _gradient_monte_carlo(ctx, inst, b, A, rng) -> Finding:
         C = Zd @ Zd.mT / n
         return 2 * err[:, None, None, None] * C[..., None] * pr.xq[:, None, None, :]
 
-    mean, se = _mc_forward(P, Q, inst, ctx.budget.mc_samples, ctx.seed_for("mc-grad"), feats)
+    mean, se = _mc_forward(P, Q, inst, ctx.budget.mc_samples, ctx.mc_seed("mc-grad"), feats)
     gm, gs = mean[1:].reshape(d + 1, d + 1, d), se[1:].reshape(d + 1, d + 1, d)
     z = np.where(gs > 0, gm / np.where(gs > 0, gs, 1), 0.0)
     zc = z_critical(LEVEL, z.size)
@@ -238,7 +238,7 @@ def _gradient_monte_carlo(ctx, inst, b, A, rng) -> Finding:
         None if ok is not False else {"instance": inst.as_dict(), "seed": ctx.seed,
                                       "max_abs_z": zmax},
         {None: OVERFLOW, True: "",
-         False: "Monte Carlo finds a non-zero gradient at the stated point"}[ok],
+         False: "Monte Carlo finds a non-zero gradient at the stated point"}[ok], sampled=True,
         summary=f"Monte Carlo gradient max |z| = {zmax:.2g} <= {zc:.3g} over {z.size} "
                 f"components")
 

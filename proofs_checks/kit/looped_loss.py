@@ -488,7 +488,7 @@ def numeric_tier(spec: ClosedFormLoss, ctx: Context) -> TierResult:
     derived = float(Dv.evaluate(env, {"n": n, "d": 3}))
     A = np.array((inst.B * inst.B).evalf(30).tolist(), dtype=float)
     model = li.looped_model(3, L, A, env["u"].ravel() if spec.with_u else None)
-    est = li.mc_loss(model, env["Sigma"], n, ctx.budget.mc_samples, ctx.seed_for("mc-loss", L))
+    est = li.mc_loss(model, env["Sigma"], n, ctx.budget.mc_samples, ctx.mc_seed("mc-loss", L))
     level, comparisons = 0.999, 2
     d_ok, p_ok = (mc_agrees(est, v, level, comparisons) for v in (derived, paper))
     ev = {"L": L, "n": n, "instance": inst.as_dict(), "derived": derived, "paper": paper,
@@ -498,12 +498,13 @@ def numeric_tier(spec: ClosedFormLoss, ctx: Context) -> TierResult:
                         {"instance": inst.as_dict(), "n": n, "L": L, "derived": derived,
                          "monte_carlo": est.mean, "se": est.se, "seed": ctx.seed},
                         "" if d_ok else "the derived loss is outside the Monte Carlo interval"
-                        if d_ok is False else NOT_FINITE),
+                        if d_ok is False else NOT_FINITE, sampled=True),
                 Finding("formula_vs_monte_carlo", p_ok, {"z": est.z_score(paper)},
                         None if p_ok is not False else
                         {"instance": inst.as_dict(), "n": n, "L": L, "paper": paper,
                          "monte_carlo": est.mean, "ci": list(est.interval(level, comparisons)),
                          "seed": ctx.seed},
                         "" if p_ok else "the named formula is outside the Monte Carlo interval of "
-                                        "the forward pass" if p_ok is False else NOT_FINITE)]
+                                        "the forward pass" if p_ok is False else NOT_FINITE,
+                        sampled=True)]
     return combine(findings, {"samples": ctx.budget.mc_samples})

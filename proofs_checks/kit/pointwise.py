@@ -227,9 +227,10 @@ def merge_results(*results: TierResult) -> TierResult:
         for name, ev in r.evidence.items():
             if isinstance(ev, dict) and "ok" in ev:
                 ok = ev["ok"]
-                findings.append(Finding(name, ok, {k: v for k, v in ev.items()
-                                                   if k not in ("ok", "reason", "summary")},
+                findings.append(Finding(name, ok, {k: v for k, v in ev.items() if k not in
+                                                   ("ok", "reason", "summary", "sampled_test")},
                                         r.counterexample if ok is False and r.counterexample
                                         and r.counterexample.get("check") == name else None,
-                                        ev.get("reason", ""), summary=ev.get("summary", "")))
+                                        ev.get("reason", ""), summary=ev.get("summary", ""),
+                                        sampled=bool(ev.get("sampled_test"))))
     return combine(findings, steps=steps)

@@ -535,14 +535,15 @@ def numeric_tier(spec: ScalarOptimum, ctx: Context) -> TierResult:
             env = {"A": A, "u": u.reshape(-1, 1), "Sigma": S, "Sigma_inv": np.linalg.inv(S)}
             exact = float(poly.evaluate(env, {"n": n}))
             est = li.mc_loss(li.looped_model(d, L, A, u), S, n, ctx.budget.mc_samples,
-                             ctx.seed_for("opt-mc", label))
+                             ctx.mc_seed("opt-mc", label))
             agree = est.agrees(exact, level, comps)
             ok &= agree
             rows.append({"point": label, "exact": exact, "z": est.z_score(exact),
                          **est.as_dict(level, comps)})
         findings.append(Finding("derived_loss_vs_monte_carlo", bool(ok), {"rows": rows}, None if ok
                                 else {"instance": inst.as_dict(), "rows": rows, "seed": ctx.seed},
-                                "" if ok else "the derived loss is outside the Monte Carlo interval"))
+                                "" if ok else "the derived loss is outside the Monte Carlo interval",
+                                sampled=True))
     starts = li.by_budget(ctx, 8, 20, 50)
     search = [_spectral_search(spec, ctx, n, dd, LL, starts) for dd, LL in
               ((min(d, 3), L), (2, 1), (3, 3))]

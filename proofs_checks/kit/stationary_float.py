@@ -178,7 +178,9 @@ def gradient_z_finding(name: str, exact, mean, se, samples: int, counterexample:
                        level: float = LEVEL) -> Finding:
     """The derived gradient against the Monte Carlo gradient of the real forward pass
     (``gradient_z``): inside every interval passes, outside one fails (the counterexample gets
-    the worst component), non-finite numbers decide nothing."""
+    the worst component), non-finite numbers decide nothing.  A failure of the z-test alone is
+    a sampled one (``Finding.sampled``: the sample must come from ``Context.mc_seed``); one of
+    the components the sample does not spread is not."""
     zt = gradient_z(exact, mean, se, level)
     i = zt["argmax"]
     evidence = {"components": zt["components"], "max_abs_z": zt["max_abs_z"],
@@ -192,7 +194,8 @@ def gradient_z_finding(name: str, exact, mean, se, samples: int, counterexample:
     return Finding(name, ok, evidence,
                    None if ok else {**counterexample, "component": i, "exact": float(exact[i]),
                                     "monte_carlo": float(mean[i]), "se": float(se[i])},
-                   "" if ok else "the derived gradient is outside the Monte Carlo interval")
+                   "" if ok else "the derived gradient is outside the Monte Carlo interval",
+                   sampled=zt["nonrandom_agree"])
 
 
 def zero_gradient_z(mc: dict) -> dict:

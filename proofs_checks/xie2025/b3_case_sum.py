@@ -182,7 +182,7 @@ def case_sum_numeric(ctx: Context) -> TierResult:
         why = f"{type(exc).__name__}: {exc}"
         return finish([Finding("monte_carlo", False, {"error": why}, {**instance, "error": why},
                                f"the formula cannot be evaluated at d = {d}: {why}")], instance)
-    mc_rng = np.random.default_rng(ctx.seed_for("b3-case-sum-mc"))
+    mc_rng = np.random.default_rng(ctx.mc_seed("b3-case-sum-mc"))
 
     def draw(k: int) -> np.ndarray:
         x = mc_rng.standard_normal((k, c, d))       # x_i ~ N(0, I_d), i = 1..C
@@ -210,7 +210,7 @@ def case_sum_numeric(ctx: Context) -> TierResult:
                            None if ok else {**instance, **worst},
                            "" if ok else f"coordinate {worst['coordinate']}: the formula "
                                          f"{worst['formula']:.4g} is outside the Monte Carlo "
-                                         f"interval {worst['ci']}",
+                                         f"interval {worst['ci']}", sampled=True,
                            summary=f"{samples} prompts, {d} coordinates at level {level} "
                                    f"(Bonferroni)")], instance)
 

@@ -210,9 +210,11 @@ def mc_compare(cases: Sequence[tuple], samples: int,
 
 def mc_finding(name: str, ok: bool, rows: list, inst: Instance, seed: int,
                reason: str) -> Finding:
-    """The finding of ``mc_compare``'s rows: the counterexample is the instance and every row."""
+    """The finding of ``mc_compare``'s rows: the counterexample is the instance and every row
+    (a test of samples drawn through ``Context.mc_seed``)."""
     return Finding(name, ok, {"comparisons": rows}, None if ok else {
-        "instance": inst.as_dict(), "rows": rows, "seed": seed}, "" if ok else reason)
+        "instance": inst.as_dict(), "rows": rows, "seed": seed}, "" if ok else reason,
+        sampled=True)
 
 
 def _guess(t, guess):

@@ -174,7 +174,7 @@ def _risks_vs_mc(ctx: Context, inst: Instance, tag: str, points: dict,
                  guess: tuple | None = None) -> Finding:
     """The pair and its midpoint (label -> (P, Q, exact risk)) against Monte Carlo of the real
     forward pass."""
-    ok, rows = mc_compare([(label, P, Q, ex, inst, ctx.seed_for(tag, label), guess)
+    ok, rows = mc_compare([(label, P, Q, ex, inst, ctx.mc_seed(tag, label), guess)
                            for label, (P, Q, ex) in points.items()], ctx.budget.mc_samples)
     return mc_finding("risks_vs_monte_carlo", ok, rows, inst, ctx.seed,
                       "the derived risks are outside the Monte Carlo intervals")

@@ -172,7 +172,7 @@ def fig3_numeric(ctx: Context) -> TierResult:
         sol = sat.optimum(d, inst.C, tuple([c] * d))
         exact_gap[label] = str(sympy.factor(sol.R_star - gd_risk_star(d, inst.C)))
         mc.append(_mc_case(label, sol, d, Instance(d, inst.C, c) if c else _zero_inst(inst),
-                           ctx.seed_for("fig3", label)))
+                           ctx.mc_seed("fig3", label)))
     ok, rows = mc_compare(mc, ctx.budget.mc_samples)
     figure = figure_entry(lambda: PaperFigure("Fig. 3", (Panel(
         "gap to one-step GD", r"$\|w_\star\|^2$", GAP_Y, (
@@ -359,7 +359,7 @@ def fig4_numeric(ctx: Context) -> TierResult:
     d = inst.d
     cases = {"g=(1..1),beta=0": ("linear", [1] * d, 0), "g=0,beta=1": ("affine", [0] * d, 1)}
     ok, rows = mc_compare([_mc_case(label, _offset_optimum(d, inst.C, guess, g, beta), d,
-                                    _zero_inst(inst), ctx.seed_for("fig4", label),
+                                    _zero_inst(inst), ctx.mc_seed("fig4", label),
                                     (np.array(g, dtype=float), float(beta)))
                            for label, (guess, g, beta) in cases.items()], ctx.budget.mc_samples)
     figure = figure_entry(lambda: fig4_numeric_figure(d, inst.C, rows, ctx.budget.mc_samples))
@@ -628,7 +628,7 @@ def fig5_numeric(ctx: Context) -> TierResult:
     cos = float(torch.nn.functional.cosine_similarity(g1, g2, dim=1).min())
     ok = pred_diff <= 1e-10 * max(1.0, float(gd_pred.abs().max())) and grad_diff <= 1e-9
     agree, (row,) = mc_compare([("y_q-LSA at b = eta*[-w*; 1], A = [[I,0],[0,0]], v = w*",
-                                 P.numpy(), Q.numpy(), R_gd, inst, ctx.seed_for("fig5-mc"),
+                                 P.numpy(), Q.numpy(), R_gd, inst, ctx.mc_seed("fig5-mc"),
                                  (inst.w_star, 0.0))], ctx.budget.mc_samples)
     figure = figure_entry(lambda: fig5_figure(
         gd, d, C, gd["risk_star"].subs({D_SYM: d, C_SYM: C}),
@@ -643,7 +643,7 @@ def fig5_numeric(ctx: Context) -> TierResult:
             "" if ok else "the y_q-LSA optimum is not the GD predictor"),
         Finding("risk_vs_monte_carlo", agree, {"comparisons": [row]},
                 None if agree else {"instance": inst.as_dict(), "row": row, "seed": ctx.seed},
-                "" if agree else "off the Monte Carlo interval")],
+                "" if agree else "off the Monte Carlo interval", sampled=True)],
         {"instance": inst.as_dict(), "reference_loss": R_gd, **figure})
 
 

@@ -208,7 +208,7 @@ def thm1_numeric(ctx: Context) -> TierResult:
                               {"C": inst.C, "d": d}))
     P2 = np.concatenate([P[:1] / 2, P[:1] / 2, P[1:]])
     Q2 = np.concatenate([Q[:1], Q[:1], Q[1:]])
-    ok, rows = mc_compare([(label, PP, QQ, exact, inst, ctx.seed_for("thm1-mc", label), None)
+    ok, rows = mc_compare([(label, PP, QQ, exact, inst, ctx.mc_seed("thm1-mc", label), None)
                            for label, PP, QQ, exact in (("d+1_heads_at_T*", P, Q, R_star),
                                                         ("d+2_heads_at_T*", P2, Q2, R_star),
                                                         ("d+2_random_heads", Pr, Qr, r_rand))],
@@ -429,7 +429,7 @@ def fig2_numeric(ctx: Context) -> TierResult:
     heads = sat.heads_with_isotropic_vector([sol.S(k) for k in sol.problem.ks], u, d)
     P, Q = float_heads(heads)
     ok, (row,) = mc_compare([(f"{d} heads realising T*", P, Q, R_star, inst,
-                              ctx.seed_for("fig2-mc"), None)], ctx.budget.mc_samples)
+                              ctx.mc_seed("fig2-mc"), None)], ctx.budget.mc_samples)
     exact_paper = None
     if ctx.budget.name == "paper" or (d, inst.C) == (10, 10):
         exact_paper = str(sol.R_star)
@@ -439,7 +439,8 @@ def fig2_numeric(ctx: Context) -> TierResult:
     return finish_at_size(inst, [Finding("d_heads_monte_carlo", ok, {"comparisons": [row]},
                             None if ok else {"instance": inst.as_dict(), "row": row,
                                              "seed": ctx.seed},
-                            "" if ok else "the d-head model's Monte Carlo risk is not R*")],
+                            "" if ok else "the d-head model's Monte Carlo risk is not R*",
+                            sampled=True)],
                    {"instance": inst.as_dict(), "optimal_loss": R_star,
                     "R_star_exact": str(sol.R_star),
                     "R_GD_exact": str(gd_risk_star(d, inst.C)), "paper_size_R_star": exact_paper,

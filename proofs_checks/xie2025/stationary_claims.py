@@ -331,7 +331,7 @@ def _gradient_mc_finding(name, poly, b, A, v, inst, ctx, samples) -> Finding:
     d = inst.d
     P, Q = _point_arrays(b, A)
     params = (P, Q) if v is None else (P, Q, torch.tensor(v))
-    mean, se = _mc_gradient(params, inst, samples, ctx.seed_for(name))
+    mean, se = _mc_gradient(params, inst, samples, ctx.mc_seed(name))
     env = {"w_star": torch.tensor(inst.w_star).reshape(-1, 1)}
     scal = {"C": inst.C, "d": d, "beta": 0.0}
     exact = _exact_gradient_arrays(poly, env, scal, d, P, Q, None if v is None else

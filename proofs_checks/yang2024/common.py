@@ -91,7 +91,8 @@ def _at_tau(x, tau=sympy.Rational(1, 4)):
 
 def _mc_compare(name: str, samples: np.ndarray, targets: Mapping[str, float], comparisons: int,
                 decide: Sequence[str], extra: dict | None = None) -> Finding:
-    """A Monte Carlo mean against exact values; the ``decide`` ones must lie in the interval."""
+    """A Monte Carlo mean against exact values; the ``decide`` ones must lie in the interval
+    (a test of a sample drawn through ``Context.mc_seed``/``mc_rng``)."""
     est = estimate(samples)
     lo, hi = est.interval(LEVEL, comparisons)
     rows = {k: {"value": float(v), "z": est.z_score(float(v)),
@@ -102,7 +103,7 @@ def _mc_compare(name: str, samples: np.ndarray, targets: Mapping[str, float], co
     return Finding(name, ok, ev, None if ok else {
         "monte_carlo_mean": est.mean, "ci": [lo, hi], **{k: rows[k]["value"] for k in bad}, **(extra or {})},
         "" if ok else f"{', '.join(bad)} = {rows[bad[0]]['value']:.6g} lies outside the Monte Carlo "
-                      f"interval [{lo:.6g}, {hi:.6g}]")
+                      f"interval [{lo:.6g}, {hi:.6g}]", sampled=True)
 
 
 def _is_zero_expr(x) -> bool:

@@ -259,7 +259,7 @@ def _loss_numeric(ctx: Context, paper_loss: Callable) -> TierResult:
         for law_name in LAWS:
             law = TaskLaw(inst.tau, dist=law_name)
             samples = _mc_loss(inst, Ah, law, ctx.budget.mc_samples,
-                               ctx.seed_for("mc", pname, law_name), mdl)
+                               ctx.mc_seed("mc", pname, law_name), mdl)
             targets = {"derived": derived}
             decide = ["derived"]
             if paper is not None:

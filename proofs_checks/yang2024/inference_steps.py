@@ -198,7 +198,7 @@ def eq69_numeric(ctx: Context) -> TierResult:
     inst = make_instance(ctx)
     Z = inst.dictionary.Z.numpy()
     U, s, _ = np.linalg.svd(Z)
-    rng = ctx.rng("eq69")
+    rng = ctx.mc_rng("eq69")
     n = ctx.budget.mc_samples
     rows, ok_all, worst, where, undecided = [], True, 0.0, {}, ""
     for B in (1.0, 3.0):
@@ -234,7 +234,8 @@ def eq69_numeric(ctx: Context) -> TierResult:
                                                              "instance": inst.as_dict()},
                             undecided if ok_all is None else
                             "" if ok_all else "||y|| exceeds (69) more often than delta",
-                            worst_margin("frequency of ||y|| >= (69) over delta", worst, where))],
+                            worst_margin("frequency of ||y|| >= (69) over delta", worst, where),
+                            sampled=True)],
                    {"instance": inst.as_dict(), "Z_norm": float(s[0])})
 
 

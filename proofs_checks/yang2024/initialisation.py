@@ -287,7 +287,7 @@ def prop1_proof_numeric(ctx: Context) -> TierResult:
     findings = [_atilde(F, exact=False)]
     # (71) by sampling: q = Q^(0) v with Q^(0) entries N(0, beta^2), for a unit token and for 2 v
     n = ctx.budget.mc_samples // 10
-    gen = torch.Generator().manual_seed(ctx.seed_for("prop1-71"))
+    gen = torch.Generator().manual_seed(ctx.mc_seed("prop1-71"))
     comparisons = 4
     for beta, v in ((1.0, inst.dictionary.V_all[:, 0]), (0.5, 2 * inst.dictionary.V_all[:, 1])):
         Q = beta * randn(n, inst.d, inst.d, generator=gen, dtype=torch.float64)   # Q_h^(0), Prop. 1
@@ -301,7 +301,7 @@ def prop1_proof_numeric(ctx: Context) -> TierResult:
     # P(<y, x> = 0): g has finitely many zeros on a float instance (sign changes of g on a fine grid
     # agree with the Descartes bound), and the Monte Carlo frequency of |<y, x>| <= 1e-12 |y| |x|
     V = inst.dictionary.V.numpy()
-    rng = ctx.rng("prop1-g")
+    rng = ctx.mc_rng("prop1-g")  # y, the grid's q and the sample: a redraw tests other ones
     y = rng.standard_normal(inst.N)
     counts = []
     qt = rng.standard_normal((20, inst.d - 1))

@@ -180,7 +180,7 @@ def eq77_numeric(ctx: Context) -> TierResult:
     inst = make_instance(ctx)
     D = inst.dictionary
     N, m, K = inst.N, inst.m, inst.K
-    gen = torch.Generator().manual_seed(ctx.seed_for("eq77"))
+    gen = torch.Generator().manual_seed(ctx.mc_seed("eq77"))
     tasks = sample_tasks(TaskLaw(inst.tau), D, ctx.budget.mc_samples, gen)   # the sampler of eq. (1)
     eps = tasks.eps.numpy()                                                  # (B, m, K)
     Z, Zhat = D.Z.numpy(), D.Zhat.numpy()

@@ -84,7 +84,7 @@ def lemma4_symbolic(ctx: Context) -> TierResult:
 
 def lemma4_numeric(ctx: Context) -> TierResult:
     inst = make_instance(ctx)
-    rng = ctx.rng("lemma4")
+    rng = ctx.mc_rng("lemma4")  # y, lambda and the sample: a redraw tests other ones
     Z = inst.dictionary.Z.numpy()
     y = rng.standard_normal((inst.N, 1))
     lam = rng.standard_normal((inst.m, 1))
