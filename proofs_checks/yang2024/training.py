@@ -429,10 +429,10 @@ def thm2_numeric(ctx: Context) -> TierResult:
     inst = make_instance(ctx)
     findings = []
     # (68): the chi-square tail, by Monte Carlo
-    rng = ctx.rng("thm2-tail")
+    rng = ctx.mc_rng("thm2-tail")  # lambda and the sample: a redraw tests other ones
     n = ctx.budget.mc_samples
     rows = []
-    ok_tail, undecided = True, ""
+    ok_tail, undecided, real = True, "", True
     for dl in (0.1, 0.01):
         lam = rng.standard_normal(inst.m)
         eps = math.sqrt(inst.tau) * rng.standard_normal((n, inst.m, inst.N))
@@ -440,7 +440,7 @@ def thm2_numeric(ctx: Context) -> TierResult:
         thr = float_value(F["tail"], {"N": inst.N, "tau": inst.tau, "lam_sq": float(lam @ lam), "delta": dl})
         if isinstance(thr, complex) and thr.imag != 0:  # not a real number: it bounds nothing
             rows.append({"delta": dl, "threshold": str(thr), "holds": False})  # str: shown as is
-            ok_tail = False
+            ok_tail = real = False
             continue
         thr = thr.real if isinstance(thr, complex) else thr
         if math.isnan(thr) or thr == math.inf:  # ||.||^2 >= NaN is False: it held always
@@ -460,7 +460,8 @@ def thm2_numeric(ctx: Context) -> TierResult:
                             undecided if ok_tail is None else
                             "" if ok_tail else "(68) is not a real number" if any(
                                 isinstance(r["threshold"], str) for r in rows) else
-                            "the tail (68) is exceeded more often than delta"))
+                            "the tail (68) is exceeded more often than delta",
+                            sampled=real))
     findings.append(_tail_exact(F["tail"]))
     # the chain (22) <= (L - L*) ||y||^2 / (m tau) along a GD trajectory, every prompt: formula-free,
     # so computed once per instance and shared by every formula checked (mutants included)
