@@ -8,7 +8,8 @@
 #        gpu    - bench/gpu.py: every train tier at --budget paper on cuda, one at a time per lane
 #                 (LANES processes at once, CLAIM_LIMIT s each; WITH=ID,ID beside them, with
 #                 WITH_TIMEOUT s), then the cuda determinism test
-#                 (same seed: identical JSON; cpu vs cuda: the same verdicts) and tests/models
+#                 (same seed: identical JSON; cpu vs cuda: the same verdicts), tests/models
+#                 and bench/eq13_onS.py (Figs. 3-4's polish step, its on-S term two ways)
 #        tests  - the default test suite under this machine's python/torch (auto device = cuda),
 #                 SHARDS processes side by side (not run on a device yet)
 # Each stage writes its logs into OUTDIR; the caller tars OUTDIR into one file (the device tool
@@ -63,7 +64,10 @@ case $stage in
     timeout 200 python3 -m pytest -p verify.pytest_plugin -q -p no:cacheprovider \
       tests/verify/test_determinism.py::test_cuda_runs_repeat_and_agree_with_cpu \
       tests/models >"$out/same.txt" 2>&1
-    echo "rc $?" >>"$out/same.txt" ;;
+    echo "rc $?" >>"$out/same.txt"
+    # ahn2023 Figs. 3-4's polish step part by part, its on-S term with and without eigvalsh
+    timeout 120 python3 bench/eq13_onS.py --device "${DEVICE:-cuda}" >"$out/eq13_onS.txt" 2>&1
+    echo "rc $?" >>"$out/eq13_onS.txt" ;;
   tests)
     # pytest-xdist may be missing there: the collected node ids go round-robin into SHARDS processes. The
     # image is said to hold torch, sympy, scipy, mpmath, hypothesis, matplotlib (no pytest, jsonschema,

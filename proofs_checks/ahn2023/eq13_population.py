@@ -137,6 +137,22 @@ def on_S_losses(p: torch.Tensor, lam: torch.Tensor, L: int) -> torch.Tensor:
     return (val ** 2).sum(-1)
 
 
+def on_S_losses_gram(p: torch.Tensor, X: torch.Tensor, L: int) -> torch.Tensor:
+    """``on_S_losses`` without the eigenvalues: W = X X^T / n is symmetric, so sum_j
+    s(lambda_j)^2 = ||s(W)||_F^2, with s(W) by Horner's rule in batched matrix products (one
+    per degree of s).  No eigensolver: on cuda ``torch.linalg.eigvalsh`` reads its status back
+    to the host for each of ``gram_eigenvalues``' chunks.  Shape (K, M)."""
+    from .sparse import s_coefficients_torch
+
+    W = X @ X.transpose(-1, -2) / X.shape[-1]
+    c = s_coefficients_torch(p, L, "eq13")[:, :, None, None, None]
+    eye = torch.eye(W.shape[-1], dtype=W.dtype, device=W.device)
+    val = c[:, -1] * eye
+    for k in range(c.shape[1] - 2, -1, -1):
+        val = val @ W + c[:, k] * eye
+    return (val * val).sum((-1, -2))
+
+
 def gram_eigenvalues(X: torch.Tensor, chunk: int = 1 << 14) -> torch.Tensor:
     """Eigenvalues of X X^T / n, (K, M, d): they do not depend on the weights.  In chunks of
     ``chunk`` matrices (cusolver's batched eigensolver failed on 80000 at once, H200)."""

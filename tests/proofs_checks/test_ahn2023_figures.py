@@ -196,6 +196,14 @@ def test_on_S_the_estimator_is_the_polynomial_s_of_the_gram_eigenvalues(one_thre
     direct = eqp.eq13_conditional_losses(p[:, :L], b_last, X, n)
     torch.testing.assert_close(eqp.on_S_losses(p, eqp.gram_eigenvalues(X), L), direct,
                                rtol=1e-9, atol=1e-12)
+    # the same sum without an eigensolver, ||s(W)||_F^2, and its gradient in p (matrix
+    # products of W round relative to ||W||^k, not to each eigenvalue's power: 1e-9 measured)
+    q = p.clone().requires_grad_()
+    by_gram = eqp.on_S_losses_gram(q, X, L)
+    torch.testing.assert_close(by_gram, direct, rtol=1e-8, atol=1e-12)
+    (grad_gram,) = torch.autograd.grad(by_gram.sum(), q)
+    (grad_eig,) = torch.autograd.grad(eqp.on_S_losses(q, eqp.gram_eigenvalues(X), L).sum(), q)
+    torch.testing.assert_close(grad_gram, grad_eig, rtol=1e-8, atol=1e-12)
     eye = torch.eye(d, dtype=torch.float64)
     At, Bt = p[:, :L, None, None] * eye, b_last[:, :, None, None] * eye
     mean, se = eqp.population_loss(At, Bt, n, 2000, torch.Generator().manual_seed(1))
