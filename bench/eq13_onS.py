@@ -21,6 +21,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from models.device import randn  # noqa: E402
 from proofs_checks.ahn2023 import eq13_population as eqp  # noqa: E402
 
 
@@ -46,10 +47,10 @@ def main() -> None:
     dev, K, M, n, d, L = a.device, a.seeds, a.batch, 10, 5, 3
     gen = torch.Generator(device=dev).manual_seed(0)
     X, w = eqp.draw_covariates(K, M, d, n, gen, torch.float64, dev)
-    At = (0.3 * torch.randn(K, L, d, d, generator=gen, device=dev, dtype=torch.float64))
-    At = eqp.sym(At).requires_grad_()
-    Bt = (0.3 * torch.randn(K, L, d, d, generator=gen, device=dev,
-                            dtype=torch.float64)).requires_grad_()
+    At = eqp.sym(0.3 * randn(K, L, d, d, generator=gen, device=dev,
+                             dtype=torch.float64)).requires_grad_()
+    Bt = (0.3 * randn(K, L, d, d, generator=gen, device=dev,
+                      dtype=torch.float64)).requires_grad_()
     p = eqp.scales(At, Bt).detach().requires_grad_()
 
     def backward(v):
