@@ -1,5 +1,7 @@
 """verify.runner: a failure that rests only on Monte Carlo tests refutes only if an
 independent redraw of the samples rejects too; otherwise the tier is undecided."""
+from dataclasses import replace
+
 import numpy as np
 
 from moments.montecarlo import estimate
@@ -34,7 +36,7 @@ def _first_rejection_seed() -> int:
     for seed in range(50_000):
         ctx = Context("demo2026.lemma2", {"m": 0}, {"m": "0"}, BUDGETS["quick"], seed=seed)
         if _mean_test(ctx).status == "fail":
-            assert _mean_test(ctx.__class__(**{**ctx.__dict__, "replicate": 1})).status == "pass"
+            assert _mean_test(replace(ctx, replicate=1)).status == "pass"
             return seed
     raise AssertionError("no false rejection in 50,000 seeds")
 
