@@ -109,6 +109,10 @@ class Finding:
     # level: its failure is a rejection a true statement meets once in 1/(1 - level) samples,
     # so it refutes only if an independent redraw rejects too (the runner redraws)
     sampled: bool = False
+    # a comparison of the engine's own derivation with the real model that reads no formula
+    # (the derived loss against Monte Carlo of the forward pass): a disagreement is the
+    # engine's or the sample's, never a counterexample to the statement, so it is undecided
+    self_check: bool = False
 
     def __post_init__(self) -> None:
         if self.ok is False and self.tested is False:  # a counterexample is a comparison
@@ -117,6 +121,11 @@ class Finding:
             self.ok, self.counterexample = None, None
             self.reason = (f"undecided for the paper's model: {self.reason or 'it failed'} at a "
                            f"smaller model ({self.stand_in})")
+        if self.ok is False and self.self_check:
+            self.ok, self.counterexample = None, None
+            self.reason = (f"the engine's derivation and the real model disagree "
+                           f"({self.reason or 'the comparison failed'}); that is no "
+                           f"counterexample to the statement")
         if self.ok is not None:  # one rule for every claim: NaN decides nothing
             where = _nan_in(self.counterexample if self.ok is False else None, self.margin)
             if where:

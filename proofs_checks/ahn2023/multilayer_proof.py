@@ -301,7 +301,7 @@ def loss_form_numeric(spec: LossForm, ctx: Context, sizes: Mapping) -> TierResul
                         {"sampled": model.as_dict(), "derived": exact},
                         {"n": n, "d": d, "seed": ctx.seed, "sampled": model.mean,
                          "derived": exact}, "the derived loss disagrees with the forward pass",
-                        sampled=True)]
+                        sampled=True, self_check=True)]
     for name in spec.integrands:
         try:
             extra = spec.build_float(F, vals, As, sizes_)

@@ -461,7 +461,8 @@ def mc_finding(ctx: Context, model: str, kind: str) -> Finding:
                    {"sampled": est.as_dict(), "derived": derived},
                    None if ok else {"sampled": est.mean, "derived": derived, "seed": ctx.seed},
                    "" if ok else "the derived d/dt f disagrees with the sampled forward pass",
-                   sampled=True, summary=f"d/dt f: kernel {derived:.4g}, Monte Carlo {est.mean:.4g} +- "
+                   sampled=True, self_check=True,
+                   summary=f"d/dt f: kernel {derived:.4g}, Monte Carlo {est.mean:.4g} +- "
                            f"{z * est.se:.2g}")
 
 

@@ -178,6 +178,7 @@ def _loss_vs_monte_carlo(ctx, inst, rng, points) -> Finding:
     return Finding("derived_loss_vs_monte_carlo", ok, {"comparisons": rows},
                    None if ok is not False else {"instance": inst.as_dict(), "rows": rows,
                                                  "seed": ctx.seed}, reason, sampled=True,
+                   self_check=True,
                    summary=f"derived loss = Monte Carlo of the forward pass at {len(rows)} "
                            f"points (|z| <= {worst:.2g}, {ctx.budget.mc_samples:,} prompts each)")
 

@@ -498,7 +498,7 @@ def numeric_tier(spec: ClosedFormLoss, ctx: Context) -> TierResult:
                         {"instance": inst.as_dict(), "n": n, "L": L, "derived": derived,
                          "monte_carlo": est.mean, "se": est.se, "seed": ctx.seed},
                         "" if d_ok else "the derived loss is outside the Monte Carlo interval"
-                        if d_ok is False else NOT_FINITE, sampled=True),
+                        if d_ok is False else NOT_FINITE, sampled=True, self_check=True),
                 Finding("formula_vs_monte_carlo", p_ok, {"z": est.z_score(paper)},
                         None if p_ok is not False else
                         {"instance": inst.as_dict(), "n": n, "L": L, "paper": paper,

@@ -543,7 +543,7 @@ def numeric_tier(spec: ScalarOptimum, ctx: Context) -> TierResult:
         findings.append(Finding("derived_loss_vs_monte_carlo", bool(ok), {"rows": rows}, None if ok
                                 else {"instance": inst.as_dict(), "rows": rows, "seed": ctx.seed},
                                 "" if ok else "the derived loss is outside the Monte Carlo interval",
-                                sampled=True))
+                                sampled=True, self_check=True))
     starts = li.by_budget(ctx, 8, 20, 50)
     search = [_spectral_search(spec, ctx, n, dd, LL, starts) for dd, LL in
               ((min(d, 3), L), (2, 1), (3, 3))]

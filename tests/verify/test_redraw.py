@@ -99,3 +99,13 @@ def test_the_first_sample_is_the_seeded_one_and_a_replicate_is_another():
     assert np.array_equal(ctx.mc_rng("a").random(4), ctx.rng("a").random(4))
     assert again.mc_seed("a", 2) != ctx.mc_seed("a", 2)
     assert not np.array_equal(again.mc_rng("a").random(4), ctx.mc_rng("a").random(4))
+
+
+def test_a_self_check_that_fails_is_undecided_not_a_counterexample():
+    """The engine's derivation against the real model reads no formula: a disagreement says the
+    engine (or its sample) is wrong, not the statement."""
+    f = Finding("derived_vs_model", False, {"z": 9.0}, {"z": 9.0}, "outside the interval",
+                sampled=True, self_check=True)
+    assert f.ok is None and f.counterexample is None
+    assert "derivation and the real model disagree" in f.reason
+    assert combine([f, Finding("formula", True)]).status == "error"
