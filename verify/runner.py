@@ -120,23 +120,26 @@ def _redrawn(first: TierResult, log: SampleLog, redraw) -> TierResult:
     twice in a row once in 10^6.  Otherwise the tier is undecided (status error), and so is a
     sampled failure whose samples were not drawn through ``Context.mc_seed``/``mc_rng`` (no
     independent redraw exists)."""
+    def undecided(why: str, entry: dict) -> TierResult:
+        return replace(first, status="error", counterexample=None, sampled=False,
+                       reason=f"{first.reason}{why}", evidence={
+                           **first.evidence, "redraw": entry,
+                           "first_counterexample": first.counterexample})
+
     if not log.streams:
-        return replace(first, status="error", counterexample=None, sampled=False, reason=(
-            f"{first.reason}: a Monte Carlo test rejected, but its sample was not drawn "
-            f"through the context's mc_seed, so no independent sample can repeat it: "
-            f"undecided"), evidence={**first.evidence, "redraw": {
-                "status": "not possible", "streams": []}})
+        return undecided(": a Monte Carlo test rejected, but its sample was not drawn through "
+                         "the context's mc_seed, so no independent sample can repeat it: "
+                         "undecided", {"status": "not possible", "streams": []})
     second = redraw()
     entry = {"status": second.status, "streams": log.streams, "replicate": 1,
              **({"reason": second.reason} if second.reason else {})}
     if second.status == "fail":
         return replace(first, evidence={**first.evidence, "redraw": entry}, reason=(
             f"{first.reason} (an independent redraw of its Monte Carlo samples rejects too)"))
-    return replace(first, status="error", counterexample=None, sampled=False, reason=(
-        f"{first.reason}; an independent redraw of its Monte Carlo samples did not reject "
-        f"({second.status}), so this decides nothing (a true statement's test rejects at level "
-        f"0.999 once in 1,000 samples): another --seed would"),
-        evidence={**first.evidence, "redraw": entry, "first_counterexample": first.counterexample})
+    return undecided(f"; an independent redraw of its Monte Carlo samples did not reject "
+                     f"({second.status}), so this decides nothing (a true statement's test "
+                     f"rejects at level 0.999 once in 1,000 samples): another --seed would",
+                     entry)
 
 
 def _sigma_not_read(result: TierResult, sigma) -> TierResult:

@@ -87,22 +87,22 @@ def mc_loss_and_gradient(model, inst: Instance, samples: int, seed: int,
 
 
 def loss_finding(derived: float, mc: dict) -> Finding:
-    """g(x*) against the Monte Carlo mean: inside the interval confirms, outside decides nothing
-    (the conditional error's heavy right tail makes the normal interval unreliable; at
-    Sigma = diag(2, 1/2, 1), seed 0 put the mean 4.1 standard errors low, seeds 1-3 within
-    1.1); a wrong set moves the exact gradient, which decides."""
+    """g(x*) against the Monte Carlo mean, a self-check (``Finding.self_check``): inside the
+    interval confirms, outside decides nothing (the conditional error's heavy right tail makes
+    the normal interval unreliable; at Sigma = diag(2, 1/2, 1), seed 0 put the mean 4.1
+    standard errors low, seeds 1-3 within 1.1); a wrong set moves the exact gradient, which
+    decides."""
     zc = z_critical(LEVEL, 1)
     z = (mc["loss_mean"] - derived) / mc["loss_se"] if mc["loss_se"] > 0 else float("nan")
-    ok = True if np.isfinite(z) and abs(z) <= zc else None
+    ok = bool(abs(z) <= zc) if np.isfinite(z) else None
     return Finding("derived_loss_vs_monte_carlo", ok,
                    {"derived_g": derived, "mc_mean": mc["loss_mean"], "mc_se": mc["loss_se"],
                     "z": z, "z_critical": zc, "level": LEVEL,
                     "covariate_draws": mc["covariate_draws"], "method": mc["method"]},
                    None, "" if ok else (
                        f"the Monte Carlo loss at the named point is {z:.2g} standard errors "
-                       f"from g(a*), but the error's heavy right tail makes the normal interval "
-                       f"unreliable: this comparison confirms and cannot refute (the exact "
-                       f"gradient decides)"))
+                       f"from g(a*); the error's heavy right tail makes the normal interval "
+                       f"unreliable, and the exact gradient decides"), self_check=True)
 
 
 def forward_pass_mean(model, inst: Instance, w_prior: str, degree: int,
@@ -121,11 +121,11 @@ def forward_pass_mean(model, inst: Instance, w_prior: str, degree: int,
 
 
 def forward_pass_loss_finding(derived: float, sm: SpectralMean) -> Finding:
-    """g(x*) against ``forward_pass_mean``: equal within ``RELATIVE`` of the magnitudes
-    confirms; unequal leaves it undecided (the derivation and the model disagree: neither the
-    claim nor its negation follows)."""
+    """g(x*) against ``forward_pass_mean``, a self-check (``Finding.self_check``): equal within
+    ``RELATIVE`` of the magnitudes confirms; unequal leaves it undecided (the derivation and the
+    model disagree: neither the claim nor its negation follows)."""
     gap = abs(sm.value - derived) / max(sm.scale, abs(derived))
-    ok = True if gap <= RELATIVE else None
+    ok = bool(gap <= RELATIVE)
     return Finding("derived_loss_vs_forward_pass", ok,
                    {"derived_g": derived, "forward_pass_loss": sm.value, "relative_gap": gap,
                     **sm.as_dict(), "method": (
@@ -135,8 +135,7 @@ def forward_pass_loss_finding(derived: float, sm: SpectralMean) -> Finding:
                    None, "" if ok else (
                        f"the real forward pass's population loss at the named point is "
                        f"{sm.value:.17g}, the derived g(a*) {derived:.17g} (relative gap "
-                       f"{gap:.2g}): the derivation and the model disagree, so this decides "
-                       f"nothing"),
+                       f"{gap:.2g})"), self_check=True,
                    summary=f"the forward pass's exact population loss equals g(a*) to "
                            f"{gap:.1e} relative ({sm.nodes}-point Gauss rule)" if ok else "")
 
