@@ -9,7 +9,8 @@
 #                 (LANES processes at once, CLAIM_LIMIT s each; WITH=ID,ID beside them, with
 #                 WITH_TIMEOUT s), then the cuda determinism test
 #                 (same seed: identical JSON; cpu vs cuda: the same verdicts), tests/models
-#                 and bench/eq13_onS.py (Figs. 3-4's polish step, its on-S term two ways)
+#                 and bench/eq13_onS.py (Figs. 3-4's polish step; its conditional losses
+#                 and its on-S term two ways each)
 #        tests  - the default test suite under this machine's python/torch (auto device = cuda),
 #                 SHARDS processes side by side (not run on a device yet)
 # Each stage writes its logs into OUTDIR; the caller tars OUTDIR into one file (the device tool

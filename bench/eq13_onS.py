@@ -1,13 +1,18 @@
 """One Adam step of ahn2023 Figs. 3-4's population polish (``eq13_population.train_population``)
-at the paper's batch, part by part, and its on-S control variate computed two ways:
+at the paper's batch, part by part; its conditional losses and its on-S control variate each
+computed two ways:
 
     python bench/eq13_onS.py [--device cuda] [--batch 32000] [--repeats 5]
 
+``token`` / ``gram``: E[e^2 | X] by the recursion on the tokens (``eq13_conditional_losses``,
+d x (n + d) products; the code's path until 2026-11-28) and on the Gram W = X X^T / n alone
+(``eq13_gram_losses``, d x d products, the code's path now).
 ``eigen``: ``on_S_losses`` on ``gram_eigenvalues`` (the code's path: a batched eigensolver in
 chunks of 2^14, on cuda one host read-back per chunk); ``gram``: ``on_S_losses_gram``
 (||s(W)||_F^2 by Horner's rule in matrix products, no eigensolver).  Each part is timed
 forward and backward (the gradient in the scales p), side by side in one run, after one
-warm-up; the ratio eigen / gram is printed, and the largest relative difference of the two.
+warm-up; the ratios token / gram and eigen / gram are printed, with the largest relative
+difference of each pair.
 The 2026-11-27 H200 run measured the whole polish at 180 s for 4,000 steps (45 ms a step).
 """
 from __future__ import annotations
@@ -46,7 +51,8 @@ def main() -> None:
     a = ap.parse_args()
     dev, K, M, n, d, L = a.device, a.seeds, a.batch, 10, 5, 3
     gen = torch.Generator(device=dev).manual_seed(0)
-    X, w = eqp.draw_covariates(K, M, d, n, gen, torch.float64, dev)
+    X = randn(K, M, d, n, generator=gen, device=dev, dtype=torch.float64)
+    W = eqp.gram(X)
     At = eqp.sym(0.3 * randn(K, L, d, d, generator=gen, device=dev,
                              dtype=torch.float64)).requires_grad_()
     Bt = (0.3 * randn(K, L, d, d, generator=gen, device=dev,
@@ -57,10 +63,11 @@ def main() -> None:
         v.sum().backward()
 
     parts = {
-        "draw_covariates": lambda: eqp.draw_covariates(K, M, d, n, gen, torch.float64, dev),
-        "conditional_losses fwd+bwd": lambda: backward(eqp.eq13_conditional_losses(At, Bt, X, n)),
-        "on-S eigen fwd+bwd": lambda: backward(eqp.on_S_losses(p, eqp.gram_eigenvalues(X), L)),
-        "on-S gram fwd+bwd": lambda: backward(eqp.on_S_losses_gram(p, X, L)),
+        "draw_grams": lambda: eqp.draw_grams(K, M, d, n, gen, torch.float64, dev),
+        "conditional token fwd+bwd": lambda: backward(eqp.eq13_conditional_losses(At, Bt, X, n)),
+        "conditional gram fwd+bwd": lambda: backward(eqp.eq13_gram_losses(At, Bt, W)),
+        "on-S eigen fwd+bwd": lambda: backward(eqp.on_S_losses(p, eqp.gram_eigenvalues(W), L)),
+        "on-S gram fwd+bwd": lambda: backward(eqp.on_S_losses_gram(p, W, L)),
     }
     print(f"# bench/eq13_onS.py  device {dev}"
           f" {torch.cuda.get_device_name(0) if dev == 'cuda' else ''}  torch {torch.__version__}"
@@ -69,12 +76,16 @@ def main() -> None:
     for name, fn in parts.items():
         times[name] = _timed(fn, dev, a.repeats)
         print(f"{name:<28} {times[name] * 1e3:10.2f} ms")
+    def rel(a, b):
+        return float(((a - b).abs() / a.abs().clamp_min(1e-300)).max())
+
     with torch.no_grad():
-        e = eqp.on_S_losses(p, eqp.gram_eigenvalues(X), L)
-        g = eqp.on_S_losses_gram(p, X, L)
-        rel = float(((e - g).abs() / e.abs().clamp_min(1e-300)).max())
-    ratio = times["on-S eigen fwd+bwd"] / times["on-S gram fwd+bwd"]
-    print(f"ratio eigen / gram {ratio:.2f}; largest relative difference {rel:.2g}")
+        tok = rel(eqp.eq13_conditional_losses(At, Bt, X, n), eqp.eq13_gram_losses(At, Bt, W))
+        ons = rel(eqp.on_S_losses(p, eqp.gram_eigenvalues(W), L), eqp.on_S_losses_gram(p, W, L))
+    for a, b, r in (("conditional token", "conditional gram", tok),
+                    ("on-S eigen", "on-S gram", ons)):
+        ratio = times[f"{a} fwd+bwd"] / times[f"{b} fwd+bwd"]
+        print(f"ratio {a} / {b.split()[-1]} {ratio:.2f}; largest relative difference {r:.2g}")
 
 
 if __name__ == "__main__":

@@ -16,12 +16,20 @@ M = diag(I_n, 0), acts on Z = [[X, x_q], [y, y_q-slot]] as
 (all right-hand sides before the update), run for the basis w~ = e_j, x~_q = e_k at once: Xq
 (d x d) starts as I (its columns are the queries), Y (d x n) starts as X (row j: the labels for
 w~ = e_j), S (d x d) starts at 0 (the query-label slots).  The prediction is -S_jk and the
-target w~^T x~_q = I_jk, so E[e^2 | X] = ||S + I||_F^2.
+target w~^T x~_q = I_jk, so E[e^2 | X] = ||S + I||_F^2 (``eq13_conditional_losses``).
+
+The pass needs X only through its Gram W = X X^T / n: by induction X = P_i X_0 and Xq = P_i
+(the same recursion from I), and Y = F_i X_0 with F_i = I + S_i, so with Q_i = W P_i^T A_i P_i
+
+    P_{i+1} = P_i + B_i P_i Q_i,        F_{i+1} = F_i + F_i Q_i,        E[e^2 | X] = ||F_L||_F^2
+
+(``eq13_gram_losses``: d x d products only, about a quarter of the token pass's arithmetic at
+n = 10, d = 5), and the estimators below draw X once, keep W and discard X.
 
 E[e^2 | X] has a heavy Wishart tail at trained weights (a degree-26 polynomial in the eigenvalues
 of X X^T / n on S): the plain mean of 10^6 draws at the minimiser on S is 0.0383 +- 0.00007,
 while g* = 0.039259 (exact from the Wishart moments, checked against a 2-d eigenvalue integral
-at d = 2).  Hence (1) ``draw_covariates`` stretches half the draws along fixed directions and
+at d = 2).  Hence (1) ``draw_grams`` stretches half the draws along fixed directions and
 weights them (defensive importance sampling), (2) ``controlled_losses`` takes the S-part exactly
 (a control variate with the known mean g(p) at the projection p on S), (3) ``population_loss``
 also subtracts the first-order off-S term, whose mean is 0 by symmetry, and (4)
@@ -73,6 +81,45 @@ def eq13_conditional_losses(At: torch.Tensor, Bt: torch.Tensor, X: torch.Tensor,
     raise ValueError("no layers")
 
 
+def gram(X: torch.Tensor) -> torch.Tensor:
+    """W = X X^T / n for covariates X (..., d, n)."""
+    return X @ X.transpose(-1, -2) / X.shape[-1]
+
+
+def eq13_gram_losses(At: torch.Tensor, Bt: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
+    """``eq13_conditional_losses`` from the Gram W = X X^T / n (K, M, d, d) alone (module
+    docstring): P_{i+1} = P_i + B~_i P_i Q_i, F_{i+1} = F_i + F_i Q_i, Q_i = W P_i^T A~_i P_i,
+    from P_0 = F_0 = I, and E[e^2 | X] = ||F_L||_F^2.  Weights as there (K, L, d, d), or scales
+    (K, L) on S.  Shape (K, M)."""
+    if At.ndim == 2:  # on S: the weights act as scalars
+        def left(Wts, i, V):
+            return Wts[:, i, None, None, None] * V
+
+        def right(V, Wts, i):
+            return V * Wts[:, i, None, None, None]
+    else:
+        def left(Wts, i, V):
+            return Wts[:, i].unsqueeze(1) @ V
+
+        def right(V, Wts, i):
+            return V @ Wts[:, i].unsqueeze(1)
+    L = At.shape[1]
+    if L == 0:
+        raise ValueError("no layers")
+    eye = torch.eye(W.shape[-1], dtype=W.dtype, device=W.device)
+    P = F = None  # the identity, kept implicit until a layer changes it
+    for i in range(L):
+        if P is None:  # Q_0 = W A~_0
+            Q = right(W, At, i)
+        else:
+            Q = (W @ P.transpose(-1, -2)) @ left(At, i, P)
+        F = eye + Q if F is None else F + F @ Q
+        if i < L - 1:
+            BPQ = left(Bt, i, Q if P is None else P @ Q)
+            P = eye + BPQ if P is None else P + BPQ
+    return (F * F).sum((-1, -2))
+
+
 def scales(At: torch.Tensor, Bt: torch.Tensor) -> torch.Tensor:
     """The projection on S in whitened scales: rows (a_0.., a_{L-1}, b_0.., b_{L-2}) with
     a_i = tr(A~_i)/d, b_i = tr(B~_i)/d (the order of ``sparse.variables``)."""
@@ -84,7 +131,7 @@ def scales(At: torch.Tensor, Bt: torch.Tensor) -> torch.Tensor:
 
 def tilt_directions(d: int, dtype=torch.float64, device=None) -> torch.Tensor:
     """The unit vectors e_i and (e_i +- e_j)/sqrt(2), i < j (d^2 of them): the directions along
-    which ``draw_covariates`` stretches X to reach the Wishart tail."""
+    which ``draw_grams`` stretches X to reach the Wishart tail."""
     eye = torch.eye(d, dtype=dtype, device=device)
     rows = [eye[i] for i in range(d)]
     for i in range(d):
@@ -97,16 +144,17 @@ TILT_SCALES = (4.0, 9.0)  # variances along the stretched direction
 TILT_SHARE = 0.5  # the share of draws that are stretched (defensive mixture: weights <= 2)
 
 
-def draw_covariates(K: int, M: int, d: int, n: int, gen: torch.Generator, dtype, device,
-                    share: float = TILT_SHARE, scales: tuple = TILT_SCALES
-                    ) -> tuple[torch.Tensor, torch.Tensor]:
-    """X (K, M, d, n) from the defensive mixture q = (1 - share) N(0, I) + share * (uniform
-    over directions u and variances s of N(0, I + (s - 1) u u^T) on each column), and the
-    weights w = p/q (K, M), so that mean(w h(X)) estimates E_p h(X) without bias, w <= 1/(1 -
-    share).  E[e^2 | X] grows like lambda_max(X X^T / n)^26 at the trained weights, and X with
-    lambda_max ~ 8-13 (probability ~1e-10 under p) carry a few per cent of the loss: plain
-    draws miss them (at the minimiser on S of three layers the plain mean of 10^6 draws is
-    2.5% below g*, 13 standard errors), stretched draws reach them."""
+def draw_grams(K: int, M: int, d: int, n: int, gen: torch.Generator, dtype, device,
+               share: float = TILT_SHARE, scales: tuple = TILT_SCALES
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The Grams W = X X^T / n (K, M, d, d) of covariates X (d x n) from the defensive mixture
+    q = (1 - share) N(0, I) + share * (uniform over directions u and variances s of
+    N(0, I + (s - 1) u u^T) on each column), and the weights w = p/q (K, M), so that mean(w h(W))
+    estimates E_p h(W) without bias, w <= 1/(1 - share).  E[e^2 | X] grows like
+    lambda_max(W)^26 at the trained weights, and X with lambda_max ~ 8-13 (probability ~1e-10
+    under p) carry a few per cent of the loss: plain draws miss them (at the minimiser on S of
+    three layers the plain mean of 10^6 draws is 2.5% below g*, 13 standard errors), stretched
+    draws reach them."""
     U = tilt_directions(d, dtype, device)
     s2 = torch.tensor(scales, dtype=dtype, device=device)
     J, V = U.shape[0], s2.shape[0]
@@ -116,18 +164,19 @@ def draw_covariates(K: int, M: int, d: int, n: int, gen: torch.Generator, dtype,
     stretched = torch.rand(K, M, generator=gen, dtype=dtype, device=gen.device).to(device) < share
     u, s = U[pick // V], s2[pick % V].sqrt()
     along = torch.einsum("kmd,kmdn->kmn", u, Z)
-    X = Z + torch.where(stretched, s - 1, torch.zeros_like(s))[..., None, None] * (
-        u.unsqueeze(-1) * along.unsqueeze(-2))
-    # q/p = (1 - share) + share/(J V) sum_{u, s} s^{-n/2} exp((1 - 1/s) u^T X X^T u / 2)
-    proj = torch.einsum("jd,kmdn->kmjn", U, X).pow(2).sum(-1)  # u^T W u, (K, M, J)
+    W = gram(Z + torch.where(stretched, s - 1, torch.zeros_like(s))[..., None, None] * (
+        u.unsqueeze(-1) * along.unsqueeze(-2)))
+    # q/p = (1 - share) + share/(J V) sum_{u, s} s^{-n/2} exp((1 - 1/s) n u^T W u / 2)
+    uu = (U.unsqueeze(-1) * U.unsqueeze(-2)).reshape(J, d * d)
+    proj = n * (W.reshape(K, M, d * d) @ uu.T)  # u^T X X^T u, (K, M, J)
     expo = (-n / 2 * torch.log(s2) + 0.5 * (1 - 1 / s2) * proj.unsqueeze(-1))
     ratio = (1 - share) + share / (J * V) * torch.exp(expo).sum((-1, -2))
-    return X, 1 / ratio
+    return W, 1 / ratio
 
 
 def on_S_losses(p: torch.Tensor, lam: torch.Tensor, L: int) -> torch.Tensor:
     """E[e^2 | X] at the point p of S (A~_i = a_i I, B~_i = b_i I): sum_j s(lambda_j)^2 over
-    the eigenvalues lam (K, M, d) of X X^T / n.  Shape (K, M)."""
+    the eigenvalues lam (K, M, d) of W = X X^T / n.  Shape (K, M)."""
     from .sparse import s_coefficients_torch
 
     c = s_coefficients_torch(p, L, "eq13")
@@ -137,14 +186,13 @@ def on_S_losses(p: torch.Tensor, lam: torch.Tensor, L: int) -> torch.Tensor:
     return (val ** 2).sum(-1)
 
 
-def on_S_losses_gram(p: torch.Tensor, X: torch.Tensor, L: int) -> torch.Tensor:
-    """``on_S_losses`` without the eigenvalues: W = X X^T / n is symmetric, so sum_j
-    s(lambda_j)^2 = ||s(W)||_F^2, with s(W) by Horner's rule in batched matrix products (one
-    per degree of s).  No eigensolver: on cuda ``torch.linalg.eigvalsh`` reads its status back
-    to the host for each of ``gram_eigenvalues``' chunks.  Shape (K, M)."""
+def on_S_losses_gram(p: torch.Tensor, W: torch.Tensor, L: int) -> torch.Tensor:
+    """``on_S_losses`` without the eigenvalues: W = X X^T / n (K, M, d, d) is symmetric, so
+    sum_j s(lambda_j)^2 = ||s(W)||_F^2, with s(W) by Horner's rule in batched matrix products
+    (one per degree of s).  No eigensolver: on cuda ``torch.linalg.eigvalsh`` reads its status
+    back to the host for each of ``gram_eigenvalues``' chunks.  Shape (K, M)."""
     from .sparse import s_coefficients_torch
 
-    W = X @ X.transpose(-1, -2) / X.shape[-1]
     c = s_coefficients_torch(p, L, "eq13")[:, :, None, None, None]
     eye = torch.eye(W.shape[-1], dtype=W.dtype, device=W.device)
     val = c[:, -1] * eye
@@ -153,31 +201,33 @@ def on_S_losses_gram(p: torch.Tensor, X: torch.Tensor, L: int) -> torch.Tensor:
     return (val * val).sum((-1, -2))
 
 
-def gram_eigenvalues(X: torch.Tensor, chunk: int = 1 << 14) -> torch.Tensor:
-    """Eigenvalues of X X^T / n, (K, M, d): they do not depend on the weights.  In chunks of
-    ``chunk`` matrices (cusolver's batched eigensolver failed on 80000 at once, H200)."""
-    W = (X @ X.transpose(-1, -2) / X.shape[-1]).reshape(-1, X.shape[-2], X.shape[-2])
-    lam = torch.cat([torch.linalg.eigvalsh(W[i:i + chunk]) for i in range(0, W.shape[0], chunk)])
-    return lam.reshape(X.shape[:-1])
+def gram_eigenvalues(W: torch.Tensor, chunk: int = 1 << 14) -> torch.Tensor:
+    """Eigenvalues of the Grams W (K, M, d, d), (K, M, d): they do not depend on the weights.
+    In chunks of ``chunk`` matrices (cusolver's batched eigensolver failed on 80000 at once,
+    H200)."""
+    flat = W.reshape(-1, W.shape[-2], W.shape[-1])
+    lam = torch.cat([torch.linalg.eigvalsh(flat[i:i + chunk])
+                     for i in range(0, flat.shape[0], chunk)])
+    return lam.reshape(W.shape[:-1])
 
 
-def controlled_losses(At: torch.Tensor, Bt: torch.Tensor, X: torch.Tensor, n: int,
+def controlled_losses(At: torch.Tensor, Bt: torch.Tensor, W: torch.Tensor, n: int,
                       w: torch.Tensor | None = None, lam: torch.Tensor | None = None
                       ) -> torch.Tensor:
     """Per-X terms whose mean is f_I(A~, B~): g(p) exact (``sparse.restricted_value_torch``,
     from the Wishart moments E tr (W/n)^k) plus w (E[e^2 | X] at (A~, B~) minus E[e^2 | X] at
     the projection p on S, ``on_S_losses``), a control variate with known mean g(p) that
-    removes the Wishart tail of the S-part; w are the weights of ``draw_covariates`` (None:
-    plain draws), lam the eigenvalues of X X^T / n (computed when None).  Differentiable in
-    At, Bt, with an unbiased gradient.  Shape (K, M)."""
+    removes the Wishart tail of the S-part; W are the Grams X X^T / n and w the weights of
+    ``draw_grams`` (None: plain draws), lam the eigenvalues of W (computed when None).
+    Differentiable in At, Bt, with an unbiased gradient.  Shape (K, M)."""
     from .sparse import restricted_value_torch
 
-    d = X.shape[-2]
+    d = W.shape[-1]
     L = At.shape[1]
     p = scales(At, Bt)
     g = restricted_value_torch(p, L, "eq13", n, d)
-    diff = (eq13_conditional_losses(At, Bt, X, n)
-            - on_S_losses(p, gram_eigenvalues(X) if lam is None else lam, L))
+    diff = (eq13_gram_losses(At, Bt, W)
+            - on_S_losses(p, gram_eigenvalues(W) if lam is None else lam, L))
     return g.unsqueeze(1) + (diff if w is None else w * diff)
 
 
@@ -185,20 +235,19 @@ def sym(M: torch.Tensor) -> torch.Tensor:
     return (M + M.transpose(-1, -2)) / 2
 
 
-def first_order_term(At: torch.Tensor, Bt: torch.Tensor, X: torch.Tensor, n: int
-                     ) -> torch.Tensor:
+def first_order_term(At: torch.Tensor, Bt: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
     """The derivative of E[e^2 | X] at the projection p on S in the direction (A~ - a I,
     B~ - b I) (K, M), by a complex step (exact to rounding: no difference is taken).  Its mean
     is 0: f_I is invariant under (A~, B~) -> (O A~ O^T, O B~ O^T), O orthogonal, so grad f at
-    a point of S is a multiple of I in each block, and the direction is traceless in each."""
+    a point of S is a multiple of I in each block, and the direction is traceless in each.
+    W: the Grams X X^T / n (K, M, d, d)."""
     d = At.shape[-1]
     eye = torch.eye(d, dtype=At.dtype, device=At.device)
     a = torch.diagonal(At, dim1=-2, dim2=-1).mean(-1)[..., None, None] * eye
     b = torch.diagonal(Bt, dim1=-2, dim2=-1).mean(-1)[..., None, None] * eye
     h = 1e-20
-    c = eq13_conditional_losses(torch.complex(a, h * (At - a)), torch.complex(b, h * (Bt - b)),
-                                X.to(torch.complex128 if X.dtype == torch.float64 else
-                                     torch.complex64), n)
+    c = eq13_gram_losses(torch.complex(a, h * (At - a)), torch.complex(b, h * (Bt - b)),
+                         W.to(torch.complex128 if W.dtype == torch.float64 else torch.complex64))
     return c.imag / h
 
 
@@ -224,7 +273,7 @@ def population_loss(At: torch.Tensor, Bt: torch.Tensor, n: int, draws: int,
                     ) -> tuple[torch.Tensor, torch.Tensor]:
     """Monte Carlo f_I(A~, B~) per seed, K = At.shape[0]: g at the projection p on S in mpmath
     (``restricted_value_exact``) plus the weighted mean of E[e^2 | X] at (A~, B~) minus that
-    at p (``controlled_losses``) over fresh draws of ``draw_covariates``, less the
+    at p (``controlled_losses``) over fresh draws of ``draw_grams``, less the
     ``first_order_term`` (a second control variate, mean 0, that removes the first-order
     off-S part: about 3x smaller standard errors at trained weights).  Returns (mean,
     standard error), each (K,).  ``chunk`` draws per seed at a time (None: 4096 on cpu, where
@@ -238,10 +287,10 @@ def population_loss(At: torch.Tensor, Bt: torch.Tensor, n: int, draws: int,
         left = draws
         while left > 0:
             m = min(chunk, left)
-            X, w = draw_covariates(K, m, d, n, gen, At.dtype, At.device)
-            v = eq13_conditional_losses(At, Bt, X, n) - on_S_losses(p, gram_eigenvalues(X), L)
+            W, w = draw_grams(K, m, d, n, gen, At.dtype, At.device)
+            v = eq13_gram_losses(At, Bt, W) - on_S_losses(p, gram_eigenvalues(W), L)
             if first_order:
-                v = v - first_order_term(At, Bt, X, n)
+                v = v - first_order_term(At, Bt, W)
             v = w * v
             s1 += v.sum(1)
             s2 += (v * v).sum(1)
@@ -274,7 +323,7 @@ def train_population(At: torch.Tensor, Bt: torch.Tensor, n: int, stages: int, st
     d) are whitened leaf tensors, updated in place.
 
     1. Batched L-BFGS (``models.trainers.optimise_batched``) on the weighted mean of E[e^2 | X]
-       over a sample of ``draw_covariates``, redrawn fresh at each of ``stages`` stages of
+       over a sample of ``draw_grams``, redrawn fresh at each of ``stages`` stages of
        steps/stages iterations, the batch growing from ``batch`` to ``final_batch``: fast to
        the neighbourhood of S.  The stretched draws put the Wishart tail into every sample
        (on plain samples L-BFGS settles where the sample has no tail: sample loss 0.05,
@@ -300,10 +349,10 @@ def train_population(At: torch.Tensor, Bt: torch.Tensor, n: int, stages: int, st
     done = 0
     total = steps + (polish["steps"] if polish else 0)
     for j, m in enumerate(stage_sizes(stages, batch, final_batch)):
-        X, w = draw_covariates(K, m, d, n, gen, At.dtype, At.device)
+        W, w = draw_grams(K, m, d, n, gen, At.dtype, At.device)
 
         def loss():
-            return (w * eq13_conditional_losses(sym(At), Bt, X, n)).mean(1)
+            return (w * eq13_gram_losses(sym(At), Bt, W)).mean(1)
 
         def show(step, values, offset=done):
             if progress is not None:
@@ -328,8 +377,8 @@ def train_population(At: torch.Tensor, Bt: torch.Tensor, n: int, stages: int, st
         for t in range(T):
             for group in opt.param_groups:
                 group["lr"] = lr_at(t, T, polish["lr"], polish["lr_final"])
-            X, w = draw_covariates(K, polish["batch"], d, n, gen, At.dtype, At.device)
-            per_seed = controlled_losses(sym(At), Bt, X, n, w).mean(1)
+            W, w = draw_grams(K, polish["batch"], d, n, gen, At.dtype, At.device)
+            per_seed = controlled_losses(sym(At), Bt, W, n, w).mean(1)
             opt.zero_grad(set_to_none=True)
             per_seed.sum().backward()
             opt.step()

@@ -45,7 +45,7 @@ STAND_IN_EQ13 = ("two layers of (13) on the exact loss for the paper's three (Se
 # max(3 standard errors, LOSS_REL_TOL).  Theorem 5 makes S critical in the off-S directions, so
 # a trained point at whitened distance delta from S lies O(delta^2) above g at its projection
 # (about 1% at the delta ~ 0.04 the final sample leaves, measured), and the estimate's own
-# Wishart-tail error is a few 1e-3 relative (``eq13_population.draw_covariates``); 2% is still
+# Wishart-tail error is a few 1e-3 relative (``eq13_population.draw_grams``); 2% is still
 # below the gaps between the critical values of g the restarts find (0.0393, 0.0552, 0.0585:
 # 40% and 6%), so it says which critical value the run reached.
 LOSS_REL_TOL = 0.02

@@ -161,6 +161,28 @@ def test_batched_estimator_is_the_real_forward_pass_at_sigma_identity():
     torch.testing.assert_close(mine, ref, rtol=1e-12, atol=0)
 
 
+@pytest.mark.parametrize("layers", [1, 2, 3])
+def test_gram_recursion_is_the_token_pass(layers):
+    """The production estimator reads X only through W = X X^T / n (``eq13_gram_losses``): it
+    equals the token recursion draw by draw, at general weights and at scales on S, with the
+    same gradient in the weights."""
+    n, d, K, M = 10, 5, 2, 7
+    gen = torch.Generator().manual_seed(layers)
+    A = 0.3 * torch.randn(K, layers, d, d, generator=gen, dtype=torch.float64)
+    A = ((A + A.mT) / 2).requires_grad_()
+    B = (0.3 * torch.randn(K, layers, d, d, generator=gen, dtype=torch.float64)).requires_grad_()
+    X = torch.randn(K, M, d, n, generator=gen, dtype=torch.float64)
+    token, by_gram = eqp.eq13_conditional_losses(A, B, X, n), eqp.eq13_gram_losses(A, B,
+                                                                                   eqp.gram(X))
+    torch.testing.assert_close(by_gram, token, rtol=1e-12, atol=0)
+    for a, b in zip(torch.autograd.grad(token.sum(), [A, B], materialize_grads=True),
+                    torch.autograd.grad(by_gram.sum(), [A, B], materialize_grads=True)):
+        torch.testing.assert_close(b, a, rtol=1e-11, atol=1e-13)
+    p, q = (torch.randn(K, layers, generator=gen, dtype=torch.float64) for _ in range(2))
+    torch.testing.assert_close(eqp.eq13_gram_losses(p, q, eqp.gram(X)),
+                               eqp.eq13_conditional_losses(p, q, X, n), rtol=1e-12, atol=0)
+
+
 @pytest.mark.parametrize("factor", ["symmetric", "cholesky"])
 def test_batched_estimator_through_whitening_is_the_sigma_forward_pass(factor):
     """f_Sigma(A, B) = f_I(R A R, R^{-1} B R), R = Sigma^{1/2}, draw by draw: with X = R X~ the
@@ -194,15 +216,16 @@ def test_on_S_the_estimator_is_the_polynomial_s_of_the_gram_eigenvalues(one_thre
     X = torch.randn(2, 500, d, n, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     b_last = torch.cat([p[:, L:], torch.ones(2, 1, dtype=torch.float64)], 1)
     direct = eqp.eq13_conditional_losses(p[:, :L], b_last, X, n)
-    torch.testing.assert_close(eqp.on_S_losses(p, eqp.gram_eigenvalues(X), L), direct,
+    W = eqp.gram(X)
+    torch.testing.assert_close(eqp.on_S_losses(p, eqp.gram_eigenvalues(W), L), direct,
                                rtol=1e-9, atol=1e-12)
     # the same sum without an eigensolver, ||s(W)||_F^2, and its gradient in p (matrix
     # products of W round relative to ||W||^k, not to each eigenvalue's power: 1e-9 measured)
     q = p.clone().requires_grad_()
-    by_gram = eqp.on_S_losses_gram(q, X, L)
+    by_gram = eqp.on_S_losses_gram(q, W, L)
     torch.testing.assert_close(by_gram, direct, rtol=1e-8, atol=1e-12)
     (grad_gram,) = torch.autograd.grad(by_gram.sum(), q)
-    (grad_eig,) = torch.autograd.grad(eqp.on_S_losses(q, eqp.gram_eigenvalues(X), L).sum(), q)
+    (grad_eig,) = torch.autograd.grad(eqp.on_S_losses(q, eqp.gram_eigenvalues(W), L).sum(), q)
     torch.testing.assert_close(grad_gram, grad_eig, rtol=1e-8, atol=1e-12)
     eye = torch.eye(d, dtype=torch.float64)
     At, Bt = p[:, :L, None, None] * eye, b_last[:, :, None, None] * eye
@@ -220,10 +243,10 @@ def test_stretched_draws_are_weighted_to_the_gaussian(one_thread):
     E w tr (X X^T / n)^2 = mu_2 = 8 at n = 10, d = 5 (Wishart moment), within 4 standard
     errors; the weights are bounded by 1 / (1 - share) = 2."""
     n, d = 10, 5
-    X, w = eqp.draw_covariates(1, 100_000, d, n, torch.Generator().manual_seed(5),
-                               torch.float64, "cpu")
+    W, w = eqp.draw_grams(1, 100_000, d, n, torch.Generator().manual_seed(5), torch.float64,
+                          "cpu")
     assert float(w.max()) <= 2 + 1e-12
-    lam = eqp.gram_eigenvalues(X)
+    lam = eqp.gram_eigenvalues(W)
     for values, exact in ((w, 1.0), (w * (lam ** 2).sum(-1), float(sparse.scaled_trace_moments(
             n, d, 2)[2]))):
         mean, se = float(values.mean()), float(values.std() / np.sqrt(values.numel()))
@@ -247,8 +270,8 @@ def test_population_estimate_matches_the_exact_two_layer_loss(one_thread):
     mean, se = eqp.population_loss(A, B, n, 40_000, gen)
     assert torch.all((mean - exact).abs() <= 4 * se), (mean, se, exact)
     # the first-order control variate has mean 0 (symmetry of f under conjugation)
-    X, w = eqp.draw_covariates(2, 40_000, d, n, gen, torch.float64, "cpu")
-    lin = w * eqp.first_order_term(A, B, X, n)
+    W, w = eqp.draw_grams(2, 40_000, d, n, gen, torch.float64, "cpu")
+    lin = w * eqp.first_order_term(A, B, W)
     assert torch.all(lin.mean(1).abs() <= 4 * lin.std(1) / np.sqrt(lin.shape[1]))
 
 
