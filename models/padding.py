@@ -2,6 +2,7 @@
 heads held at zero by a mask."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 import torch
@@ -17,3 +18,46 @@ def head_mask(heads: Sequence[int], top: int, repeat: int = 1, dtype: torch.dtyp
         raise ValueError(f"head counts {counts} do not fit in {top} heads")
     counts = torch.tensor(counts, device=device).repeat_interleave(int(repeat))
     return (torch.arange(top, device=device)[None, :] < counts[:, None]).to(dtype)
+
+
+@dataclass(frozen=True)
+class HeadLayout:
+    """Where the real heads and head pairs of padded rows lie, for sums that skip the padding.
+
+    Row r of a (rows, top) padding holds counts[r] real heads.  ``heads`` = (row, head) of every
+    real head and ``pairs`` = (row, i, j, slot) of every pair i < j of real heads, row by row;
+    ``slot`` is the pair's index among the top(top-1)/2 pairs of ``torch.triu_indices(top, top,
+    1)``.  A sum over a row's terms scattered back to these slots (unique: no atomic adds) and
+    summed per row adds exactly the terms the padded layout adds, less its exact zeros."""
+
+    rows: int
+    top: int
+    heads: tuple[torch.Tensor, torch.Tensor]
+    pairs: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
+
+    @property
+    def slots(self) -> int:
+        return self.top * (self.top - 1) // 2
+
+
+def head_layout(heads: Sequence[int], top: int, repeat: int = 1,
+                device: torch.device | str = "cpu") -> HeadLayout:
+    """The ``HeadLayout`` of ``head_mask(heads, top, repeat)``'s rows (built once, on the host:
+    no data-dependent shapes while training)."""
+    counts = head_mask(heads, top, repeat).sum(1).long()
+    rows = torch.arange(len(counts)).repeat_interleave(counts)
+    idx = torch.cat([torch.arange(int(c)) for c in counts])
+    i, j = torch.triu_indices(top, top, 1)
+    valid = j[None, :] < counts[:, None]
+    prow, slot = valid.nonzero(as_tuple=True)
+    to = dict(device=device)
+    return HeadLayout(len(counts), top, (rows.to(**to), idx.to(**to)),
+                      (prow.to(**to), i[slot].to(**to), j[slot].to(**to), slot.to(**to)))
+
+
+def row_sums(values: torch.Tensor, rows: torch.Tensor, slots: torch.Tensor, n_rows: int,
+             n_slots: int) -> torch.Tensor:
+    """sum of ``values`` per row, each value at its (row, slot) of a dense (n_rows, n_slots)
+    table (unique places: deterministic on every device), zeros elsewhere."""
+    dense = values.new_zeros(n_rows * n_slots).index_put((rows * n_slots + slots,), values)
+    return dense.reshape(n_rows, n_slots).sum(1)

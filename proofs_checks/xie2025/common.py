@@ -10,6 +10,7 @@ import sympy
 import torch
 
 from models.multihead import fast_prediction, sample_tasks
+from models.padding import HeadLayout, row_sums
 from moments.montecarlo import Estimate, streaming_estimate
 from moments.poly import Poly
 
@@ -81,11 +82,21 @@ def _spread(values: dict, n: int) -> dict:
             for k, v in values.items()}
 
 
+def _at_rows(values: dict, rows: torch.Tensor) -> dict:
+    """``_spread`` for ragged rows: row-wise values taken at ``rows`` (each head's or pair's)."""
+    return {k: v[rows] if torch.is_tensor(v) and v.dim() in (1, 3) else v
+            for k, v in values.items()}
+
+
 def _risk(R1, X, d: int, P: torch.Tensor, Q: torch.Tensor, fixed: dict, sc: dict,
-          base) -> torch.Tensor:
+          base, layout: HeadLayout | None = None) -> torch.Tensor:
     """R_0 + sum_h (R(b_h, A_h) - R_0) + sum_{h<h'} cross(h, h') of each of S problems (S,), the
     single-head terms on the S*H heads and the cross terms on the S*H(H-1)/2 pairs in one batch
-    each; ``fixed``, ``sc`` and ``base`` (R_0) shared, or row-wise (``_spread``)."""
+    each; ``fixed``, ``sc`` and ``base`` (R_0) shared, or row-wise (``_spread``).  With a
+    ``layout`` (rows padded to H heads, ``models.padding.head_layout``) only its real heads and
+    pairs are evaluated (``_risk_ragged``)."""
+    if layout is not None:
+        return _risk_ragged(R1, X, d, P, Q, fixed, sc, base, layout)
     S, H = P.shape[:2]
     e, s = head_values(P.reshape(S * H, d + 1, d + 1), Q.reshape(S * H, d + 1, d + 1), d)
     row_base = base[:, None] if torch.is_tensor(base) else base
@@ -101,6 +112,31 @@ def _risk(R1, X, d: int, P: torch.Tensor, Q: torch.Tensor, fixed: dict, sc: dict
         cross = X({**_spread(fixed, pairs), **e1, **e2},
                   {**_spread(sc, pairs), **s1, **s2}).reshape(S, -1)
         total = total + cross.sum(1)
+    return total
+
+
+def _risk_ragged(R1, X, d: int, P: torch.Tensor, Q: torch.Tensor, fixed: dict, sc: dict,
+                 base, layout: HeadLayout) -> torch.Tensor:
+    """``_risk`` on the real heads and pairs of ``layout`` only (at xie2025 Thm. 1's paper sweep,
+    H = 1..13 padded to 13: 364 of 1,014 pairs per restart).  A padded head is zero and adds
+    nothing (its single term is R_0 - R_0, its cross terms vanish), and the real terms are summed
+    in the places the padded sum has them (``models.padding.row_sums``): the same risk, to the
+    bit in the tests."""
+    S, H = P.shape[:2]
+    if (S, H) != (layout.rows, layout.top):
+        raise ValueError(f"heads of shape {(S, H)} do not match the layout's "
+                         f"{(layout.rows, layout.top)}")
+    rows, idx = layout.heads
+    e, s = head_values(P[rows, idx], Q[rows, idx], d)
+    single = R1({**_at_rows(fixed, rows), **e}, {**_at_rows(sc, rows), **s})
+    single = single - (base[rows] if torch.is_tensor(base) else base)
+    total = base + row_sums(single, rows, idx, S, H)
+    prow, i, j, slot = layout.pairs
+    if len(prow):
+        e1, s1 = head_values(P[prow, i], Q[prow, i], d, "1")
+        e2, s2 = head_values(P[prow, j], Q[prow, j], d, "2")
+        cross = X({**_at_rows(fixed, prow), **e1, **e2}, {**_at_rows(sc, prow), **s1, **s2})
+        total = total + row_sums(cross, prow, slot, S, layout.slots)
     return total
 
 
@@ -135,12 +171,14 @@ class StackedHeadsLoss:
     row-wise tensors of one evaluation; its coefficients are rational in C, so problems of other C
     are not stacked (as row-wise tensors C falls off the compiled polynomial's fast path, and as
     separate evaluations in one run every problem is evaluated until the last stops: for xie2025
-    Thm. 2's two C, 11% more kernels than two runs)."""
+    Thm. 2's two C, 11% more kernels than two runs).  With ``layout`` the rows are padded to its
+    ``top`` heads and only their real heads and pairs are evaluated (``_risk_ragged``)."""
 
-    def __init__(self, parts: Sequence[HeadsLoss], rows: int) -> None:
+    def __init__(self, parts: Sequence[HeadsLoss], rows: int,
+                 layout: HeadLayout | None = None) -> None:
         if not parts or len({(p.guess, p.d, p.C) for p in parts}) != 1:
             raise ValueError("stacked problems share one query guess, one d and one C")
-        self.parts, self.rows = list(parts), int(rows)
+        self.parts, self.rows, self.layout = list(parts), int(rows), layout
         self.fixed, self.sc, self.base = self._rowwise()
 
     def _rowwise(self) -> tuple[dict, dict, Any]:
@@ -165,7 +203,8 @@ class StackedHeadsLoss:
 
     def __call__(self, env: dict, scalars: dict) -> torch.Tensor:
         head = self.parts[0]
-        return _risk(head.R1, head.X, head.d, env["P"], env["Q"], self.fixed, self.sc, self.base)
+        return _risk(head.R1, head.X, head.d, env["P"], env["Q"], self.fixed, self.sc, self.base,
+                     self.layout)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import torch
 from models.device import runtime, randn
 from models.exact import ExactLoss
 from models.multihead import MultiHeadLSA, YqLSA, sample_tasks
-from models.padding import head_mask
+from models.padding import head_layout
 from models.progress import Progress
 from models.trainers import optimise, optimise_batched
 from verify.evidence import Finding
@@ -101,9 +101,10 @@ def train_exact_problems(problems: Sequence[ExactProblem], restarts: int, steps:
                          progress: bool = False) -> list[ExactRuns]:
     """L-BFGS on the derived risk of every problem, ``restarts`` each, in one batched run (on a
     GPU: the launches and read-backs of one run).  Problems of fewer heads are padded to the
-    most with heads held at P = Q = 0 by a mask (a head enters the risk through the products of
-    its P and Q, so a zero head adds nothing, and the mask makes its gradient 0: L-BFGS leaves it
-    at 0); problems of other w*, v or beta (one C) are rows of a ``StackedHeadsLoss``.  Each restart
+    most with heads held at P = Q = 0 (a head enters the risk through the products of its P and
+    Q, so a zero head adds nothing), and the risk reads only the real heads and pairs
+    (``models.padding.head_layout``), so a padded head has gradient 0 and L-BFGS leaves it at 0;
+    problems of other w*, v or beta (one C) are rows of a ``StackedHeadsLoss``.  Each restart
     starts where the problem trained alone starts it (its seed's draws) and stops on its own;
     its final risk is that of its own heads under its own risk."""
     rt = runtime(device)
@@ -117,12 +118,9 @@ def train_exact_problems(problems: Sequence[ExactProblem], restarts: int, steps:
                                                                                   p.seed, rt)
     P.requires_grad_()
     Q.requires_grad_()
-    loss = parts[0] if len(parts) == 1 else StackedHeadsLoss(parts, R)
-    if min(Hs) == top:
-        exact = ExactLoss(loss, lambda: ({"P": P, "Q": Q}, {}))
-    else:
-        mask = head_mask(Hs, top, R, rt.dtype, rt.device)[..., None, None]
-        exact = ExactLoss(loss, lambda: ({"P": P * mask, "Q": Q * mask}, {}))
+    layout = head_layout(Hs, top, R, rt.device) if min(Hs) < top else None
+    loss = parts[0] if len(parts) == 1 else StackedHeadsLoss(parts, R, layout)
+    exact = ExactLoss(loss, lambda: ({"P": P, "Q": Q}, {}))
     label = f"H={Hs[0]}" if len(Hs) == 1 else f"{len(Hs)} problems"
     with Progress(steps, f"xie2025 exact-risk L-BFGS, {label}", progress) as bar:
         results = optimise_batched(exact, [P, Q], method="lbfgs", steps=steps,

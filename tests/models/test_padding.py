@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from models.padding import head_mask
+from models.padding import head_layout, head_mask, row_sums
 
 
 def test_each_run_keeps_its_own_heads_once_per_restart():
@@ -15,3 +15,20 @@ def test_each_run_keeps_its_own_heads_once_per_restart():
 def test_a_head_count_outside_the_padding_is_refused(heads):
     with pytest.raises(ValueError, match="do not fit"):
         head_mask(heads, 3)
+
+
+def test_the_layout_lists_each_real_head_and_pair_once_in_its_padded_place():
+    lay = head_layout((1, 3, 2), 3, repeat=1)
+    assert lay.rows == 3 and lay.top == 3 and lay.slots == 3
+    assert [t.tolist() for t in lay.heads] == [[0, 1, 1, 1, 2, 2], [0, 0, 1, 2, 0, 1]]
+    # triu_indices(3, 3, 1): slots 0 = (0, 1), 1 = (0, 2), 2 = (1, 2)
+    assert [t.tolist() for t in lay.pairs] == [[1, 1, 1, 2], [0, 0, 1, 0], [1, 2, 2, 1],
+                                               [0, 1, 2, 0]]
+
+
+def test_row_sums_put_each_value_in_its_slot():
+    values = torch.tensor([1.0, 2.0, 4.0, 8.0], dtype=torch.float64, requires_grad=True)
+    got = row_sums(values, torch.tensor([0, 0, 2, 2]), torch.tensor([1, 0, 0, 2]), 3, 3)
+    assert got.tolist() == [3.0, 0.0, 12.0]
+    (grad,) = torch.autograd.grad(got.sum(), values)
+    assert grad.tolist() == [1.0] * 4

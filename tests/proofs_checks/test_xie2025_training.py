@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 
+from models.padding import head_layout, head_mask
 from proofs_checks.xie2025.common import HeadsLoss, StackedHeadsLoss, heads_risk
 from proofs_checks.xie2025.setting import Instance
 from proofs_checks.xie2025.training import ExactProblem, train_exact, train_exact_problems
@@ -44,6 +45,31 @@ def test_the_linear_guess_is_the_affine_guess_at_beta_zero():
     lin = _loss("linear", 5, (1.0, -1.0), (1.0, 1.0))({"P": P, "Q": Q}, {})
     aff = _loss("affine", 5, (1.0, -1.0), (1.0, 1.0), 0.0)({"P": P, "Q": Q}, {})
     assert torch.allclose(lin, aff, rtol=1e-12)
+
+
+def test_padded_rows_read_only_their_real_heads():
+    """Rows padded to 4 heads (counts 1, 4, 2 and 3, two restarts each) with zero padding: the
+    ragged sum over real heads and pairs gives the padded risk, bit for bit, and each row's
+    risk is its real heads' risk alone; a padded head's gradient is 0."""
+    parts = [_loss("affine", 4, w, v, beta) for w, v, beta in (
+        ((1.0, 0.0), (1.0, 1.0), 0.0), ((0.0, 2.0), (0.0, 0.0), 1.0),
+        ((1.0, 1.0), (0.5, 0.0), -2.0), ((2.0, 1.0), (0.0, 1.0), 0.5))]
+    counts, R = (1, 4, 2, 3), 2
+    g = torch.Generator().manual_seed(3)
+    mask = head_mask(counts, 4, R)[..., None, None]
+    P, Q = (mask * torch.randn(8, 4, 3, 3, dtype=torch.float64, generator=g) for _ in range(2))
+    P.requires_grad_()
+    padded = StackedHeadsLoss(parts, R)({"P": P, "Q": Q}, {})
+    ragged = StackedHeadsLoss(parts, R, head_layout(counts, 4, R))({"P": P, "Q": Q}, {})
+    assert torch.equal(ragged, padded)
+    for r in range(8):
+        H = counts[r // R]
+        alone = parts[r // R]({"P": P[r:r + 1, :H], "Q": Q[r:r + 1, :H]}, {})
+        assert ragged[r].item() == pytest.approx(alone.item(), rel=1e-12)
+    (grad,) = torch.autograd.grad(ragged.sum(), P)
+    assert torch.all(grad[mask.expand_as(grad) == 0] == 0)
+    with pytest.raises(ValueError, match="do not match the layout"):
+        StackedHeadsLoss(parts, R, head_layout(counts, 5, R))({"P": P, "Q": Q}, {})
 
 
 @pytest.mark.parametrize("other", [_loss("linear", 4, (1.0, 1.0)), _loss("zero", 8, (1.0, 1.0))])
