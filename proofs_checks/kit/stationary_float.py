@@ -175,12 +175,13 @@ def gradient_z(exact, mean, se, level: float = LEVEL) -> dict:
 
 
 def gradient_z_finding(name: str, exact, mean, se, samples: int, counterexample: dict,
-                       level: float = LEVEL) -> Finding:
+                       level: float = LEVEL, self_check: bool = False) -> Finding:
     """The derived gradient against the Monte Carlo gradient of the real forward pass
     (``gradient_z``): inside every interval passes, outside one fails (the counterexample gets
     the worst component), non-finite numbers decide nothing.  A failure of the z-test alone is
     a sampled one (``Finding.sampled``: the sample must come from ``Context.mc_seed``); one of
-    the components the sample does not spread is not."""
+    the components the sample does not spread is not.  ``self_check``: the exact gradient is
+    the engine's derivation at a point, read from no formula's value (``Finding.self_check``)."""
     zt = gradient_z(exact, mean, se, level)
     i = zt["argmax"]
     evidence = {"components": zt["components"], "max_abs_z": zt["max_abs_z"],
@@ -195,7 +196,7 @@ def gradient_z_finding(name: str, exact, mean, se, samples: int, counterexample:
                    None if ok else {**counterexample, "component": i, "exact": float(exact[i]),
                                     "monte_carlo": float(mean[i]), "se": float(se[i])},
                    "" if ok else "the derived gradient is outside the Monte Carlo interval",
-                   sampled=zt["nonrandom_agree"])
+                   sampled=zt["nonrandom_agree"], self_check=self_check)
 
 
 def zero_gradient_z(mc: dict) -> dict:

@@ -250,10 +250,13 @@ def mc_compare(cases: Sequence[tuple], samples: int,
 def mc_finding(name: str, ok: bool, rows: list, inst: Instance, seed: int,
                reason: str) -> Finding:
     """The finding of ``mc_compare``'s rows: the counterexample is the instance and every row
-    (a test of samples drawn through ``Context.mc_seed``)."""
+    (a test of samples drawn through ``Context.mc_seed``).  Every caller compares risks the
+    engine derived (at heads it built, or at a formula's point) with the real pass, so it is a
+    self-check (``Finding.self_check``): a disagreement is the engine's, never the
+    statement's."""
     return Finding(name, ok, {"comparisons": rows}, None if ok else {
         "instance": inst.as_dict(), "rows": rows, "seed": seed}, "" if ok else reason,
-        sampled=True)
+        sampled=True, self_check=True)
 
 
 def _guess(t, guess):

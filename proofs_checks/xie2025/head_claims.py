@@ -440,7 +440,7 @@ def fig2_numeric(ctx: Context) -> TierResult:
                             None if ok else {"instance": inst.as_dict(), "row": row,
                                              "seed": ctx.seed},
                             "" if ok else "the d-head model's Monte Carlo risk is not R*",
-                            sampled=True)],
+                            sampled=True, self_check=True)],  # derived R* vs the real pass
                    {"instance": inst.as_dict(), "optimal_loss": R_star,
                     "R_star_exact": str(sol.R_star),
                     "R_GD_exact": str(gd_risk_star(d, inst.C)), "paper_size_R_star": exact_paper,

@@ -1,6 +1,7 @@
 """xie2025: each claim as printed comes out as computed; deliberately wrong formulas are refuted."""
 import json
 
+import numpy as np
 import pytest
 import sympy
 
@@ -210,6 +211,20 @@ def test_numeric_tiers_agree_with_monte_carlo():
             assert v.verdict == "inconclusive" and v.tiers["numeric"].support == "stand-in"
         else:
             assert v.verdict == "verified", (cid, v.as_dict())
+
+
+def test_a_derived_risk_off_the_monte_carlo_is_the_engine_s_not_a_counterexample():
+    """The Monte Carlo comparisons of risks the engine derived (``mc_finding``) are
+    self-checks: an exact risk outside the interval makes the tier undecided, never refuted."""
+    from proofs_checks.xie2025.common import mc_compare, mc_finding
+    from proofs_checks.xie2025.setting import Instance
+
+    inst = Instance(2, 4, 1)
+    P, Q = np.zeros((1, 3, 3)), np.zeros((1, 3, 3))
+    ok, rows = mc_compare([("no attention", P, Q, 100.0, inst, 3, None)], 4000)
+    found = mc_finding("derived_risk_vs_monte_carlo", ok, rows, inst, 0, "off the interval")
+    assert ok is False and found.ok is None and found.counterexample is None
+    assert "no counterexample to the statement" in found.reason
 
 
 def _cli(capsys, *argv):
