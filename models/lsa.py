@@ -131,12 +131,8 @@ class LinearTransformer(torch.nn.Module):
                 P = torch.cat([zeros, self.b[l].unsqueeze(0)], 0)
                 Q = torch.cat([self.A[l], like.new_zeros(d + 1, 1)], 1)
             else:
-                A = self.A[l]
-                if c.symmetric_A:
-                    A = (A + A.T) / 2
-                Q = _block(A, 0.0)
-                B = self.B[l] if p == "eq13" else like.new_zeros(d, d)
-                P = _block(B, 1.0)
+                P, Q = block_weights(self.A[l], self.B[l] if p == "eq13" else None,
+                                     c.symmetric_A)
                 if p == "sec35":  # the bottom row of P is [u^T, 1]
                     P = P + torch.nn.functional.pad(self.u[l].unsqueeze(0), (0, 1, d, 0))
             out.append((P, Q))
@@ -154,9 +150,30 @@ class LinearTransformer(torch.nn.Module):
         return -self.forward(Z)[..., -1, -1]
 
 
+def block_weights(A: torch.Tensor, B: torch.Tensor | None = None,
+                  symmetric: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    """(P, Q) = ([[B, 0], [0, 1]], [[A, 0], [0, 0]]) of one layer of ahn2023 (9) (B = None: 0)
+    or (13), A symmetrised with ``symmetric``; A, B (..., d, d), with any leading batch axes
+    (a batch of models: ``stacked_prediction``)."""
+    if symmetric:
+        A = (A + A.mT) / 2
+    return _block(torch.zeros_like(A) if B is None else B, 1.0), _block(A, 0.0)
+
+
+def stacked_prediction(Z: torch.Tensor, A: torch.Tensor, B: torch.Tensor | None = None,
+                       symmetric: bool = True, step: int = 1) -> torch.Tensor:
+    """The predictions of S models of (9) (B = None) or (13) at once: ``LinearTransformer``'s
+    forward pass (``block_weights``, ``lsa_forward``) with A, B (S, layers, d, d) on prompts Z
+    (S, N, d+1, n+1), model s on its own prompts Z[s].  Shape (S, N)."""
+    n = Z.shape[-1] - 1
+    layers = [block_weights(A[:, l, None], None if B is None else B[:, l, None], symmetric)
+              for l in range(A.shape[1])]
+    return -readout(lsa_forward(Z, layers, mask_matrix(n, Z), n, step=step))
+
+
 def _block(top_left: torch.Tensor, corner: float) -> torch.Tensor:
-    """[[top_left, 0], [0, corner]]."""
-    d = top_left.shape[0]
+    """[[top_left, 0], [0, corner]] (leading batch axes kept)."""
+    d = top_left.shape[-1]
     out = torch.nn.functional.pad(top_left, (0, 1, 0, 1))
     e = top_left.new_zeros(d + 1, d + 1)
     e[d, d] = corner

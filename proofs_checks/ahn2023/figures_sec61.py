@@ -29,7 +29,7 @@ from ..kit.trend import Indexed, is_monotone, monotone
 
 from . import eq13_population as eqp
 from . import sparse
-from .figures import (DIST_SAMPLED, INIT_SCALE, PAPER_LAYERS, _WHITENED, _fit_fixed_batch,
+from .figures import (DIST_SAMPLED, INIT_SCALE, PAPER_LAYERS, _WHITENED, fit_fixed_batches,
                       _loss_panel, _metrics, _per_layer, _sqrt, restricted_star, sigmas)
 from models.device import cpu_threads
 
@@ -66,9 +66,11 @@ EQ13_BUDGETS = {
                                     polish=dict(steps=400, batch=1000, lr=2e-3, lr_final=1e-4),
                                     eval_draws=120_000)),
     # for a GPU: 5 seeds x 64000 draws per L-BFGS evaluation in the last stage, 5 x 32000 per
-    # Adam step (a few GB in float64); 234 s on an H200 (L-BFGS 44 s, Adam 180 s), hours on a
-    # cpu.  The fixed-batch run costs ~0.3 s per L-BFGS step per seed there (H200).
-    "paper": dict(dist=DIST_SAMPLED, sampled=dict(seeds=2, batch=20000, steps=200),
+    # Adam step (a few GB in float64); 234 s on an H200 with the token pass (L-BFGS 44 s, Adam
+    # 180 s), before the Gram pass (7x less cpu time a step).  The fixed-batch run: 4000
+    # L-BFGS iterations for both seeds at once (torch's L-BFGS ran 200 outer steps of up to
+    # 20 per seed, ~0.3 s a step on the H200, one seed after the other)
+    "paper": dict(dist=DIST_SAMPLED, sampled=dict(seeds=2, batch=20000, steps=4000),
                   population=dict(seeds=5, stages=4, steps=1600, batch=1000, final_batch=64000,
                                   polish=dict(steps=4000, batch=32000, lr=2e-3, lr_final=1e-5),
                                   eval_draws=4_000_000)),
@@ -258,14 +260,16 @@ def _train_eq13_sampled(b: dict, seed: int, rt, progress: bool) -> list:
     """Three layers of (13) by L-BFGS on one fixed batch of prompts, as the paper trains; the
     population loss of the result is a Monte Carlo estimate of E[e^2 | X] over fresh X."""
     n, d, L = 10, 5, 3
-    S = sigmas(seed + 7, b["seeds"], d)
+    K = b["seeds"]
+    S = sigmas(seed + 7, K, d)
     out = []
-    for k in range(b["seeds"]):
-        model, _, res = _fit_fixed_batch(S[k], n, L, "eq13", b["batch"], b["steps"], rt,
-                                           seed + 300 + k, seed + 400 + k, "ahn2023 Fig. 3/4",
-                                           progress)
-        As = ((model.A + model.A.transpose(-1, -2)) / 2).detach().cpu().double().numpy()
-        Bs = model.B.detach().cpu().double().numpy()
+    fits = fit_fixed_batches(S, n, L, "eq13", b["batch"], b["steps"], rt,
+                             [seed + 300 + k for k in range(K)], [seed + 400 + k for k in range(K)],
+                             "ahn2023 Fig. 3/4", progress)
+    for k, fit in enumerate(fits):
+        res = fit.result
+        As = ((fit.A + fit.A.transpose(-1, -2)) / 2).detach().cpu().double().numpy()
+        Bs = fit.B.detach().cpu().double().numpy()
         Rk = torch.tensor(_sqrt(S[k]), dtype=rt.dtype, device=rt.device).unsqueeze(0)
         At, Bt = eqp.whiten(Rk, torch.tensor(As, dtype=rt.dtype, device=rt.device)[None],
                             torch.tensor(Bs, dtype=rt.dtype, device=rt.device)[None])

@@ -91,3 +91,21 @@ def test_mask_and_dist():
     assert m.shape == (4, 4) and m[3, 3] == 0 and m[0, 0] == 1
     assert dist_to_identity(3 * torch.eye(4)) < 1e-12
     assert dist_to_identity(torch.diag(torch.tensor([1.0, 2.0]))) > 0.1
+
+
+@pytest.mark.parametrize("param", ["eq9", "eq13"])
+def test_a_stack_of_models_predicts_as_each_model_alone(param):
+    """``stacked_prediction`` runs S models of (9) or (13), each on its own prompts, through
+    ``LinearTransformer``'s weights and pass: model s's predictions are its own."""
+    from models.lsa import stacked_prediction
+
+    d, n, S, N = 3, 4, 2, 5
+    g = torch.Generator().manual_seed(3)
+    models = [LinearTransformer(LSAConfig(d=d, layers=3, parametrisation=param), 0.5, g)
+              for _ in range(S)]
+    Z = torch.randn(S, N, d + 1, n + 1, generator=g, dtype=torch.float64)
+    A = torch.stack([m.A.detach() for m in models])
+    B = torch.stack([m.B.detach() for m in models]) if param == "eq13" else None
+    got = stacked_prediction(Z, A, B)
+    for s, m in enumerate(models):
+        torch.testing.assert_close(got[s], m.predict(Z[s]).detach(), rtol=1e-12, atol=1e-14)

@@ -368,3 +368,19 @@ def test_fig2_a_learned_scale_that_is_nan_is_undecided(monkeypatch):
     monkeypatch.setattr(figures, "figure_entry", lambda f: {})
     ctx = Context("ahn2023.fig2", {}, {}, BUDGETS["quick"], device="cpu")
     assert figures.fig2_train(ctx).evidence["learned_scales_match_a*"]["ok"] is None
+
+
+def test_fixed_batch_seeds_trained_at_once_follow_each_seed_alone(one_thread):
+    """The paper-protocol runs (L-BFGS on one fixed batch of prompts per seed) train every seed
+    in one batched run: each seed ends where it ends trained alone, up to rounding."""
+    from models.device import runtime
+
+    rt = runtime("cpu")
+    S = figures.sigmas(4, 2)
+    both = figures.fit_fixed_batches(S, 6, 2, "eq13", 60, 25, rt, [1, 2], [3, 4], "t", False)
+    for k in range(2):
+        (alone,) = figures.fit_fixed_batches(S[k:k + 1], 6, 2, "eq13", 60, 25, rt, [1 + k],
+                                             [3 + k], "t", False)
+        torch.testing.assert_close(both[k].A, alone.A, rtol=1e-7, atol=1e-9)
+        torch.testing.assert_close(both[k].B, alone.B, rtol=1e-7, atol=1e-9)
+        assert both[k].result.final_loss < both[k].result.losses[0]
