@@ -21,12 +21,16 @@ def transpose(a: Any) -> Any:
 
 def attention(Z: Any, P: Any, Q: Any, mask: Any) -> Any:
     """Attn_{P,Q}(Z) = P Z M (Z^T Q Z), ahn2023 eq. (3) with the mask M of eq. (2)."""
-    if isinstance(Z, torch.Tensor) and Z.ndim > 2 and P.ndim == 2:
-        # one weight pair against a batch of prompts: torch's broadcast matmul of a 2-D matrix
-        # with a batch is ~4x slower on CPU than the same contraction as an einsum
-        PZ = torch.einsum("ij,...jn->...in", P, Z)
-        ZtQ = torch.einsum("...jn,jk->...nk", Z, Q)
-        return PZ @ mask @ (ZtQ @ Z)
+    if isinstance(Z, torch.Tensor) and Z.ndim > 2:
+        # a batch of prompts: ((P (Z M Z^T)) Q) Z keeps every intermediate (d+1) x (d+1) or
+        # (d+1) x (n+1), where P Z M (Z^T Q Z) forms (n+1) x (n+1) ones: some 5x fewer
+        # operations and less memory at n = 20, d = 5 (the same product; rounding differs)
+        G = (Z @ mask) @ Z.mT
+        if P.ndim == 2:  # one weight pair: torch's broadcast matmul of a 2-D matrix with a
+            # batch is ~4x slower on CPU than the same contraction as an einsum
+            return torch.einsum("...ij,jk,...kn->...in", torch.einsum("ij,...jk->...ik", P, G),
+                                Q, Z)
+        return ((P @ G) @ Q) @ Z
     return P @ Z @ mask @ (transpose(Z) @ Q @ Z)
 
 

@@ -203,6 +203,8 @@ def fit_fixed_batches(sigma: Sequence[np.ndarray], n: int, layers: int, parametr
     launch sequence for all seeds and no read-back per evaluation).  ``steps``: L-BFGS
     iterations.  Seed s draws its prompts from ``data_seeds[s]`` and its init from
     ``init_seeds[s]``, as one model trained alone would."""
+    if len(sigma) == 0:
+        return []
     laws, Zs, ys, inits = [], [], [], []
     config = LSAConfig(d=len(sigma[0]), layers=layers, parametrisation=parametrisation)
     for sig_s, data_seed, init_seed in zip(sigma, data_seeds, init_seeds):
