@@ -44,15 +44,18 @@ def head_layout(heads: Sequence[int], top: int, repeat: int = 1,
                 device: torch.device | str = "cpu") -> HeadLayout:
     """The ``HeadLayout`` of ``head_mask(heads, top, repeat)``'s rows (built once, on the host:
     no data-dependent shapes while training)."""
-    counts = head_mask(heads, top, repeat).sum(1).long()
-    rows = torch.arange(len(counts)).repeat_interleave(counts)
-    idx = torch.cat([torch.arange(int(c)) for c in counts])
-    i, j = torch.triu_indices(top, top, 1)
-    valid = j[None, :] < counts[:, None]
-    prow, slot = valid.nonzero(as_tuple=True)
-    to = dict(device=device)
-    return HeadLayout(len(counts), top, (rows.to(**to), idx.to(**to)),
-                      (prow.to(**to), i[slot].to(**to), j[slot].to(**to), slot.to(**to)))
+    head_mask(heads, top)  # refuses counts that do not fit
+    counts = [int(h) for h in heads for _ in range(int(repeat))]
+    # the pairs i < j in the order of torch.triu_indices(top, top, 1) (row by row)
+    order = [(i, j) for i in range(top) for j in range(i + 1, top)]
+    singles = [(r, h) for r, c in enumerate(counts) for h in range(c)]
+    pairs = [(r, i, j, k) for r, c in enumerate(counts) for k, (i, j) in enumerate(order) if j < c]
+
+    def column(rows: list, at: int) -> torch.Tensor:
+        return torch.tensor([row[at] for row in rows], dtype=torch.long, device=device)
+
+    return HeadLayout(len(counts), top, (column(singles, 0), column(singles, 1)),
+                      tuple(column(pairs, k) for k in range(4)))
 
 
 def row_sums(values: torch.Tensor, rows: torch.Tensor, slots: torch.Tensor, n_rows: int,

@@ -32,3 +32,12 @@ def test_row_sums_put_each_value_in_its_slot():
     assert got.tolist() == [3.0, 0.0, 12.0]
     (grad,) = torch.autograd.grad(got.sum(), values)
     assert grad.tolist() == [1.0] * 4
+
+
+def test_the_layout_slots_are_those_of_triu_indices():
+    lay = head_layout((5,), 5)
+    i, j = torch.triu_indices(5, 5, 1)
+    assert lay.pairs[1].tolist() == i.tolist() and lay.pairs[2].tolist() == j.tolist()
+    assert lay.pairs[3].tolist() == list(range(10))
+    one = head_layout((1, 1), 1)
+    assert one.slots == 0 and all(len(t) == 0 for t in one.pairs)
