@@ -24,6 +24,9 @@ H's on the same prompts (paired differences, a Bonferroni-corrected confidence i
 statement holds when H = 4 has the least final loss (each other H significantly above it) and
 H = 32, 64 are significantly above H = 4 at every checkpoint of the second half.  The seconds
 per step, and the loss each H reaches within 100 s on this machine, are reported as information.
+The initial weights, the task stream and the test prompts are one draw of the training
+(``Context.mc_seed``): a rejection is redrawn, the runs trained again on independent draws, and
+refutes only if the second training rejects too (``Finding.sampled``).
 """
 from __future__ import annotations
 
@@ -213,8 +216,9 @@ def four_layer_runs(ctx: Context, spec: dict) -> tuple[object, list, dict]:
     D = inst.dictionary.to(dtype=dtype, device=rt.device)
     D64 = inst.dictionary.to(dtype=torch.float64, device=rt.device)
     law = TaskLaw(inst.tau)
+    # one draw of the training (weights, task stream, test prompts): a redraw trains again
     test = sample_tasks(law, inst.dictionary, spec["test_prompts"],
-                        rt.generator(ctx.seed_for("heads-4layer-test")))
+                        rt.generator(ctx.mc_seed("heads-4layer-test")))
     y_test = test.prompt_labels.to(dtype=dtype, device=rt.device)
     t_test = test.y.to(dtype=dtype, device=rt.device)
     stride = max(1, spec["steps"] // spec["checkpoints"])
@@ -230,9 +234,9 @@ def four_layer_runs(ctx: Context, spec: dict) -> tuple[object, list, dict]:
     for H in spec["Hs"]:
         cfg = DeepConfig(inst.d, inst.K, inst.N, H, layers=spec["layers"],
                          d_model=spec["d_model"], d_ff=spec["d_ff"])
-        model = DeepICL(cfg, generator=rt.generator(ctx.seed_for("heads-4layer-model")),
+        model = DeepICL(cfg, generator=rt.generator(ctx.mc_seed("heads-4layer-model")),
                         dtype=dtype, device=rt.device)
-        data_gen = rt.data_generator(ctx.seed_for("heads-4layer-data"))
+        data_gen = rt.data_generator(ctx.mc_seed("heads-4layer-data"))
 
         def loss_fn():
             tasks = sample_tasks(law, D64, spec["batch"], data_gen)
@@ -334,14 +338,15 @@ def heads_speed_check(ctx: Context, spec: dict = FOUR_LAYER) -> TierResult:
                                   f"{final} steps (final losses {finals})",
                  None: f"H = {unclear} cannot be told from H = {best} at step {final}"}[f_best],
                 summary=f"final test loss by H: " + ", ".join(f"{H}: {finals[H]:.4g}"
-                                                              for H in spec["Hs"])),
+                                                              for H in spec["Hs"]), sampled=True),
         Finding("large_H_slower", f_slow, {"checkpoints": late, "comparisons": slow_rows,
                                            "criterion": crit},
                 None if f_slow is not False else {"faster_than_H4_at": faster,
                                                   "instance": inst.as_dict()},
                 {True: "", False: f"H = {sorted({h for h, _ in faster})} is below H = {best} "
                                   f"at steps {sorted({s for _, s in faster})}",
-                 None: f"no significant difference from H = {best} at {tied}"}[f_slow]),
+                 None: f"no significant difference from H = {best} at {tied}"}[f_slow],
+                sampled=True),
     ]
     ev = {"instance": inst.as_dict(), "rows": table, "per_second_information": per_second,
           "protocol": f"{spec['layers']}-layer post-norm encoder, d_model {spec['d_model']}, d_ff "

@@ -131,9 +131,11 @@ def test_four_layer_decision_at_paper_sizes(monkeypatch, rates, verdict):
 
     spec = ht.FOUR_LAYER
     steps, stride = spec["steps"], spec["steps"] // spec["checkpoints"]
-    noise = np.random.default_rng(0).normal(0, 0.01, spec["test_prompts"])
 
     def fake(ctx, sp):
+        # one draw of the training, as the real runs take it: a redraw draws again
+        noise = np.random.default_rng(ctx.mc_seed("heads-4layer-test")).normal(
+            0, 0.01, spec["test_prompts"])
         rows = [{"H": H, "status": "max_steps", "reason": "", "steps": steps, "seconds": 50.0,
                  "seconds_per_step": 0.025 * (1 + H / 64),
                  "marks": _marks(0.1, rates[H], steps, stride, noise), "train_curve": []}
@@ -143,3 +145,28 @@ def test_four_layer_decision_at_paper_sizes(monkeypatch, rates, verdict):
     monkeypatch.setattr(ht, "four_layer_runs", fake)
     v = check_claim(find(IDS[1]), tiers=("train",), budget="paper", seed=0, device="cpu")
     assert v.verdict == verdict, v.as_dict()
+    if verdict == "refuted":  # a training that rejects is trained again, and rejects again
+        assert "redraw" in v.tiers["train"].evidence, v.tiers["train"].reason
+
+
+def test_a_four_layer_rejection_that_a_second_training_undoes_is_undecided(monkeypatch):
+    """The first training puts H = 8 below H = 4 and the redrawn one does not: undecided."""
+    import numpy as np
+
+    spec = ht.FOUR_LAYER
+    steps, stride = spec["steps"], spec["steps"] // spec["checkpoints"]
+    good = {1: 2, 2: 3, 4: 5, 8: 4, 16: 3, 32: 2, 64: 1.5}
+
+    def fake(ctx, sp):
+        first = ctx.mc_seed("heads-4layer-model") == ctx.seed_for("heads-4layer-model")
+        rates = {**good, 8: 7} if first else good
+        noise = np.random.default_rng(ctx.mc_seed("heads-4layer-test")).normal(
+            0, 0.01, spec["test_prompts"])
+        rows = [{"H": H, "status": "max_steps", "reason": "", "steps": steps, "seconds": 50.0,
+                 "seconds_per_step": 0.025, "marks": _marks(0.1, rates[H], steps, stride, noise),
+                 "train_curve": []} for H in sp["Hs"]]
+        return _paper_instance(ctx, "heads-4layer", sp, sp["best"]), rows, {"stride": stride}
+
+    monkeypatch.setattr(ht, "four_layer_runs", fake)
+    v = check_claim(find(IDS[1]), tiers=("train",), budget="paper", seed=0, device="cpu")
+    assert v.verdict == "inconclusive" and v.tiers["train"].status == "error", v.as_dict()

@@ -16,9 +16,6 @@ UNMARKED = {
     "proofs_checks/ahn2023/proof_moments.py": "defines the Monte Carlo helpers of thm4_proof",
     "proofs_checks/xie2025/convexity_claims.py": "tests through common.mc_compare/mc_finding",
     "proofs_checks/xie2025/stationary_claims.py": "tests through kit gradient_z_finding",
-    "proofs_checks/yang2024/head_training.py": "train tier: a paired test over trained models, "
-                                               "which a redraw would retrain (a stand-in at "
-                                               "quick, undecided there)",
 }
 
 
