@@ -7,9 +7,10 @@ computed two ways:
 ``token`` / ``gram``: E[e^2 | X] by the recursion on the tokens (``eq13_conditional_losses``,
 d x (n + d) products; the code's path until 2026-11-28) and on the Gram W = X X^T / n alone
 (``eq13_gram_losses``, d x d products, the code's path now).
-``eigen``: ``on_S_losses`` on ``gram_eigenvalues`` (the code's path: a batched eigensolver in
-chunks of 2^14, on cuda one host read-back per chunk); ``gram``: ``on_S_losses_gram``
-(||s(W)||_F^2 by Horner's rule in matrix products, no eigensolver).  Each part is timed
+``eigen``: ``on_S_losses`` on ``gram_eigenvalues`` (the code's path on the cpu: a batched
+eigensolver in chunks of 2^14, on cuda one host read-back per chunk); ``gram``:
+``on_S_losses_gram`` (||s(W)||_F^2 by Horner's rule in matrix products, no eigensolver: the
+code's path on cuda, ``eq13_population.on_S_part``).  Each part is timed
 forward and backward (the gradient in the scales p), side by side in one run, after one
 warm-up; the ratios token / gram and eigen / gram are printed, with the largest relative
 difference of each pair.
