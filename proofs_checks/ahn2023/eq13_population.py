@@ -133,11 +133,9 @@ def tilt_directions(d: int, dtype=torch.float64, device=None) -> torch.Tensor:
     """The unit vectors e_i and (e_i +- e_j)/sqrt(2), i < j (d^2 of them): the directions along
     which ``draw_grams`` stretches X to reach the Wishart tail."""
     eye = torch.eye(d, dtype=dtype, device=device)
-    rows = [eye[i] for i in range(d)]
-    for i in range(d):
-        for j in range(i + 1, d):
-            rows += [(eye[i] + eye[j]) / math.sqrt(2), (eye[i] - eye[j]) / math.sqrt(2)]
-    return torch.stack(rows)
+    i, j = torch.triu_indices(d, d, 1, device=device)  # i < j, row by row
+    pairs = torch.stack([eye[i] + eye[j], eye[i] - eye[j]], 1) / math.sqrt(2)
+    return torch.cat([eye, pairs.reshape(-1, d)])  # a handful of launches, not d^2 of them
 
 
 TILT_SCALES = (4.0, 9.0)  # variances along the stretched direction

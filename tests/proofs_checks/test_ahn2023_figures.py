@@ -384,3 +384,11 @@ def test_fixed_batch_seeds_trained_at_once_follow_each_seed_alone(one_thread):
         torch.testing.assert_close(both[k].A, alone.A, rtol=1e-7, atol=1e-9)
         torch.testing.assert_close(both[k].B, alone.B, rtol=1e-7, atol=1e-9)
         assert both[k].result.final_loss < both[k].result.losses[0]
+
+
+def test_tilt_directions_are_the_axes_then_their_normalised_sums_and_differences():
+    U = eqp.tilt_directions(3)
+    r = 2 ** -0.5
+    want = [[1, 0, 0], [0, 1, 0], [0, 0, 1], [r, r, 0], [r, -r, 0], [r, 0, r], [r, 0, -r],
+            [0, r, r], [0, r, -r]]
+    torch.testing.assert_close(U, torch.tensor(want, dtype=torch.float64), rtol=0, atol=1e-15)
