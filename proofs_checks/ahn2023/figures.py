@@ -183,12 +183,10 @@ def _train_eq9(budget: str, seed: int, device: str, progress: bool) -> dict:
 
 @dataclass
 class FixedBatchFit:
-    """One seed's fixed-batch run: its trained A (and B for (13)), its prompt law and its
-    optimiser record."""
+    """One seed's fixed-batch run: its trained A (and B for (13)) and its optimiser record."""
 
     A: torch.Tensor
     B: torch.Tensor | None
-    law: PromptLaw
     result: TrainResult
 
 
@@ -203,9 +201,11 @@ def fit_fixed_batches(sigma: Sequence[np.ndarray], n: int, layers: int, parametr
     launch sequence for all seeds and no read-back per evaluation).  ``steps``: L-BFGS
     iterations.  Seed s draws its prompts from ``data_seeds[s]`` and its init from
     ``init_seeds[s]``, as one model trained alone would."""
+    if parametrisation not in ("eq9", "eq13"):
+        raise ValueError(f"fixed-batch runs train (9) or (13), not {parametrisation!r}")
     if len(sigma) == 0:
         return []
-    laws, Zs, ys, inits = [], [], [], []
+    Zs, ys, inits = [], [], []
     config = LSAConfig(d=len(sigma[0]), layers=layers, parametrisation=parametrisation)
     for sig_s, data_seed, init_seed in zip(sigma, data_seeds, init_seeds):
         sig = torch.tensor(sig_s)
@@ -217,15 +217,14 @@ def fit_fixed_batches(sigma: Sequence[np.ndarray], n: int, layers: int, parametr
         ys.append(pr.yq)
         inits.append([model.A.detach()] + ([model.B.detach()] if parametrisation == "eq13"
                                            else []))
-        laws.append(law)
     Z, yq = torch.stack(Zs), torch.stack(ys)
     params = [torch.stack(p).clone().requires_grad_() for p in zip(*inits)]
     A, B = params[0], (params[1] if len(params) > 1 else None)
     with Progress(steps, f"{label} fixed-batch L-BFGS", progress) as bar:
         res = optimise_batched(lambda: ((stacked_prediction(Z, A, B) - yq) ** 2).mean(-1),
                                params, method="lbfgs", steps=steps, progress=bar.callback())
-    return [FixedBatchFit(A[s].detach(), None if B is None else B[s].detach(), law, res[s])
-            for s, law in enumerate(laws)]
+    return [FixedBatchFit(A[s].detach(), None if B is None else B[s].detach(), res[s])
+            for s in range(len(res))]
 
 
 def _diverged(out: dict) -> str | None:
