@@ -106,6 +106,24 @@ def test_a_minimiser_value_or_gradient_that_is_nan_is_undecided(monkeypatch):
     assert ev["stationary"]["ok"] is None and ev["lowest_restart"]["ok"] is None
 
 
+def test_a_minimiser_newton_did_not_settle_is_undecided_not_refuted(monkeypatch):
+    """The minimiser of f on S is the engine's reference point: Newton thrown out of its basin
+    (a huge gradient, a value above the restarts', an indefinite Hessian; measured once at
+    --budget quick after a rounding change in the L-BFGS) decides nothing about the claims,
+    and the numeric tiers read at it decide nothing either."""
+    ctx = _quick_ctx(EACH)
+    p = dict(cond.minimiser_for(ctx), value=3.1e11, grad_norm=2.4e13,
+             hessian_eigenvalues=[-1.1e12, -2.7e11, 1.2e12, 2.2e15])
+    monkeypatch.setattr(cond, "minimiser_for", lambda ctx: p)
+    ev = cond.minimiser_symbolic(ctx).evidence
+    for name in ("stationary", "strict_local_minimum", "lowest_restart"):
+        assert ev[name]["ok"] is None and "not settled" in ev[name]["reason"], ev[name]
+    for check in (cond.each_iteration_numeric, cond.pair_numeric):
+        tier = check(ctx)
+        assert tier.status != "fail" and "not settled" in tier.evidence["minimiser_settled"][
+            "reason"]
+
+
 def _quick_ctx(cid):
     from verify.claim import BUDGETS, Context
     c = find(cid)
