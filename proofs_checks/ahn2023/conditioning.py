@@ -161,9 +161,9 @@ def minimiser_symbolic(ctx: Context) -> TierResult:
     why_positive = ("no Hessian eigenvalue, or one that is not a finite number" if positive is None
                     else "" if positive else "the critical point is not a minimum")
     why_lowest = why_lowest or ("" if lowest_ok else "Newton moved to a higher critical point")
-    unsettled = "the minimiser of f on S is not settled ({}): the claims cannot be read at it"
+    not_settled = "the minimiser of f on S is not settled ({}): the claims cannot be read at it"
     (stationary, why_stationary), (positive, why_positive), (lowest_ok, why_lowest) = (
-        (None, unsettled.format(why)) if ok is False else (ok, why)
+        (None, not_settled.format(why)) if ok is False else (ok, why)
         for ok, why in ((stationary, why_stationary), (positive, why_positive),
                         (lowest_ok, why_lowest)))
     findings = [
@@ -277,20 +277,22 @@ def _table(budget: str, seed: int, a: tuple, b: tuple, prompt_seeds: tuple) -> l
 
 def unsettled(ctx: Context) -> TierResult | None:
     """An undecided tier where the minimiser of f on S is not settled (Newton's gradient above
-    its tolerance, or a value above the lowest restart's, or not a number): the claims are read
-    at that point, and a point that is not it decides nothing about them."""
+    its tolerance, a value above the lowest restart's, a Hessian not positive definite, or
+    numbers that are not numbers): the claims are read at that point, and a point that is not
+    it decides nothing about them."""
     p = minimiser_for(ctx)
     stationary, _ = settle_le(p["grad_norm"], p["grad_tolerance"])
     losses = [float(v) for v in p["restart_losses"]]
     lowest, _ = settle_le(p["value"], min(losses) if all(map(math.isfinite, losses))
                           else math.nan)
-    if stationary and lowest:
+    eigs = p["hessian_eigenvalues"]
+    if stationary and lowest and eigs and all(e > 0 for e in eigs):  # NaN > 0 is False
         return None
     return combine([Finding("minimiser_settled", None, {
         "grad_norm": p["grad_norm"], "grad_tolerance": p["grad_tolerance"], "value": p["value"],
-        "restart_losses": losses[:3]}, reason="the minimiser of f on S is not settled (Newton "
-        "did not reach a critical point no higher than the restarts): the claims cannot be read "
-        "at it")])
+        "hessian_eigenvalues": eigs, "restart_losses": losses[:3]},
+        reason="the minimiser of f on S is not settled (Newton did not reach a strict local "
+               "minimum no higher than the restarts): the claims cannot be read at it")])
 
 
 def conditioning_table(ctx: Context) -> tuple[dict, list]:
