@@ -136,6 +136,20 @@ def minimiser_for(ctx: Context) -> dict:
     return s_minimiser(N, D, LAYERS, b["starts"], b["steps"], b["digits"])
 
 
+def _tests(p: dict) -> tuple:
+    """The minimiser's three tests: (the lowest restart value, settle_le of the gradient
+    against its tolerance, a positive definite Hessian (None: no finite eigenvalues), settle_le
+    of its value against the lowest restart's).  A NaN decides nothing: Python's min keeps or
+    drops it by its position, and a comparison with it is False."""
+    eigs = p["hessian_eigenvalues"]
+    losses = [float(v) for v in p["restart_losses"]]
+    lowest = min(losses) if all(math.isfinite(v) for v in losses) else math.nan
+    positive = (None if not eigs or not all(math.isfinite(e) for e in eigs) else
+                all(e > 0 for e in eigs))
+    return (lowest, settle_le(p["grad_norm"], p["grad_tolerance"]), positive,
+            settle_le(p["value"], lowest))
+
+
 def minimiser_symbolic(ctx: Context) -> TierResult:
     """The point both claims are read at: the minimiser of f on S, derived from the forward pass
     and the exact Wishart moments E tr (W/n)^k, k <= 26 (``sparse``): a stationary point of g
@@ -146,15 +160,7 @@ def minimiser_symbolic(ctx: Context) -> TierResult:
     ev = {k: p[k] for k in ("a", "b", "value", "grad_norm", "hessian_eigenvalues",
                             "restart_losses", "restarts", "restarts_at_minimum", "lbfgs_steps",
                             "newton_digits")}
-    # a NaN decides nothing: Python's min keeps or drops it by its position, and a comparison
-    # with it is False (a failure, or a pass through min's order)
-    losses = [float(v) for v in p["restart_losses"]]
-    finite_losses = all(math.isfinite(v) for v in losses)
-    lowest = min(losses) if finite_losses else math.nan
-    stationary, why_stationary = settle_le(p["grad_norm"], p["grad_tolerance"])
-    positive = (None if not eigs or not all(math.isfinite(e) for e in eigs) else
-                all(e > 0 for e in eigs))
-    lowest_ok, why_lowest = settle_le(p["value"], lowest)
+    lowest, (stationary, why_stationary), positive, (lowest_ok, why_lowest) = _tests(p)
     # the point is the engine's own reference (the claims are read at it): a failure to settle
     # it is the engine's and decides nothing about the claims, so it is undecided, not refuted
     why_stationary = why_stationary or ("" if stationary else "Newton did not converge")
@@ -281,16 +287,13 @@ def unsettled(ctx: Context) -> TierResult | None:
     numbers that are not numbers): the claims are read at that point, and a point that is not
     it decides nothing about them."""
     p = minimiser_for(ctx)
-    stationary, _ = settle_le(p["grad_norm"], p["grad_tolerance"])
-    losses = [float(v) for v in p["restart_losses"]]
-    lowest, _ = settle_le(p["value"], min(losses) if all(map(math.isfinite, losses))
-                          else math.nan)
-    eigs = p["hessian_eigenvalues"]
-    if stationary and lowest and eigs and all(e > 0 for e in eigs):  # NaN > 0 is False
+    _, (stationary, _), positive, (lowest_ok, _) = _tests(p)
+    if stationary and positive and lowest_ok:
         return None
     return combine([Finding("minimiser_settled", None, {
         "grad_norm": p["grad_norm"], "grad_tolerance": p["grad_tolerance"], "value": p["value"],
-        "hessian_eigenvalues": eigs, "restart_losses": losses[:3]},
+        "hessian_eigenvalues": p["hessian_eigenvalues"],
+        "restart_losses": [float(v) for v in p["restart_losses"][:3]]},
         reason="the minimiser of f on S is not settled (Newton did not reach a strict local "
                "minimum no higher than the restarts): the claims cannot be read at it")])
 
